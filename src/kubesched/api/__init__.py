@@ -1,0 +1,1 @@
+"""Typed Kubernetes objects, quantities and the per-pod view used by scheduling."""

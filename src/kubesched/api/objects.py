@@ -1,0 +1,269 @@
+"""Typed views of the Kubernetes objects the scheduler reads.
+
+msgspec Structs decode API JSON and manifest dicts several times faster than
+the official client's models and name the exact field that is wrong. Only the
+fields the scheduler needs are declared; unknown fields are ignored, so these
+types read any real object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+Quantity = str | int | float
+
+
+class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    pass
+
+
+class OwnerReference(_Obj):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_Obj):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    owner_references: list[OwnerReference] = msgspec.field(default_factory=list)
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+
+
+# --- selectors and affinity -------------------------------------------------
+
+
+class LabelSelectorRequirement(_Obj):
+    key: str
+    operator: str
+    values: list[str] = msgspec.field(default_factory=list)
+
+
+class LabelSelector(_Obj):
+    match_labels: dict[str, str] = msgspec.field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = msgspec.field(default_factory=list)
+
+
+class NodeSelectorRequirement(_Obj):
+    key: str
+    operator: str
+    values: list[str] = msgspec.field(default_factory=list)
+
+
+class NodeSelectorTerm(_Obj):
+    match_expressions: list[NodeSelectorRequirement] = msgspec.field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = msgspec.field(default_factory=list)
+
+
+class NodeSelector(_Obj):
+    node_selector_terms: list[NodeSelectorTerm] = msgspec.field(default_factory=list)
+
+
+class PreferredSchedulingTerm(_Obj):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_Obj):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = msgspec.field(
+        default_factory=list
+    )
+
+
+class PodAffinityTerm(_Obj):
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = msgspec.field(default_factory=list)
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = msgspec.field(default_factory=list)
+    mismatch_label_keys: list[str] = msgspec.field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(_Obj):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_Obj):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = msgspec.field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = msgspec.field(
+        default_factory=list
+    )
+
+
+class Affinity(_Obj):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class Toleration(_Obj):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class TopologySpreadConstraint(_Obj):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = msgspec.field(default_factory=list)
+
+
+# --- pods ---------------------------------------------------------------------
+
+
+class ResourceRequirements(_Obj):
+    requests: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    limits: dict[str, Quantity] = msgspec.field(default_factory=dict)
+
+
+class ContainerPort(_Obj):
+    container_port: int = 0
+    host_port: int = 0
+    host_ip: str = ""
+    protocol: str = "TCP"
+    name: str = ""
+
+
+class Container(_Obj):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = msgspec.field(default_factory=list)
+    restart_policy: str | None = None
+
+
+class PodSchedulingGate(_Obj):
+    name: str
+
+
+class PodSpec(_Obj):
+    containers: list[Container] = msgspec.field(default_factory=list)
+    init_containers: list[Container] = msgspec.field(default_factory=list)
+    node_name: str = ""
+    scheduler_name: str = ""
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] = msgspec.field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = msgspec.field(default_factory=list)
+    topology_spread_constraints: list[TopologySpreadConstraint] = msgspec.field(default_factory=list)
+    overhead: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    scheduling_gates: list[PodSchedulingGate] = msgspec.field(default_factory=list)
+    host_network: bool = False
+    restart_policy: str = ""
+
+
+class PodCondition(_Obj):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+
+
+class PodStatus(_Obj):
+    phase: str = ""
+    nominated_node_name: str = ""
+    conditions: list[PodCondition] = msgspec.field(default_factory=list)
+    start_time: str | None = None
+
+
+class Pod(_Obj):
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+# --- nodes --------------------------------------------------------------------
+
+
+class Taint(_Obj):
+    key: str
+    effect: str
+    value: str = ""
+
+
+class NodeSpec(_Obj):
+    unschedulable: bool = False
+    taints: list[Taint] = msgspec.field(default_factory=list)
+
+
+class ContainerImage(_Obj):
+    names: list[str] = msgspec.field(default_factory=list)
+    size_bytes: int = 0
+
+
+class NodeCondition(_Obj):
+    type: str
+    status: str
+
+
+class NodeStatus(_Obj):
+    capacity: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    allocatable: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    images: list[ContainerImage] = msgspec.field(default_factory=list)
+    conditions: list[NodeCondition] = msgspec.field(default_factory=list)
+
+
+class Node(_Obj):
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+# --- cluster-scoped helpers ---------------------------------------------------
+
+
+class Namespace(_Obj):
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class PriorityClass(_Obj):
+    api_version: str = "scheduling.k8s.io/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str | None = None
+
+
+class ObjectError(ValueError):
+    """An object that does not decode; the message names the object and the field."""
+
+
+def convert(data: Any, kind: type[msgspec.Struct], what: str) -> Any:
+    """Decode a manifest dict into a typed object, naming `what` and the field on failure."""
+    try:
+        return msgspec.convert(data, kind, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ObjectError(f"{what}: {exc}") from None

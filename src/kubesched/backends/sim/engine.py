@@ -1,0 +1,157 @@
+"""Runs the real scheduler on a simulated cluster in virtual time and reports what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.backends.sim.manifests import ClusterInput
+
+from kubesched.backends.sim.cluster import SimCluster
+from kubesched.clock import VirtualClock
+from kubesched.config import SchedulerConfig
+from kubesched.framework.registry import Registry
+from kubesched.scheduler import Scheduler
+
+YIELD_EVERY = 64  # scheduling cycles between chances for binding tasks to run
+
+
+@dataclass
+class SimResult:
+    profile: str
+    pods_total: int
+    pods_scheduled: int
+    pods_unschedulable: int
+    pods_gated: int
+    wall_seconds: float
+    pods_per_second: float
+    virtual_seconds: float
+    cycles: int
+    placements: dict[str, str | None]
+    unschedulable: dict[str, str]
+    preempted: list[str]
+    cycle_ms_p50: float
+    cycle_ms_p99: float
+    events: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Simulation:
+    def __init__(
+        self,
+        cluster: ClusterInput,
+        config: SchedulerConfig,
+        *,
+        seed: int = 0,
+        registry: Registry | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        label: str = "",
+    ) -> None:
+        self.input = cluster
+        self.config = config
+        self.seed = seed
+        self.registry = registry
+        self.progress = progress
+        self.label = label
+
+    async def run(self) -> SimResult:
+        clock = VirtualClock()
+        sim = SimCluster(clock)
+        sched = Scheduler(self.config, sim, clock, registry=self.registry, seed=self.seed)
+        sim.scheduler = sched
+        self.scheduler, self.cluster = sched, sim
+        self._load(sim, sched)
+        owned = [p.pod for p in self.input.pods if not p.pod.spec.node_name and sched.responsible_for(p.pod)]
+        total = len(owned)
+        started = time.perf_counter()
+        cycles = 0
+        while True:
+            clock.run_due()
+            while sched.schedule_one():
+                cycles += 1
+                if cycles % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+                    if self.progress is not None:
+                        self.progress(sim.binds, total)
+            await sched.drain_bindings()
+            if len(sched.queue):
+                continue
+            nxt = clock.next_time()
+            if nxt is None:
+                break
+            if not sim.external_pending and not sched.queue.has_timed_work() and not sched.waiting:
+                break  # only pods that nothing will change are left
+            clock.advance_to(nxt)
+        wall = time.perf_counter() - started
+        if self.progress is not None:
+            self.progress(sim.binds, total)
+        return self._result(sched, sim, owned, wall, clock.now(), cycles)
+
+    def _load(self, sim: SimCluster, sched: Scheduler) -> None:
+        for ns in self.input.namespaces:
+            sched.on_namespace(ns)
+        for kind, namespace, name, selector in self.input.workload_selectors:
+            sched.cache.set_workload_selector(kind, namespace, name, selector)
+        for node in self.input.nodes:
+            sched.on_node_add(node)
+        for sp in self.input.pods:
+            uid = sp.pod.metadata.uid
+            if sp.duration is not None:
+                sim.durations[uid] = sp.duration
+            if sp.arrival <= 0:
+                sim.create_pod(sp.pod)
+            else:
+                sim.at(sp.arrival, lambda pod=sp.pod: sim.create_pod(pod))
+
+    def _result(
+        self, sched: Scheduler, sim: SimCluster, owned: list[Any], wall: float, virtual: float, cycles: int
+    ) -> SimResult:
+        placements: dict[str, str | None] = {}
+        unschedulable: dict[str, str] = {}
+        gated = 0
+        preempted = set(sim.preempted)
+        for pod in owned:
+            key = pod.key
+            uid = pod.metadata.uid
+            current = sim.pods.get(uid)
+            node = current.spec.node_name if current is not None else sim.ran_on.get(uid)
+            placements[key] = node or None
+            if node or key in preempted:
+                continue
+            qpi = sched.queue.pods.get(uid)
+            if qpi is not None and qpi.gated_by is not None:
+                gated += 1
+                unschedulable[key] = qpi.gated_by.message()
+                continue
+            record = sched.recorder.latest.get(key)
+            unschedulable[key] = record.message if record is not None else "not attempted"
+        scheduled = sum(1 for v in placements.values() if v)
+        durations = sorted(sched.stats.cycle_seconds)
+
+        def pct(q: float) -> float:
+            if not durations:
+                return 0.0
+            return round(durations[min(len(durations) - 1, int(q * len(durations)))] * 1000, 4)
+
+        return SimResult(
+            profile=self.label or ",".join(sched.frameworks),
+            pods_total=len(owned),
+            pods_scheduled=scheduled,
+            pods_unschedulable=len(unschedulable) - gated,
+            pods_gated=gated,
+            wall_seconds=round(wall, 4),
+            pods_per_second=round(sim.binds / wall, 1) if wall > 0 else 0.0,
+            virtual_seconds=round(virtual, 3),
+            cycles=cycles,
+            placements=placements,
+            unschedulable=unschedulable,
+            preempted=sorted(preempted),
+            cycle_ms_p50=pct(0.50),
+            cycle_ms_p99=pct(0.99),
+            events=dict(sim.event_counts),
+        )

@@ -1,0 +1,159 @@
+"""Node-wide evaluation of node selectors and taints over the NodeTable's encoded columns.
+
+Each function answers for every row at once. They serve NodeAffinity, TaintToleration,
+PodTopologySpread (nodeAffinityPolicy / nodeTaintsPolicy) and any plugin that needs
+"which nodes carry this label / taint".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kubesched.api.objects import NodeSelectorTerm, Toleration
+from kubesched.api.selectors import Requirement, compile_node_requirement
+from kubesched.cache.nodetable import ABSENT, NO_TAINT, NodeTable
+
+
+def requirement_mask(table: NodeTable, req: Requirement) -> np.ndarray:
+    """Rows whose labels satisfy one node selector requirement."""
+    size = table.size
+    col = table.labels.get(req.key)
+    if col is None:
+        ids = np.full(size, ABSENT, dtype=np.int32)
+    else:
+        ids = col.ids[:size]
+    op = req.operator
+    if op == "Exists":
+        return ids != ABSENT
+    if op == "DoesNotExist":
+        return ids == ABSENT
+    if op in ("In", "NotIn"):
+        wanted = [] if col is None else [col.vocab[v] for v in req.values if v in col.vocab]
+        if not wanted:
+            hit = np.zeros(size, dtype=bool)
+        elif len(wanted) == 1:
+            hit = ids == wanted[0]
+        else:
+            hit = np.isin(ids, wanted)
+        return hit if op == "In" else ~hit
+    # Gt / Lt compare the label as an integer; a missing or non-integer label never matches.
+    if col is None:
+        return np.zeros(size, dtype=bool)
+    bound = int(next(iter(req.values)))
+    numeric = col.numeric()
+    values = np.where(ids != ABSENT, numeric[np.maximum(ids, 0)] if numeric.size else np.nan, np.nan)
+    with np.errstate(invalid="ignore"):
+        return values > bound if op == "Gt" else values < bound
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledTerm:
+    labels: tuple[Requirement, ...]
+    fields: tuple[Requirement, ...]
+
+
+def compile_terms(terms: Sequence[NodeSelectorTerm]) -> tuple[CompiledTerm, ...]:
+    return tuple(
+        CompiledTerm(
+            tuple(compile_node_requirement(e) for e in t.match_expressions),
+            tuple(compile_node_requirement(e) for e in t.match_fields),
+        )
+        for t in terms
+    )
+
+
+def _field_mask(table: NodeTable, req: Requirement) -> np.ndarray:
+    size = table.size
+    if req.key != "metadata.name":
+        return np.zeros(size, dtype=bool)
+    hit = np.zeros(size, dtype=bool)
+    for name in req.values:
+        row = table.index.get(name)
+        if row is not None:
+            hit[row] = True
+    if req.operator == "In":
+        return hit
+    if req.operator == "NotIn":
+        return ~hit
+    return np.zeros(size, dtype=bool)
+
+
+def term_mask(table: NodeTable, term: CompiledTerm) -> np.ndarray:
+    """Rows matching a NodeSelectorTerm (all of its requirements). An empty term matches nothing."""
+    if not term.labels and not term.fields:
+        return np.zeros(table.size, dtype=bool)
+    mask = np.ones(table.size, dtype=bool)
+    for req in term.labels:
+        mask &= requirement_mask(table, req)
+    for req in term.fields:
+        mask &= _field_mask(table, req)
+    return mask
+
+
+def terms_mask(table: NodeTable, terms: Iterable[CompiledTerm]) -> np.ndarray:
+    """Rows matching any of the terms (NodeSelector semantics: ORed terms)."""
+    mask = np.zeros(table.size, dtype=bool)
+    for term in terms:
+        mask |= term_mask(table, term)
+    return mask
+
+
+def match_labels_mask(table: NodeTable, labels: Mapping[str, str]) -> np.ndarray:
+    """Rows carrying every key=value of a plain map selector (spec.nodeSelector)."""
+    mask = np.ones(table.size, dtype=bool)
+    for key, value in labels.items():
+        mask &= requirement_mask(table, Requirement(key, "In", frozenset((value,))))
+    return mask
+
+
+# --- taints ---------------------------------------------------------------------------------
+
+
+def tolerates(tol: Toleration, key: str, value: str, effect: str) -> bool:
+    """kube's Toleration.ToleratesTaint."""
+    if tol.effect and tol.effect != effect:
+        return False
+    if tol.key and tol.key != key:
+        return False
+    op = tol.operator or "Equal"
+    if op == "Exists":
+        return True
+    if op == "Equal":
+        return tol.value == value
+    return False
+
+
+def untolerated_columns(table: NodeTable, tolerations: Sequence[Toleration], effects: frozenset[str]) -> np.ndarray:
+    """Taint columns with an effect in `effects` that no toleration tolerates."""
+    cols = [
+        c
+        for c, (key, value, effect) in enumerate(table.taint_list)
+        if effect in effects and not any(tolerates(t, key, value, effect) for t in tolerations)
+    ]
+    return np.asarray(cols, dtype=np.int64)
+
+
+def first_untolerated(table: NodeTable, tolerations: Sequence[Toleration], effects: frozenset[str]) -> np.ndarray:
+    """Per row, the taint column (index into table.taint_list) of the node's first taint, in the
+    node's own order, that has an effect in `effects` and is not tolerated; -1 if none."""
+    size = table.size
+    cols = untolerated_columns(table, tolerations, effects)
+    if cols.size == 0:
+        return np.full(size, -1, dtype=np.int64)
+    sub = table.taint_pos[:size, cols]
+    if cols.size == 1:
+        return np.where(sub[:, 0] != NO_TAINT, cols[0], -1)
+    pick = sub.argmin(axis=1)
+    has = sub[np.arange(size), pick] != NO_TAINT
+    return np.where(has, cols[pick], -1)
+
+
+def count_untolerated(table: NodeTable, tolerations: Sequence[Toleration], effects: frozenset[str]) -> np.ndarray:
+    """Per row, how many of the node's taints with an effect in `effects` are not tolerated."""
+    cols = untolerated_columns(table, tolerations, effects)
+    if cols.size == 0:
+        return np.zeros(table.size, dtype=np.int64)
+    return (table.taint_pos[: table.size, cols] != NO_TAINT).sum(axis=1)

@@ -1,0 +1,82 @@
+"""Time for the scheduler: the event loop's clock in a real cluster, a virtual one in the simulator.
+
+Everything that waits (backoff expiry, the unschedulable pool's timeout, Permit
+timeouts) asks the clock for a timer, so the simulator can jump from one timer
+to the next instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer: ...
+
+
+class RealClock:
+    """The running event loop's monotonic clock."""
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        return asyncio.get_running_loop().call_at(when, callback)
+
+
+class _VirtualTimer:
+    __slots__ = ("callback", "cancelled", "when")
+
+    def __init__(self, when: float, callback: Callable[[], None]) -> None:
+        self.when = when
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class VirtualClock:
+    """Discrete-event time: `advance` runs due timers in order and moves `now` forward."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+        self._timers: list[tuple[float, int, _VirtualTimer]] = []
+        self._seq = itertools.count()
+
+    def now(self) -> float:
+        return self._now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        timer = _VirtualTimer(max(when, self._now), callback)
+        heapq.heappush(self._timers, (timer.when, next(self._seq), timer))
+        return timer
+
+    def next_time(self) -> float | None:
+        while self._timers and self._timers[0][2].cancelled:
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
+    def run_due(self) -> int:
+        """Runs every timer due at the current time; returns how many ran."""
+        ran = 0
+        while self._timers and self._timers[0][0] <= self._now:
+            _, _, timer = heapq.heappop(self._timers)
+            if not timer.cancelled:
+                timer.callback()
+                ran += 1
+        return ran
+
+    def advance_to(self, when: float) -> None:
+        if when > self._now:
+            self._now = when

@@ -1,0 +1,643 @@
+"""KubeSchedulerConfiguration (`kubescheduler.config.k8s.io/v1`) loading, defaulting and validation.
+
+A file that kube-scheduler accepts should load here with the same meaning, and a file it refuses
+should be refused with one message naming the field. The steps follow kube-scheduler's: strict
+decoding (unknown fields are errors), v1 defaulting (the default plugin set as MultiPoint, merged
+with the user's plugins), the framework's MultiPoint expansion, then validation. The plugin merge
+itself lives in `kubesched.configmerge`.
+
+Deliberate differences from kube-scheduler:
+- the volume and DRA plugins are not implemented yet: they are left out of the defaults and
+  refused when a profile enables them or configures their args (disabling them is fine);
+- a negative score weight is refused (kube-scheduler accepts it and subtracts that score);
+- every pluginConfig entry must name a plugin kubesched can resolve, and args given to a plugin
+  that takes none are refused (kube-scheduler passes unknown args through to out-of-tree plugins).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from kubesched.api.quantity import parse_duration
+from kubesched.configmerge import (
+    ConfigError,
+    Entry,
+    PluginSet,
+    expand_profile,
+    merge_plugin_set,
+)
+from kubesched.framework.interface import EXTENSION_POINTS, Plugin
+from kubesched.framework.registry import Registry, RegistryError, default_registry
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "ClientConnection",
+    "ConfigError",
+    "DEFAULT_PLUGINS",
+    "LeaderElection",
+    "PluginRef",
+    "Profile",
+    "SchedulerConfig",
+    "default_config",
+    "load_config",
+    "parse_config",
+]
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+# kube-scheduler's v1 default MultiPoint set, in its order, with its score weights, minus the
+# plugins kubesched does not implement (volume plugins, DynamicResources).
+DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+# kube-scheduler plugins kubesched does not have yet: named, they get a clear message instead of
+# "unknown plugin".
+UNSUPPORTED_PLUGINS = frozenset(
+    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
+)
+# Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).
+REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+_TOP_FIELDS = (
+    "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
+    "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive",
+)
+# Fields of older config versions that users still carry over: say where they went.
+_GONE_FIELDS = {
+    "healthzBindAddress": "removed in kubescheduler.config.k8s.io/v1beta3; the health address is a command-line flag",
+    "metricsBindAddress": "removed in kubescheduler.config.k8s.io/v1beta3; the metrics address is a command-line flag",
+}
+_PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
+_PLUGINS_FIELDS = ("multiPoint", *EXTENSION_POINTS)
+_LEADER_FIELDS = (
+    "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock", "resourceName",
+    "resourceNamespace",
+)
+_CLIENT_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst")
+
+
+# --- the result ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PluginRef:
+    """A plugin at one extension point. `name` is as configured (a registered name or
+    `module:Class`); `weight` is the resolved score weight at "score" and 0 elsewhere."""
+
+    name: str
+    weight: int = 0
+
+
+@dataclass
+class Profile:
+    scheduler_name: str
+    # Extension point -> plugins in call order, fully resolved. Every point of EXTENSION_POINTS
+    # is present (possibly empty).
+    plugins: dict[str, list[PluginRef]]
+    # Validated args for every plugin used in the profile that has an `Args` model (its
+    # defaults when no pluginConfig names it). Plugins that take no args are absent.
+    plugin_args: dict[str, BaseModel]
+    # None: use the configuration's global value.
+    percentage_of_nodes_to_score: int | None = None
+    # The class behind each plugin name used in the profile, as resolved by the registry.
+    plugin_classes: dict[str, type[Plugin]] = field(default_factory=dict)
+
+    def names(self, point: str) -> list[str]:
+        return [ref.name for ref in self.plugins.get(point, ())]
+
+
+@dataclass
+class LeaderElection:
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_lock: str = "leases"
+    resource_name: str = "kube-scheduler"
+    resource_namespace: str = "kube-system"
+
+
+@dataclass
+class ClientConnection:
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
+    content_type: str = "application/vnd.kubernetes.protobuf"
+    accept_content_types: str = ""
+
+
+@dataclass
+class SchedulerConfig:
+    profiles: list[Profile]
+    parallelism: int = 16
+    # 0 means adaptive (kube's default); a profile's own value overrides it.
+    percentage_of_nodes_to_score: int | None = 0
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    # Kept as written; validated only for kube's cross-extender rules.
+    extenders: list[dict[str, Any]] = field(default_factory=list)
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    delay_cache_until_active: bool = False
+
+    def profile(self, scheduler_name: str) -> Profile | None:
+        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
+
+
+# --- entry points -------------------------------------------------------------------------------
+
+
+def load_config(path: str | Path | None, registry: Registry | None = None) -> SchedulerConfig:
+    """Read a configuration file; None gives the default configuration."""
+    if path is None:
+        return default_config(registry)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    data = _parse_yaml(text, str(path))
+    if data is None:
+        raise ConfigError(f"{path}: the file is empty; expected a {KIND}")
+    return parse_config(data, registry)
+
+
+def default_config(registry: Registry | None = None) -> SchedulerConfig:
+    """What kube-scheduler runs with when given no configuration file."""
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, registry)
+
+
+def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig:
+    """Decode, default and validate a configuration already parsed from YAML/JSON."""
+    if registry is None:
+        registry = default_registry()
+    top = _fields(data, "", _TOP_FIELDS, gone=_GONE_FIELDS)
+    _check_type_meta(top)
+
+    cfg = SchedulerConfig(profiles=[])
+    if top.get("parallelism") is not None:
+        cfg.parallelism = _int(top["parallelism"], "parallelism", _INT32)
+    if cfg.parallelism <= 0:
+        raise ConfigError(f"parallelism: should be an integer value greater than zero, got {cfg.parallelism}")
+    cfg.percentage_of_nodes_to_score = _percentage(top, "percentageOfNodesToScore", "percentageOfNodesToScore", 0)
+    _backoff(top, cfg)
+    cfg.leader_election = _leader_election(top.get("leaderElection"))
+    cfg.client_connection = _client_connection(top.get("clientConnection"))
+    cfg.enable_profiling = _bool(top.get("enableProfiling", True), "enableProfiling")
+    # kube only turns contention profiling on by default when profiling is on.
+    cfg.enable_contention_profiling = _bool(
+        top.get("enableContentionProfiling", cfg.enable_profiling), "enableContentionProfiling"
+    )
+    cfg.delay_cache_until_active = _bool(top.get("delayCacheUntilActive", False), "delayCacheUntilActive")
+    cfg.extenders = _extenders(top.get("extenders"))
+
+    raw_profiles = _list(top.get("profiles"), "profiles") or [{}]
+    for i, raw in enumerate(raw_profiles):
+        cfg.profiles.append(_profile(raw, f"profiles[{i}]", registry, single=len(raw_profiles) == 1))
+    _check_profiles_agree(cfg.profiles)
+    return cfg
+
+
+# --- YAML ---------------------------------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a key repeated in one mapping, as kube's strict decoding does."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable):
+                if key in seen:
+                    mark = key_node.start_mark
+                    raise ConfigError(f"line {mark.line + 1}, column {mark.column + 1}: duplicate key {key!r}")
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = exc.problem or exc.context or "syntax error"
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+
+
+# --- scalar and structure helpers ----------------------------------------------------------------
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: JSON-like scalars, a type word for anything bigger."""
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _fields(data: Any, path: str, known: Iterable[str], gone: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A mapping with only known keys (None reads as empty), like kube's strict decoding."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path or 'configuration'}: must be a mapping, got {_show(data)}")
+    known = tuple(known)
+    for key in data:
+        if key not in known:
+            where = _join(path, str(key))
+            if gone and key in gone:
+                raise ConfigError(f"{where}: unknown field ({gone[key]})")
+            raise ConfigError(f"{where}: unknown field (known fields: {', '.join(known)})")
+    return dict(data)
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: must be a list, got {_show(value)}")
+    return value
+
+
+def _int(value: Any, path: str, bounds: tuple[int, int] = _INT64) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{path}: must be an integer, got {_show(value)}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise ConfigError(f"{path}: out of range for a {'32' if bounds == _INT32 else '64'}-bit integer, got {value}")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: must be true or false, got {_show(value)}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: must be a string, got {_show(value)}")
+    return value
+
+
+def _duration(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{path}: must be a duration such as \"15s\", got {_show(value)}")
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _percentage(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> int | None:
+    if raw.get(key) is None:
+        return default
+    value = _int(raw[key], path, _INT32)
+    if not 0 <= value <= 100:
+        raise ConfigError(f"{path}: must be between 0 and 100, got {value}")
+    return value
+
+
+# --- top-level sections --------------------------------------------------------------------------
+
+
+def _check_type_meta(top: Mapping[str, Any]) -> None:
+    api_version, kind = top.get("apiVersion"), top.get("kind")
+    if api_version is None:
+        raise ConfigError(f"apiVersion: required, must be {API_VERSION}")
+    if api_version != API_VERSION:
+        raise ConfigError(
+            f"apiVersion: must be {API_VERSION}, got {_show(api_version)}"
+            " (older versions are not read; convert the file to v1)"
+        )
+    if kind is None:
+        raise ConfigError(f"kind: required, must be {KIND}")
+    if kind != KIND:
+        raise ConfigError(f"kind: must be {KIND}, got {_show(kind)}")
+
+
+def _backoff(top: Mapping[str, Any], cfg: SchedulerConfig) -> None:
+    # Whole seconds, as kube's int64 fields.
+    if top.get("podInitialBackoffSeconds") is not None:
+        initial = _int(top["podInitialBackoffSeconds"], "podInitialBackoffSeconds")
+        if initial <= 0:
+            raise ConfigError(f"podInitialBackoffSeconds: must be greater than 0, got {initial}")
+        cfg.pod_initial_backoff_seconds = float(initial)
+    if top.get("podMaxBackoffSeconds") is not None:
+        cfg.pod_max_backoff_seconds = float(_int(top["podMaxBackoffSeconds"], "podMaxBackoffSeconds"))
+    if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
+        raise ConfigError(
+            "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds "
+            f"({cfg.pod_initial_backoff_seconds:g}), got {cfg.pod_max_backoff_seconds:g}"
+        )
+
+
+def _leader_election(raw: Any) -> LeaderElection:
+    path = "leaderElection"
+    data = _fields(raw, path, _LEADER_FIELDS)
+    le = LeaderElection()
+    if data.get("leaderElect") is not None:
+        le.leader_elect = _bool(data["leaderElect"], f"{path}.leaderElect")
+    for key, attr in (("leaseDuration", "lease_duration"), ("renewDeadline", "renew_deadline"),
+                      ("retryPeriod", "retry_period")):
+        if data.get(key) is not None:
+            setattr(le, attr, _duration(data[key], f"{path}.{key}"))
+    # An empty string means "not set" in kube, so it takes the default too.
+    for key, attr in (("resourceLock", "resource_lock"), ("resourceName", "resource_name"),
+                      ("resourceNamespace", "resource_namespace")):
+        if data.get(key) is not None and _str(data[key], f"{path}.{key}"):
+            setattr(le, attr, data[key])
+    if not le.leader_elect:
+        return le
+    for key, attr in (("leaseDuration", "lease_duration"), ("renewDeadline", "renew_deadline"),
+                      ("retryPeriod", "retry_period")):
+        if getattr(le, attr) <= 0:
+            raise ConfigError(f"{path}.{key}: must be greater than zero, got {_show(data.get(key))}")
+    if le.lease_duration < le.renew_deadline:
+        raise ConfigError(
+            f"{path}.leaseDuration: must be greater than renewDeadline ({le.renew_deadline:g}s), "
+            f"got {le.lease_duration:g}s"
+        )
+    if le.resource_lock != "leases":
+        raise ConfigError(f'{path}.resourceLock: must be "leases", got {_show(le.resource_lock)}')
+    return le
+
+
+def _client_connection(raw: Any) -> ClientConnection:
+    path = "clientConnection"
+    data = _fields(raw, path, _CLIENT_FIELDS)
+    cc = ClientConnection()
+    for key, attr in (("kubeconfig", "kubeconfig"), ("acceptContentTypes", "accept_content_types")):
+        if data.get(key) is not None:
+            setattr(cc, attr, _str(data[key], f"{path}.{key}"))
+    if data.get("contentType") and _str(data["contentType"], f"{path}.contentType"):
+        cc.content_type = data["contentType"]
+    qps = data.get("qps")
+    if qps is not None:
+        if isinstance(qps, bool) or not isinstance(qps, (int, float)):
+            raise ConfigError(f"{path}.qps: must be a number, got {_show(qps)}")
+        # kube treats 0 as "not set" and applies the scheduler's own default.
+        cc.qps = float(qps) or cc.qps
+    if data.get("burst") is not None:
+        burst = _int(data["burst"], f"{path}.burst", _INT32)
+        if burst < 0:
+            raise ConfigError(f"{path}.burst: must be non-negative, got {burst}")
+        cc.burst = burst or cc.burst
+    return cc
+
+
+def _extenders(raw: Any) -> list[dict[str, Any]]:
+    extenders = _list(raw, "extenders")
+    binders = 0
+    for i, ext in enumerate(extenders):
+        path = f"extenders[{i}]"
+        if not isinstance(ext, Mapping):
+            raise ConfigError(f"{path}: must be a mapping, got {_show(ext)}")
+        if ext.get("prioritizeVerb"):
+            weight = _int(ext.get("weight", 0), f"{path}.weight")
+            if weight <= 0:
+                raise ConfigError(f"{path}.weight: must have a positive weight applied to it, got {weight}")
+        if ext.get("bindVerb"):
+            binders += 1
+    if binders > 1:
+        raise ConfigError(f"extenders: only one extender can implement bind, found {binders}")
+    return [dict(ext) for ext in extenders]
+
+
+# --- profiles -----------------------------------------------------------------------------------
+
+
+def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:
+    data = _fields(raw, path, _PROFILE_FIELDS)
+    name = data.get("schedulerName")
+    if name is None and single:
+        name = DEFAULT_SCHEDULER_NAME
+    if name is None or name == "":
+        raise ConfigError(f"{path}.schedulerName: required (every profile needs a name when there are several)")
+    name = _str(name, f"{path}.schedulerName")
+    percentage = _percentage(data, "percentageOfNodesToScore", f"{path}.percentageOfNodesToScore", None)
+
+    points, multi = _plugins(data.get("plugins"), f"{path}.plugins")
+    multi = merge_plugin_set(PluginSet([Entry(n, w) for n, w in DEFAULT_PLUGINS]), multi)
+
+    classes: dict[str, type[Plugin]] = {}
+    for entry in [*multi.enabled, *(e for ps in points.values() for e in ps.enabled)]:
+        if entry.name not in classes:
+            where = entry.path or f"{path}.plugins (default plugin {entry.name})"
+            classes[entry.name] = _resolve(entry.name, where, registry)
+
+    resolved = {
+        point: [PluginRef(n, w) for n, w in refs]
+        for point, refs in expand_profile(points, multi, classes, f"{path}.plugins").items()
+    }
+    queue_sort, bind = resolved["queueSort"], resolved["bind"]
+    if len(queue_sort) != 1:
+        raise ConfigError(
+            f"{path}.plugins.queueSort: exactly one queue sort plugin is required for profile "
+            f"{name!r}, got {len(queue_sort)}" + (f" ({', '.join(r.name for r in queue_sort)})" if queue_sort else "")
+        )
+    if not bind:
+        raise ConfigError(f"{path}.plugins.bind: at least one bind plugin is needed for profile {name!r}")
+
+    used = {ref.name for refs in resolved.values() for ref in refs}
+    configured = _plugin_config(data.get("pluginConfig"), f"{path}.pluginConfig", registry, classes)
+    args: dict[str, BaseModel] = {}
+    for plugin in sorted(used):
+        cls = classes[plugin]
+        if plugin in configured:
+            if configured[plugin] is not None:
+                args[plugin] = configured[plugin]  # type: ignore[assignment]
+        elif cls.Args is not None:
+            args[plugin] = _validate_args(cls.Args, {}, f"{path} (default args of {plugin})")
+    return Profile(
+        scheduler_name=name,
+        plugins=resolved,
+        plugin_args=args,
+        percentage_of_nodes_to_score=percentage,
+        plugin_classes={n: classes[n] for n in sorted(used)},
+    )
+
+
+def _plugins(raw: Any, path: str) -> tuple[dict[str, PluginSet], PluginSet]:
+    """The user's plugin sets per extension point, and their multiPoint set."""
+    data = _fields(raw, path, _PLUGINS_FIELDS)
+    points = {point: _plugin_set(data.get(point), f"{path}.{point}") for point in EXTENSION_POINTS}
+    return points, _plugin_set(data.get("multiPoint"), f"{path}.multiPoint")
+
+
+def _plugin_set(raw: Any, path: str) -> PluginSet:
+    data = _fields(raw, path, ("enabled", "disabled"))
+    result = PluginSet()
+    for kind in ("enabled", "disabled"):
+        for i, item in enumerate(_list(data.get(kind), f"{path}.{kind}")):
+            where = f"{path}.{kind}[{i}]"
+            plugin = _fields(item, where, ("name", "weight"))
+            name = plugin.get("name")
+            if not name:
+                raise ConfigError(f"{where}.name: required")
+            name = _str(name, f"{where}.name")
+            weight = None
+            if plugin.get("weight") is not None:
+                weight = _int(plugin["weight"], f"{where}.weight", _INT32)
+                if weight < 0:
+                    raise ConfigError(f"{where}.weight: must not be negative (0 means the default, 1), got {weight}")
+            if kind == "enabled":
+                result.enabled.append(Entry(name, weight, where))
+            else:
+                result.disabled.append(name)
+    return result
+
+
+def _resolve(name: str, path: str, registry: Registry) -> type[Plugin]:
+    if name in UNSUPPORTED_PLUGINS:
+        raise ConfigError(f"{path}: plugin {name!r} is not supported by kubesched yet; remove it from the profile")
+    if name in REMOVED_PLUGINS:
+        raise ConfigError(f"{path}: plugin {name!r} was removed in {API_VERSION} and cannot be used")
+    try:
+        return registry.resolve(name)
+    except RegistryError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except Exception as exc:  # a user's module can fail at import in any way
+        raise ConfigError(f"{path}: plugin {name!r} failed to load: {type(exc).__name__}: {exc}") from None
+
+
+def _plugin_config(
+    raw: Any, path: str, registry: Registry, classes: dict[str, type[Plugin]]
+) -> dict[str, BaseModel | None]:
+    """Validated args per plugin name for every pluginConfig entry."""
+    out: dict[str, BaseModel | None] = {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(_list(raw, path)):
+        where = f"{path}[{i}]"
+        entry = _fields(item, where, ("name", "args"))
+        if not entry.get("name"):
+            raise ConfigError(f"{where}.name: required")
+        name = _str(entry["name"], f"{where}.name")
+        if name in first:
+            raise ConfigError(
+                f"{where}.name: duplicate args for plugin {name!r} (already given at {path}[{first[name]}])"
+            )
+        first[name] = i
+        cls = classes.get(name) or _resolve(name, f"{where}.name", registry)
+        classes.setdefault(name, cls)
+        out[name] = _plugin_args(cls, name, entry.get("args"), f"{where}.args")
+    return out
+
+
+def _plugin_args(cls: type[Plugin], name: str, raw: Any, path: str) -> BaseModel | None:
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping, got {_show(raw)}")
+    args = dict(raw or {})
+    # Args may carry their own type meta, as kube's nested decoding allows; it must match.
+    api_version = args.pop("apiVersion", None)
+    if api_version is not None and api_version != API_VERSION:
+        raise ConfigError(f"{path}.apiVersion: must be {API_VERSION}, got {_show(api_version)}")
+    kind = args.pop("kind", None)
+    if kind is not None and kind not in (f"{name}Args", f"{cls.name}Args"):
+        raise ConfigError(f"{path}.kind: must be {cls.name}Args, got {_show(kind)}")
+    if cls.Args is None:
+        if args:
+            raise ConfigError(f"{path}: plugin {name!r} takes no args, got {', '.join(map(str, args))}")
+        return None
+    return _validate_args(cls.Args, args, path)
+
+
+def _validate_args(model: type[BaseModel], args: Mapping[str, Any], path: str) -> BaseModel:
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        raise _args_error(exc, path) from None
+
+
+def _args_error(exc: ValidationError, path: str) -> ConfigError:
+    """The first pydantic error as one line: field path, message, offending value."""
+    errors = exc.errors(include_url=False)
+    err = errors[0]
+    where = path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+    kind, msg, value = err["type"], err["msg"], err.get("input")
+    if kind == "extra_forbidden":
+        text = f"{where}: unknown field"
+    elif kind == "missing":
+        text = f"{where}: required"
+    else:
+        msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        text = f"{where}: {msg}"
+        shown = _show(value)
+        if not isinstance(value, (Mapping, list)) and str(value) not in msg and shown not in msg:
+            text += f", got {shown}"
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} in these args)"
+    return ConfigError(text)
+
+
+def _check_profiles_agree(profiles: list[Profile]) -> None:
+    """kube-scheduler keeps one queue for all profiles, so they must sort it the same way."""
+    seen: dict[str, int] = {}
+    for i, prof in enumerate(profiles):
+        if prof.scheduler_name in seen:
+            raise ConfigError(
+                f"profiles[{i}].schedulerName: duplicate of profiles[{seen[prof.scheduler_name]}].schedulerName, "
+                f"got {_show(prof.scheduler_name)}"
+            )
+        seen[prof.scheduler_name] = i
+    first = profiles[0]
+    sort = first.names("queueSort")
+    for i, prof in enumerate(profiles[1:], start=1):
+        if prof.names("queueSort") != sort:
+            raise ConfigError(
+                f"profiles[{i}].plugins.queueSort: must be the same for all profiles, "
+                f"got {', '.join(prof.names('queueSort'))} but profiles[0] has {', '.join(sort)}"
+            )
+        if prof.plugin_args.get(sort[0]) != first.plugin_args.get(sort[0]):
+            raise ConfigError(
+                f"profiles[{i}].pluginConfig: args of queue sort plugin {sort[0]!r} must be the same for all profiles"
+            )

@@ -1,0 +1,1 @@
+"""Extension points, statuses, the plugin registry and the runtime that calls plugins."""

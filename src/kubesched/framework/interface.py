@@ -1,0 +1,399 @@
+"""The Scheduling Framework's extension points, as kube-scheduler defines them.
+
+A plugin is a class that subclasses `Plugin` and the extension-point interfaces it
+implements (like a Go type implementing interfaces). Filter and Score work on the
+whole NodeTable at once: a Filter returns one result code per row, a Score one
+integer per candidate row. Plugins that are easier to write one node at a time
+implement `NodeFilterPlugin` / `NodeScorePlugin` instead and the framework adapts
+them.
+
+Convention: `None` is a Success status (as nil is in Go), so the common path
+allocates nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+from pydantic import BaseModel
+
+from kubesched.api.podinfo import PodInfo
+
+if TYPE_CHECKING:
+    from kubesched.cache.cache import Cache
+    from kubesched.cache.nodetable import NodeTable
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+
+@dataclass(slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @classmethod
+    def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.UNSCHEDULABLE, reasons, plugin)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str, plugin: str = "") -> Status:
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons, plugin)
+
+    @classmethod
+    def error(cls, message: str, plugin: str = "") -> Status:
+        return cls(Code.ERROR, (message,), plugin)
+
+    @property
+    def success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    @property
+    def rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+
+SKIP = Status(Code.SKIP)
+
+
+def is_success(status: Status | None) -> bool:
+    return status is None or status.code == Code.SUCCESS
+
+
+class CycleState:
+    """Per-cycle scratch space shared by a profile's plugins, keyed by plugin name.
+
+    Values that a PreFilter extension (AddPod/RemovePod) mutates must provide
+    `clone()`, because preemption evaluates each candidate node on a clone.
+    """
+
+    __slots__ = ("data", "record_plugin_metrics", "skip_filter", "skip_score")
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+        self.record_plugin_metrics = False
+
+    def read(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def write(self, key: str, value: Any) -> None:
+        self.data[key] = value
+
+    def clone(self) -> CycleState:
+        out = CycleState()
+        out.data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self.data.items()}
+        out.skip_filter = set(self.skip_filter)
+        out.skip_score = set(self.skip_score)
+        return out
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Narrows the nodes to evaluate; None means every node."""
+
+    node_names: frozenset[str] | None = None
+
+
+@dataclass(slots=True)
+class FilterResult:
+    """A Filter's verdict on every row of the table at once.
+
+    `codes[row] == 0` means the node passes; any other value is a failure whose status
+    code and reasons are `describe(value)`. Rows that are not nodes may hold anything.
+    """
+
+    codes: np.ndarray
+    describe: Callable[[int], tuple[Code, tuple[str, ...]]]
+
+    @classmethod
+    def reject(cls, failed: np.ndarray, reason: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
+        """One reason for every failing row (the common case)."""
+        verdict = (code, (reason,))
+        return cls(failed.view(np.uint8) if failed.dtype == np.bool_ else failed, lambda _c: verdict)
+
+    @classmethod
+    def from_reasons(cls, codes: np.ndarray, reasons: Mapping[int, tuple[Code, tuple[str, ...]]]) -> FilterResult:
+        return cls(codes, reasons.__getitem__)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node: str | None = None
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere: input to PostFilter and to the failure message."""
+
+    num_nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    # Rows rejected with UnschedulableAndUnresolvable: preemption cannot help there.
+    unresolvable: np.ndarray | None = None
+    # Rows that were evaluated (not cut by a PreFilter result).
+    evaluated: np.ndarray | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A kind of cluster change that may make an unschedulable pod schedulable."""
+
+    resource: str  # "Node", "Pod", "Namespace", ...; "*" for any
+    action: str  # "Add", "Update", "Delete", or an Update refinement such as "UpdateNodeLabel"; "*" for any
+
+    def covers(self, other: ClusterEvent) -> bool:
+        if self.resource not in ("*", other.resource):
+            return False
+        if self.action in ("*", other.action):
+            return True
+        # "Update" registered covers every refinement of an update.
+        return self.action == "Update" and other.action.startswith("Update")
+
+
+# --- the handle plugins get -----------------------------------------------------------------
+
+
+class Handle(Protocol):
+    """What the framework offers plugins (kube's framework.Handle)."""
+
+    @property
+    def cache(self) -> Cache: ...
+
+    @property
+    def table(self) -> NodeTable: ...
+
+    def now(self) -> float: ...
+
+    def run_filters_with_nominated(self, state: CycleState, pi: PodInfo) -> np.ndarray: ...
+
+    def run_filters(self, state: CycleState, pi: PodInfo) -> np.ndarray:
+        """Codes per row: 0 passes, else the index+1 of the first plugin rejecting the row."""
+        ...
+
+    def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None: ...
+
+    def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None: ...
+
+    def filter_plugin_names(self) -> list[str]: ...
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
+
+    def nominate(self, pi: PodInfo, node: str | None) -> None: ...
+
+    def nominated_pods(self, node: str) -> list[PodInfo]: ...
+
+
+# --- plugin interfaces -----------------------------------------------------------------------
+
+
+class Plugin:
+    """Base of every plugin. `name` is how configuration refers to it; `Args` is the pydantic
+    model of its pluginConfig args (None: it takes none)."""
+
+    name: ClassVar[str] = ""
+    Args: ClassVar[type[BaseModel] | None] = None
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        self.args = args
+        self.handle = handle
+
+
+class EnqueueExtensions:
+    def events_to_register(self) -> list[ClusterEvent]:
+        """Events that may make a pod this plugin rejected schedulable."""
+        raise NotImplementedError
+
+
+class PreEnqueuePlugin:
+    def pre_enqueue(self, pi: PodInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class QueueSortPlugin:
+    def sort_key(self, qpi: Any) -> Any:
+        """A key whose ascending order is the pop order (kube's Less as a sort key)."""
+        raise NotImplementedError
+
+
+class PreFilterPlugin:
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+    # PreFilterExtensions: keep precomputed state right when preemption adds or removes pods.
+    has_prefilter_extensions: ClassVar[bool] = False
+
+    def add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None:
+        return None
+
+    def remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None:
+        return None
+
+
+class FilterPlugin:
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        """Verdict for every row; None means every node passes."""
+        raise NotImplementedError
+
+
+class PostFilterPlugin:
+    def post_filter(
+        self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        raise NotImplementedError
+
+
+class PreScorePlugin:
+    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
+        raise NotImplementedError
+
+
+class ScorePlugin:
+    def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """Scores for `rows` (same order), any integers; NormalizeScore brings them to 0..100."""
+        raise NotImplementedError
+
+    # ScoreExtensions: plugins that implement normalize_score set this.
+    has_normalize: ClassVar[bool] = False
+
+    def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
+        return scores
+
+
+class ReservePlugin:
+    def reserve(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pi: PodInfo, node: str) -> None:
+        """Must be idempotent: it may run for a pod whose Reserve did not."""
+        raise NotImplementedError
+
+
+class PermitPlugin:
+    def permit(self, state: CycleState, pi: PodInfo, node: str) -> tuple[Status | None, float]:
+        """Success, a rejection, or Wait with a timeout in seconds."""
+        raise NotImplementedError
+
+
+class PreBindPlugin:
+    async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        raise NotImplementedError
+
+
+class BindPlugin:
+    async def bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        """Bind, or return SKIP to let the next bind plugin handle the pod."""
+        raise NotImplementedError
+
+
+class PostBindPlugin:
+    def post_bind(self, state: CycleState, pi: PodInfo, node: str) -> None:
+        raise NotImplementedError
+
+
+# --- the simple per-node form, adapted by the framework -----------------------------------------
+
+
+class NodeInfo:
+    """A read-only view of one node for per-node plugins."""
+
+    __slots__ = ("row", "table")
+
+    def __init__(self, table: NodeTable, row: int) -> None:
+        self.table = table
+        self.row = row
+
+    @property
+    def name(self) -> str:
+        return self.table.name_of(self.row)
+
+    @property
+    def node(self) -> Any:
+        return self.table.nodes[self.row]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.table.node_labels[self.row]
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return {r: int(self.table.allocatable[self.row, i]) for i, r in enumerate(self.table.resources)}
+
+    @property
+    def requested(self) -> dict[str, int]:
+        return {r: int(self.table.requested[self.row, i]) for i, r in enumerate(self.table.resources)}
+
+    @property
+    def pods(self) -> list[PodInfo]:
+        return list(self.table.pods[self.row].values())
+
+
+class NodeFilterPlugin:
+    """Per-node Filter: simple to write, one Python call per node."""
+
+    def filter_node(self, state: CycleState, pi: PodInfo, node: NodeInfo) -> Status | None:
+        raise NotImplementedError
+
+
+class NodeScorePlugin:
+    """Per-node Score: simple to write, one Python call per candidate node."""
+
+    has_normalize: ClassVar[bool] = False
+
+    def score_node(self, state: CycleState, pi: PodInfo, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
+        return scores
+
+
+EXTENSION_POINTS: dict[str, tuple[type, ...]] = {
+    "preEnqueue": (PreEnqueuePlugin,),
+    "queueSort": (QueueSortPlugin,),
+    "preFilter": (PreFilterPlugin,),
+    "filter": (FilterPlugin, NodeFilterPlugin),
+    "postFilter": (PostFilterPlugin,),
+    "preScore": (PreScorePlugin,),
+    "score": (ScorePlugin, NodeScorePlugin),
+    "reserve": (ReservePlugin,),
+    "permit": (PermitPlugin,),
+    "preBind": (PreBindPlugin,),
+    "bind": (BindPlugin,),
+    "postBind": (PostBindPlugin,),
+}
+
+
+def default_normalize(scores: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """Scale scores so the highest becomes MAX_NODE_SCORE (kube's DefaultNormalizeScore);
+    with reverse, the highest raw score becomes the lowest."""
+    if scores.size == 0:
+        return scores
+    top = int(scores.max())
+    if top == 0:
+        return np.full_like(scores, MAX_NODE_SCORE) if reverse else scores
+    out = scores * MAX_NODE_SCORE // top
+    return MAX_NODE_SCORE - out if reverse else out

@@ -1,0 +1,1 @@
+"""Decision records, failure messages, explanations and reports."""

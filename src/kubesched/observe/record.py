@@ -1,0 +1,93 @@
+"""Decision records: what every scheduling cycle decided and why, kept compactly.
+
+A record holds counts and a few top scores, never per-node arrays, so recording
+every cycle costs microseconds. It feeds the kube-format failure message, the
+events, the metrics and `kubesched explain`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+
+
+def fit_error_message(
+    num_nodes: int, reasons: Iterable[tuple[str, int]], pre_filter_msg: str = "", post_filter_msg: str = ""
+) -> str:
+    """kube-scheduler's FitError text: `0/N nodes are available: <count> <reason>, ... .`
+
+    Counts of the same reason are summed; the `<count> <reason>` strings are sorted as
+    strings, as kube does, then joined with ", ".
+    """
+    histogram: dict[str, int] = {}
+    for reason, count in reasons:
+        histogram[reason] = histogram.get(reason, 0) + count
+    msg = NO_NODE_AVAILABLE.format(num_nodes) + ":"
+    if pre_filter_msg:
+        msg += f" {pre_filter_msg}."
+    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+    if parts:
+        msg += " " + ", ".join(parts) + "."
+    if post_filter_msg:
+        msg += f" {post_filter_msg}."
+    return msg
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    pod: str
+    profile: str
+    attempt: int
+    time: float
+    nodes_total: int
+    feasible: int = 0
+    scored: int = 0
+    # (plugin, reason, nodes): why nodes were rejected, first failing plugin per node.
+    rejections: list[tuple[str, str, int]] = field(default_factory=list)
+    # Best nodes: (node, total, ((plugin, weighted score), ...)).
+    top: list[tuple[str, int, tuple[tuple[str, int], ...]]] = field(default_factory=list)
+    chosen: str | None = None
+    message: str = ""
+    nominated: str | None = None
+    victims: tuple[str, ...] = ()
+    result: str = ""  # scheduled | unschedulable | error
+    duration: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "pod": self.pod,
+            "profile": self.profile,
+            "attempt": self.attempt,
+            "time": self.time,
+            "result": self.result,
+            "nodes_total": self.nodes_total,
+            "feasible": self.feasible,
+            "scored": self.scored,
+            "rejections": [{"plugin": p, "reason": r, "nodes": n} for p, r, n in self.rejections],
+            "top": [
+                {"node": node, "score": total, "plugins": dict(parts)} for node, total, parts in self.top
+            ],
+            "chosen": self.chosen,
+            "message": self.message,
+            "nominated": self.nominated,
+            "victims": list(self.victims),
+            "duration_ms": round(self.duration * 1000, 3),
+        }
+
+
+class Recorder:
+    """Keeps the latest record of each pod and a bounded history of recent cycles."""
+
+    def __init__(self, history: int = 10000) -> None:
+        self.latest: dict[str, DecisionRecord] = {}
+        self.recent: deque[DecisionRecord] = deque(maxlen=history)
+
+    def add(self, record: DecisionRecord) -> None:
+        self.latest[record.pod] = record
+        self.recent.append(record)
+
+    def forget(self, pod: str) -> None:
+        self.latest.pop(pod, None)

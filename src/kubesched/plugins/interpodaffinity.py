@@ -1,0 +1,606 @@
+"""InterPodAffinity: required and preferred pod (anti-)affinity, as kube-scheduler applies them.
+
+Filter checks three things per node, in kube's order:
+  1. the incoming pod's required affinity: every term's topology key is on the node, and the
+     node's domain holds a pod matching all the terms (or no such pod exists anywhere and the pod
+     matches its own terms: the first pod of a self-affine group may go anywhere);
+  2. the incoming pod's required anti-affinity: no matching pod in the node's domain of any term;
+  3. existing pods' required anti-affinity: no existing pod whose term matches the incoming pod
+     has the node in its domain.
+Score sums, per topology domain, the incoming pod's preferred terms (weights, negative for
+anti-affinity), existing pods' preferred terms that match the incoming pod, and existing pods'
+required affinity terms that match it (scaled by hardPodAffinityWeight); NormalizeScore maps the
+result min-max onto 0..100.
+
+Counts live per topology key as one integer array indexed by the table's label value id, plus a
+trailing always-zero slot so that a node without the key (id -1) reads 0: Filter and Score are
+then a handful of fancy-index operations over the whole table.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kubesched.api.objects import LabelSelector, LabelSelectorRequirement, PodAffinityTerm
+from kubesched.api.podinfo import PodInfo
+from kubesched.api.selectors import Selector, SelectorError, compile_label_selector
+from kubesched.cache.cache import Cache
+from kubesched.cache.nodetable import NodeTable
+from kubesched.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    ClusterEvent,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    Plugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+)
+
+NAME = "InterPodAffinity"
+PRE_FILTER_KEY = "PreFilter" + NAME
+PRE_SCORE_KEY = "PreScore" + NAME
+
+ERR_AFFINITY_RULES = "node(s) didn't match pod affinity rules"
+ERR_ANTI_AFFINITY_RULES = "node(s) didn't match pod anti-affinity rules"
+ERR_EXISTING_ANTI_AFFINITY_RULES = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+MIN_HARD_POD_AFFINITY_WEIGHT = 0
+MAX_HARD_POD_AFFINITY_WEIGHT = 100
+
+_AFFINITY, _ANTI, _EXISTING = 1, 2, 3
+_REASONS: dict[int, tuple[Code, tuple[str, ...]]] = {
+    # Preemption cannot create a matching pod, so a failed affinity is unresolvable.
+    _AFFINITY: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_AFFINITY_RULES,)),
+    _ANTI: (Code.UNSCHEDULABLE, (ERR_ANTI_AFFINITY_RULES,)),
+    _EXISTING: (Code.UNSCHEDULABLE, (ERR_EXISTING_ANTI_AFFINITY_RULES,)),
+}
+
+
+class InterPodAffinityArgs(BaseModel):
+    """kubescheduler.config.k8s.io/v1 InterPodAffinityArgs."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    hard_pod_affinity_weight: int = Field(1, alias="hardPodAffinityWeight")
+    ignore_preferred_terms_of_existing_pods: bool = Field(False, alias="ignorePreferredTermsOfExistingPods")
+
+    @field_validator("hard_pod_affinity_weight")
+    @classmethod
+    def _weight_in_range(cls, value: int) -> int:
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= value <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise ValueError(
+                f"hardPodAffinityWeight: Invalid value: {value}: not in valid range "
+                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
+            )
+        return value
+
+
+# --- terms --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class AffinityTerm:
+    """A parsed PodAffinityTerm of some pod (kube's framework.AffinityTerm), with its weight
+    for preferred terms. Equal terms of different pods are interned to one object, so a cycle
+    evaluates each distinct term once however many replicas carry it."""
+
+    topology_key: str
+    selector: Selector
+    namespaces: frozenset[str]
+    # NOTHING for a nil namespaceSelector, an empty Selector for {} (every namespace).
+    namespace_selector: Selector
+    weight: int = 0
+
+    def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
+        """Whether `pod` is selected; `namespace_labels` are the labels of the pod's namespace."""
+        if pod.namespace in self.namespaces or self.namespace_selector.matches(namespace_labels):
+            return self.selector.matches(pod.labels)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedTerm:
+    """A term of the incoming pod with its namespaceSelector expanded against the cluster's
+    namespaces for this cycle. `namespaces` None means every namespace."""
+
+    topology_key: str
+    selector: Selector
+    namespaces: frozenset[str] | None
+    weight: int = 0
+
+    def matches(self, pod: PodInfo) -> bool:
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            return False
+        return self.selector.matches(pod.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerms:
+    """A pod's pod (anti-)affinity terms, parsed once and cached on its PodInfo."""
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[AffinityTerm, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+_NO_TERMS = PodTerms()
+_interned: weakref.WeakValueDictionary[AffinityTerm, AffinityTerm] = weakref.WeakValueDictionary()
+
+
+def _merge_label_keys(term: PodAffinityTerm, pod_labels: Mapping[str, str]) -> LabelSelector | None:
+    """matchLabelKeys / mismatchLabelKeys folded into the selector with the owning pod's label
+    values (`key In (v)` / `key NotIn (v)`), as the API server does when the pod is created.
+    Keys the pod does not carry are ignored, and a nil selector stays nil (it selects nothing)."""
+    sel = term.label_selector
+    if sel is None or not (term.match_label_keys or term.mismatch_label_keys):
+        return sel
+    extra: list[LabelSelectorRequirement] = []
+    for keys, op in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
+        for key in keys:
+            value = pod_labels.get(key)
+            if value is not None:
+                extra.append(LabelSelectorRequirement(key=key, operator=op, values=[value]))
+    if not extra:
+        return sel
+    return LabelSelector(match_labels=dict(sel.match_labels), match_expressions=[*sel.match_expressions, *extra])
+
+
+def _parse_term(pi: PodInfo, term: PodAffinityTerm, weight: int) -> AffinityTerm:
+    selector = compile_label_selector(_merge_label_keys(term, pi.labels))
+    namespace_selector = compile_label_selector(term.namespace_selector)
+    if not term.namespaces and term.namespace_selector is None:
+        namespaces = frozenset((pi.namespace,))
+    else:
+        namespaces = frozenset(term.namespaces)
+    parsed = AffinityTerm(term.topology_key, selector, namespaces, namespace_selector, weight)
+    return _interned.setdefault(parsed, parsed)
+
+
+def _parse_group(
+    pi: PodInfo, what: str, terms: Iterable[tuple[PodAffinityTerm, int]], errors: list[str]
+) -> tuple[AffinityTerm, ...]:
+    # One bad term drops its whole group, as kube's PodInfo does.
+    try:
+        return tuple(_parse_term(pi, term, weight) for term, weight in terms)
+    except SelectorError as exc:
+        errors.append(f"{what}: {exc}")
+        return ()
+
+
+def parse_pod_terms(pi: PodInfo) -> PodTerms:
+    affinity = pi.pod.spec.affinity
+    if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+        return _NO_TERMS
+    errors: list[str] = []
+    groups: list[tuple[AffinityTerm, ...]] = []
+    for what, spec in (("Affinity", affinity.pod_affinity), ("AntiAffinity", affinity.pod_anti_affinity)):
+        if spec is None:
+            groups += [(), ()]
+            continue
+        required = ((t, 0) for t in spec.required_during_scheduling_ignored_during_execution)
+        preferred = (
+            (w.pod_affinity_term, w.weight) for w in spec.preferred_during_scheduling_ignored_during_execution
+        )
+        groups.append(_parse_group(pi, f"required{what}Terms", required, errors))
+        groups.append(_parse_group(pi, f"preferred{what}Terms", preferred, errors))
+    return PodTerms(groups[0], groups[2], groups[1], groups[3], tuple(errors))
+
+
+def pod_terms(pi: PodInfo) -> PodTerms:
+    """The pod's parsed terms, cached on the PodInfo (a pod's spec and labels are fixed per PodInfo)."""
+    cached = pi.extra.get(NAME)
+    if cached is None:
+        cached = parse_pod_terms(pi)
+        pi.extra[NAME] = cached
+    terms: PodTerms = cached
+    return terms
+
+
+def resolve_term(term: AffinityTerm, namespace_labels: Mapping[str, Mapping[str, str]]) -> ResolvedTerm:
+    """Expand an incoming pod's namespaceSelector into namespace names, so that matching existing
+    pods needs no namespace label lookups (kube's mergeAffinityTermNamespacesIfNotEmpty)."""
+    ns_sel = term.namespace_selector
+    if ns_sel.empty:
+        return ResolvedTerm(term.topology_key, term.selector, None, term.weight)
+    namespaces = term.namespaces
+    if not ns_sel.nothing:
+        namespaces = namespaces | {ns for ns, labels in namespace_labels.items() if ns_sel.matches(labels)}
+    return ResolvedTerm(term.topology_key, term.selector, namespaces, term.weight)
+
+
+def pod_matches_all(terms: Collection[ResolvedTerm], pod: PodInfo) -> bool:
+    """True iff there are terms and `pod` matches every one of them."""
+    return bool(terms) and all(t.matches(pod) for t in terms)
+
+
+# --- per-domain counts ------------------------------------------------------------------------------
+
+Counts = dict[str, np.ndarray]
+
+
+def _fit(counts: Counts, key: str, vocab_size: int) -> np.ndarray:
+    """The key's array sized to the vocabulary plus the zero slot that absent ids (-1) read."""
+    arr = counts.get(key)
+    if arr is None:
+        arr = np.zeros(vocab_size + 1, dtype=np.int64)
+        counts[key] = arr
+    elif arr.size < vocab_size + 1:
+        grown = np.zeros(vocab_size + 1, dtype=np.int64)
+        grown[: arr.size - 1] = arr[:-1]
+        arr = grown
+        counts[key] = arr
+    return arr
+
+
+def _add_rows(counts: Counts, table: NodeTable, key: str, rows: np.ndarray, weights: np.ndarray | int) -> bool:
+    """Add `weights` to the domain of each row for `key`; rows without the key add nothing.
+    Returns whether any row had the key."""
+    col = table.labels.get(key)
+    if col is None or rows.size == 0:
+        return False
+    ids = col.ids[rows]
+    keep = ids >= 0
+    if not keep.all():
+        ids = ids[keep]
+        if not isinstance(weights, int):
+            weights = weights[keep]
+    if ids.size == 0:
+        return False
+    n = len(col.values)
+    arr = _fit(counts, key, n)
+    if isinstance(weights, int):
+        arr[:n] += np.bincount(ids, minlength=n)[:n] * weights
+    else:
+        np.add.at(arr, ids, weights)
+    return True
+
+
+def _add_row(counts: Counts, table: NodeTable, key: str, row: int, delta: int) -> None:
+    col = table.labels.get(key)
+    if col is None:
+        return
+    vid = int(col.ids[row])
+    if vid < 0:
+        return
+    _fit(counts, key, len(col.values))[vid] += delta
+
+
+def _lookup(counts: Counts, table: NodeTable, key: str, rows: np.ndarray | slice) -> np.ndarray | None:
+    """Each row's count for its domain of `key` (0 without the key); None if the key is nowhere."""
+    col = table.labels.get(key)
+    if col is None or key not in counts:
+        return None
+    arr = _fit(counts, key, len(col.values))
+    result: np.ndarray = arr[col.ids[rows]]
+    return result
+
+
+def _any_nonzero(counts: Counts) -> bool:
+    return any(arr.any() for arr in counts.values())
+
+
+def _rows_of(cache: Cache, pods: Iterable[PodInfo]) -> np.ndarray:
+    row = cache.pods.row
+    return np.fromiter((row[p.uid] for p in pods), dtype=np.int64)
+
+
+# --- cycle state ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PreFilterState:
+    """What Filter needs, computed at PreFilter and kept right by AddPod/RemovePod."""
+
+    table: NodeTable
+    namespace_labels: Mapping[str, str]
+    affinity_terms: tuple[ResolvedTerm, ...]
+    anti_affinity_terms: tuple[ResolvedTerm, ...]
+    # Whether the incoming pod matches all its own required affinity terms (first-pod rule).
+    matches_own_affinity: bool
+    # Per topology key, per value id: existing pods whose required anti-affinity matches the pod.
+    existing_anti_affinity: Counts = field(default_factory=dict)
+    # Existing pods matching all the pod's required affinity terms (counted once per term).
+    affinity: Counts = field(default_factory=dict)
+    # Existing pods matching each of the pod's required anti-affinity terms.
+    anti_affinity: Counts = field(default_factory=dict)
+
+    def clone(self) -> PreFilterState:
+        return PreFilterState(
+            self.table,
+            self.namespace_labels,
+            self.affinity_terms,
+            self.anti_affinity_terms,
+            self.matches_own_affinity,
+            {k: v.copy() for k, v in self.existing_anti_affinity.items()},
+            {k: v.copy() for k, v in self.affinity.items()},
+            {k: v.copy() for k, v in self.anti_affinity.items()},
+        )
+
+    def update_with_pod(self, pi: PodInfo, other: PodInfo, row: int, delta: int) -> None:
+        """Count (+1) or uncount (-1) `other` on `row` for the incoming pod `pi`."""
+        table = self.table
+        for term in pod_terms(other).required_anti_affinity:
+            if term.matches(pi, self.namespace_labels):
+                _add_row(self.existing_anti_affinity, table, term.topology_key, row, delta)
+        if pod_matches_all(self.affinity_terms, other):
+            for rterm in self.affinity_terms:
+                _add_row(self.affinity, table, rterm.topology_key, row, delta)
+        for rterm in self.anti_affinity_terms:
+            if rterm.matches(other):
+                _add_row(self.anti_affinity, table, rterm.topology_key, row, delta)
+
+
+@dataclass(slots=True)
+class PreScoreState:
+    """Per topology key, per value id: the summed weights of the domain."""
+
+    scores: Counts
+
+    def clone(self) -> PreScoreState:
+        # Read-only after PreScore.
+        return self
+
+
+# --- the plugin ----------------------------------------------------------------------------------------
+
+
+class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    name: ClassVar[str] = NAME
+    Args: ClassVar[type[BaseModel]] = InterPodAffinityArgs
+
+    has_prefilter_extensions: ClassVar[bool] = True
+    has_normalize: ClassVar[bool] = True
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        super().__init__(args or InterPodAffinityArgs(), handle)
+        self.args: InterPodAffinityArgs
+
+    @property
+    def _cache(self) -> Cache:
+        if self.handle is None:
+            raise RuntimeError(f"{NAME} needs a framework handle")
+        return self.handle.cache
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [
+            # A new or relabelled pod may satisfy affinity; a deleted or relabelled one may lift
+            # an anti-affinity conflict.
+            ClusterEvent("Pod", "Add"),
+            ClusterEvent("Pod", "Update"),
+            ClusterEvent("Pod", "Delete"),
+            # A node that gains a topology key may become a candidate.
+            ClusterEvent("Node", "Add"),
+            ClusterEvent("Node", "Update"),
+        ]
+
+    # --- PreFilter -------------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        terms = pod_terms(pi)
+        if terms.errors:
+            return None, Status.unresolvable(f"parsing pod: {'; '.join(terms.errors)}")
+        cache = self._cache
+        with_anti = cache.pods.with_required_anti_affinity
+        if not terms.required_affinity and not terms.required_anti_affinity and not with_anti:
+            return None, SKIP
+        table = cache.table
+        ns_labels = cache.namespace_labels.get(pi.namespace, {})
+        s = PreFilterState(
+            table,
+            ns_labels,
+            tuple(resolve_term(t, cache.namespace_labels) for t in terms.required_affinity),
+            tuple(resolve_term(t, cache.namespace_labels) for t in terms.required_anti_affinity),
+            False,
+        )
+        if with_anti:
+            self._count_existing_anti_affinity(s, pi, cache)
+        if not s.existing_anti_affinity and not s.affinity_terms and not s.anti_affinity_terms:
+            return None, SKIP
+        if s.affinity_terms:
+            s.matches_own_affinity = pod_matches_all(s.affinity_terms, pi)
+            first = s.affinity_terms[0]
+            candidates = self._matching(cache, first)
+            rest = s.affinity_terms[1:]
+            matched = [p for p in candidates if all(t.matches(p) for t in rest)] if rest else candidates
+            if matched:
+                rows = _rows_of(cache, matched)
+                for t in s.affinity_terms:
+                    _add_rows(s.affinity, table, t.topology_key, rows, 1)
+        for t in s.anti_affinity_terms:
+            matched = self._matching(cache, t)
+            if matched:
+                _add_rows(s.anti_affinity, table, t.topology_key, _rows_of(cache, matched), 1)
+        state.write(PRE_FILTER_KEY, s)
+        return None, None
+
+    @staticmethod
+    def _matching(cache: Cache, term: ResolvedTerm) -> list[PodInfo]:
+        if term.namespaces is not None and not term.namespaces:
+            return []
+        return cache.pods.matching(term.selector, term.namespaces)
+
+    @staticmethod
+    def _count_existing_anti_affinity(s: PreFilterState, pi: PodInfo, cache: Cache) -> None:
+        # Replicas share interned terms, so each distinct term is matched against the pod once.
+        verdict: dict[int, bool] = {}
+        rows_by_key: dict[str, list[int]] = {}
+        pod_row = cache.pods.row
+        ns_labels = s.namespace_labels
+        for uid, existing in cache.pods.with_required_anti_affinity.items():
+            for term in pod_terms(existing).required_anti_affinity:
+                hit = verdict.get(id(term))
+                if hit is None:
+                    hit = verdict[id(term)] = term.matches(pi, ns_labels)
+                if hit:
+                    rows_by_key.setdefault(term.topology_key, []).append(pod_row[uid])
+        for key, rows in rows_by_key.items():
+            _add_rows(s.existing_anti_affinity, s.table, key, np.asarray(rows, dtype=np.int64), 1)
+
+    # --- PreFilter extensions (preemption dry runs) ------------------------------------------------------
+
+    def add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None:
+        s = state.read(PRE_FILTER_KEY)
+        if isinstance(s, PreFilterState):
+            s.update_with_pod(pi, added, row, 1)
+        return None
+
+    def remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None:
+        s = state.read(PRE_FILTER_KEY)
+        if isinstance(s, PreFilterState):
+            s.update_with_pod(pi, removed, row, -1)
+        return None
+
+    # --- Filter ---------------------------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        s = state.read(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            return None
+        size = table.size
+        codes = np.zeros(size, dtype=np.uint8)
+        rows = slice(0, size)
+        # Written in reverse precedence so that the first failing check names the row.
+        if _any_nonzero(s.existing_anti_affinity):
+            failed = np.zeros(size, dtype=bool)
+            for key in s.existing_anti_affinity:
+                counts = _lookup(s.existing_anti_affinity, table, key, rows)
+                if counts is not None:
+                    failed |= counts > 0
+            codes[failed] = _EXISTING
+        if s.anti_affinity_terms and _any_nonzero(s.anti_affinity):
+            failed = np.zeros(size, dtype=bool)
+            for key in dict.fromkeys(t.topology_key for t in s.anti_affinity_terms):
+                counts = _lookup(s.anti_affinity, table, key, rows)
+                if counts is not None:
+                    failed |= counts > 0
+            codes[failed] = _ANTI
+        if s.affinity_terms:
+            codes[self._affinity_fails(s, table, size)] = _AFFINITY
+        if not codes.any():
+            return None
+        return FilterResult.from_reasons(codes, _REASONS)
+
+    @staticmethod
+    def _affinity_fails(s: PreFilterState, table: NodeTable, size: int) -> np.ndarray:
+        has_keys = np.ones(size, dtype=bool)
+        pods_exist = np.ones(size, dtype=bool)
+        for key in dict.fromkeys(t.topology_key for t in s.affinity_terms):
+            col = table.labels.get(key)
+            if col is None:
+                # No node carries the key: every node lacks a topology label.
+                return np.ones(size, dtype=bool)
+            has_keys &= col.ids[:size] >= 0
+            counts = _lookup(s.affinity, table, key, slice(0, size))
+            if counts is None:
+                pods_exist[:] = False
+            else:
+                pods_exist &= counts > 0
+        if s.matches_own_affinity and not _any_nonzero(s.affinity):
+            # No pod anywhere matches: the first pod of a self-affine group may start a domain.
+            return ~has_keys
+        ok: np.ndarray = has_keys & pods_exist
+        return ~ok
+
+    # --- PreScore / Score --------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
+        if rows.size == 0:
+            return SKIP
+        terms = pod_terms(pi)
+        if terms.errors:
+            return Status.error(f"failed to parse pod: {'; '.join(terms.errors)}")
+        has_constraints = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return SKIP
+        cache = self._cache
+        with_affinity = cache.pods.with_affinity
+        if not has_constraints and not with_affinity:
+            return SKIP
+        scores: Counts = {}
+        touched = False
+        for group, sign in ((terms.preferred_affinity, 1), (terms.preferred_anti_affinity, -1)):
+            for term in group:
+                rterm = resolve_term(term, cache.namespace_labels)
+                matched = self._matching(cache, rterm)
+                if matched:
+                    rows_m = _rows_of(cache, matched)
+                    touched |= _add_rows(scores, table, rterm.topology_key, rows_m, sign * rterm.weight)
+        if with_affinity:
+            touched |= self._score_existing(scores, pi, cache, table)
+        if not touched:
+            return SKIP
+        state.write(PRE_SCORE_KEY, PreScoreState(scores))
+        return None
+
+    def _score_existing(self, scores: Counts, pi: PodInfo, cache: Cache, table: NodeTable) -> bool:
+        """Existing pods' terms that select the incoming pod, credited to the existing pod's domain."""
+        ns_labels = cache.namespace_labels.get(pi.namespace, {})
+        hard = self.args.hard_pod_affinity_weight
+        verdict: dict[int, bool] = {}
+        rows_by_key: dict[str, list[int]] = {}
+        weights_by_key: dict[str, list[int]] = {}
+        pod_row = cache.pods.row
+
+        def credit(term: AffinityTerm, row: int, weight: int) -> None:
+            hit = verdict.get(id(term))
+            if hit is None:
+                hit = verdict[id(term)] = term.matches(pi, ns_labels)
+            if hit:
+                rows_by_key.setdefault(term.topology_key, []).append(row)
+                weights_by_key.setdefault(term.topology_key, []).append(weight)
+
+        for uid, existing in cache.pods.with_affinity.items():
+            et = pod_terms(existing)
+            row = pod_row[uid]
+            if hard > 0:
+                for term in et.required_affinity:
+                    credit(term, row, hard)
+            for term in et.preferred_affinity:
+                credit(term, row, term.weight)
+            for term in et.preferred_anti_affinity:
+                credit(term, row, -term.weight)
+        touched = False
+        for key, rows in rows_by_key.items():
+            weights = np.asarray(weights_by_key[key], dtype=np.int64)
+            touched |= _add_rows(scores, table, key, np.asarray(rows, dtype=np.int64), weights)
+        return touched
+
+    def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        total = np.zeros(rows.size, dtype=np.int64)
+        s = state.read(PRE_SCORE_KEY)
+        if not isinstance(s, PreScoreState):
+            return total
+        for key in s.scores:
+            values = _lookup(s.scores, table, key, rows)
+            if values is not None:
+                total += values
+        return total
+
+    def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
+        s = state.read(PRE_SCORE_KEY)
+        if not isinstance(s, PreScoreState) or not s.scores or scores.size == 0:
+            return scores
+        lo = int(scores.min())
+        spread = int(scores.max()) - lo
+        if spread <= 0:
+            return np.zeros_like(scores)
+        # Same float arithmetic as kube, truncated toward zero.
+        scaled = float(MAX_NODE_SCORE) * ((scores - lo).astype(np.float64) / float(spread))
+        out: np.ndarray = scaled.astype(np.int64)
+        return out

@@ -1,0 +1,463 @@
+"""NodeAffinity: a pod's spec.nodeSelector and node affinity, plus the scheduler-enforced
+affinity of the plugin's args (addedAffinity).
+
+Filter keeps the nodes that match the pod's nodeSelector AND any one of its required
+node selector terms (terms are ORed, the requirements inside a term ANDed), and, when
+configured, the added required affinity. Score sums the weights of the preferred terms a
+node matches (the pod's and the added ones), normalized so the best node gets 100.
+
+Selector terms are parsed the way kube-scheduler parses them: a term with an invalid
+requirement never matches (other terms of the same selector still can), an empty term
+matches nothing, and matchFields supports only metadata.name with In/NotIn and exactly one
+value. Invalid preferred terms on a pod make PreScore fail with an error; invalid terms in
+addedAffinity are refused when the configuration is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, ClassVar
+
+import msgspec
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
+from kubesched.api.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm
+from kubesched.api.podinfo import PodInfo
+from kubesched.api.selectors import Requirement
+from kubesched.cache import labels
+from kubesched.cache.nodetable import NodeTable
+from kubesched.framework.interface import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    Plugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    default_normalize,
+)
+
+NAME = "NodeAffinity"
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+NODE_NAME_FIELD = "metadata.name"
+
+_CODE_ENFORCED = 1
+_CODE_POD = 2
+_VERDICTS: dict[int, tuple[Code, tuple[str, ...]]] = {
+    _CODE_ENFORCED: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,)),
+    _CODE_POD: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,)),
+}
+
+# --- parsing node selector terms as kube does ----------------------------------------------------
+
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_FIELD_OPERATORS = ("In", "NotIn")
+_NAME_RE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)")
+_DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+# strconv.ParseInt(s, 10, 64) accepts an optional sign and ASCII digits only; Python's int()
+# would also take blanks and underscores.
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _label_key_error(key: str) -> str | None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.fullmatch(prefix)):
+        return f"invalid label key {key!r}: the prefix must be a DNS subdomain of at most 253 characters"
+    if not name or len(name) > 63 or not _NAME_RE.fullmatch(name):
+        return (
+            f"invalid label key {key!r}: the name must be 1-63 alphanumeric characters, '-', '_' or '.', "
+            "starting and ending with an alphanumeric character"
+        )
+    return None
+
+
+def _label_value_error(value: str) -> str | None:
+    if value and (len(value) > 63 or not _NAME_RE.fullmatch(value)):
+        return (
+            f"invalid label value {value!r}: at most 63 alphanumeric characters, '-', '_' or '.', "
+            "starting and ending with an alphanumeric character"
+        )
+    return None
+
+
+def _is_int64(value: str) -> bool:
+    return bool(_INT_RE.fullmatch(value)) and _INT64_MIN <= int(value) <= _INT64_MAX
+
+
+def _label_requirement(expr: NodeSelectorRequirement, path: str) -> tuple[Requirement | None, list[str]]:
+    errors: list[str] = []
+    key_error = _label_key_error(expr.key)
+    if key_error:
+        errors.append(f"{path}.key: {key_error}")
+    op, values = expr.operator, expr.values
+    if op in ("In", "NotIn"):
+        if not values:
+            errors.append(f"{path}.values: must be non-empty for operator {op}")
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            errors.append(f"{path}.values: must be empty for operator {op}")
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            errors.append(f"{path}.values: operator {op} needs exactly one value")
+        for i, v in enumerate(values):
+            if not _is_int64(v):
+                errors.append(f"{path}.values[{i}]: operator {op} needs an integer, got {v!r}")
+    else:
+        errors.append(f"{path}.operator: unsupported value {op!r} (supported: {', '.join(_LABEL_OPERATORS)})")
+    for i, v in enumerate(values):
+        value_error = _label_value_error(v)
+        if value_error:
+            errors.append(f"{path}.values[{i}]: {value_error}")
+    if errors:
+        return None, errors
+    return Requirement(expr.key, op, frozenset(values)), errors
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRequirement:
+    """One matchFields requirement: the node's field `key` equals (In) or differs from (NotIn) `value`."""
+
+    key: str
+    operator: str
+    value: str
+
+
+def _field_requirement(expr: NodeSelectorRequirement, path: str) -> tuple[FieldRequirement | None, list[str]]:
+    if expr.operator not in _FIELD_OPERATORS:
+        return None, [f"{path}.operator: unsupported value {expr.operator!r} (supported: In, NotIn)"]
+    if len(expr.values) != 1:
+        return None, [f"{path}.values: must have exactly one element"]
+    return FieldRequirement(expr.key, expr.operator, expr.values[0]), []
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A parsed NodeSelectorTerm. A term with `errors` never matches."""
+
+    labels: tuple[Requirement, ...]
+    fields: tuple[FieldRequirement, ...]
+    errors: tuple[str, ...] = ()
+
+
+def parse_term(term: NodeSelectorTerm, path: str) -> Term:
+    reqs: list[Requirement] = []
+    fields: list[FieldRequirement] = []
+    errors: list[str] = []
+    for i, expr in enumerate(term.match_expressions):
+        req, errs = _label_requirement(expr, f"{path}.matchExpressions[{i}]")
+        errors.extend(errs)
+        if req is not None:
+            reqs.append(req)
+    for i, expr in enumerate(term.match_fields):
+        freq, errs = _field_requirement(expr, f"{path}.matchFields[{i}]")
+        errors.extend(errs)
+        if freq is not None:
+            fields.append(freq)
+    return Term(tuple(reqs), tuple(fields), tuple(errors))
+
+
+def _is_empty(term: NodeSelectorTerm) -> bool:
+    return not term.match_expressions and not term.match_fields
+
+
+def parse_node_selector(selector: NodeSelector, path: str = "") -> tuple[Term, ...]:
+    """The selector's terms; empty terms are dropped because they select nothing."""
+    base = f"{path}.nodeSelectorTerms" if path else "nodeSelectorTerms"
+    return tuple(
+        parse_term(t, f"{base}[{i}]") for i, t in enumerate(selector.node_selector_terms) if not _is_empty(t)
+    )
+
+
+def parse_preferred(
+    terms: Sequence[PreferredSchedulingTerm], path: str = ""
+) -> tuple[tuple[tuple[int, Term], ...], tuple[str, ...]]:
+    """Weighted preferred terms, skipping weight 0 and empty terms (they can never add anything);
+    with every parse error found."""
+    out: list[tuple[int, Term]] = []
+    errors: list[str] = []
+    for i, pref in enumerate(terms):
+        if pref.weight == 0 or _is_empty(pref.preference):
+            continue
+        term = parse_term(pref.preference, f"{path}[{i}].preference" if path else f"[{i}].preference")
+        if term.errors:
+            errors.extend(term.errors)
+        else:
+            out.append((pref.weight, term))
+    return tuple(out), tuple(errors)
+
+
+# --- evaluation over the node table ----------------------------------------------------------------
+
+
+def _field_mask(table: NodeTable, req: FieldRequirement) -> np.ndarray:
+    size = table.size
+    if req.key == NODE_NAME_FIELD:
+        equal = np.zeros(size, dtype=bool)
+        row = table.index.get(req.value)
+        if row is not None:
+            equal[row] = True
+    else:
+        # A node has no other field: reading one yields "" (kube's fields.Set semantics).
+        equal = np.full(size, req.value == "", dtype=bool)
+    return equal if req.operator == "In" else ~equal
+
+
+def term_mask(table: NodeTable, term: Term) -> np.ndarray:
+    """Rows matching every requirement of a term. An erroneous or empty term matches nothing."""
+    if term.errors or (not term.labels and not term.fields):
+        return np.zeros(table.size, dtype=bool)
+    mask: np.ndarray | None = None
+    for req in term.labels:
+        hit = labels.requirement_mask(table, req)
+        mask = hit if mask is None else mask & hit
+    for freq in term.fields:
+        hit = _field_mask(table, freq)
+        mask = hit if mask is None else mask & hit
+    assert mask is not None
+    return mask
+
+
+def terms_mask(table: NodeTable, terms: Sequence[Term]) -> np.ndarray:
+    """Rows matching at least one term (a NodeSelector's ORed terms); no terms: no rows."""
+    mask = np.zeros(table.size, dtype=bool)
+    for term in terms:
+        mask |= term_mask(table, term)
+    return mask
+
+
+def preferred_score(table: NodeTable, weighted: Sequence[tuple[int, Term]], rows: np.ndarray) -> np.ndarray:
+    """Per row in `rows`, the sum of the weights of the terms the node matches."""
+    scores = np.zeros(rows.size, dtype=np.int64)
+    for weight, term in weighted:
+        scores += np.where(term_mask(table, term)[rows], weight, 0)
+    return scores
+
+
+# --- what the plugin derives from a pod once -------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PodNodeAffinity:
+    """Parsed once per pod and kept in `pi.extra[NAME]`."""
+
+    node_selector: Mapping[str, str]
+    # None: the pod has no required node affinity; (): it has one whose terms select nothing.
+    required: tuple[Term, ...] | None
+    # PreFilter's narrowing from matchFields metadata.name In; `conflict` when no name survives.
+    node_names: frozenset[str] | None
+    conflict: bool
+    preferred: tuple[tuple[int, Term], ...]
+    preferred_errors: tuple[str, ...]
+    # (table, generation, size, mask) of the last required mask computed, reused within a cycle.
+    memo: tuple[NodeTable, int, int, np.ndarray] | None = None
+
+    @property
+    def has_required(self) -> bool:
+        return bool(self.node_selector) or self.required is not None
+
+
+def _names_from_terms(terms: Sequence[NodeSelectorTerm]) -> tuple[frozenset[str] | None, bool]:
+    """Nodes the required terms can only match by name: the union over terms of each term's
+    intersection of `metadata.name In` sets. None when some term does not pin names (terms are
+    ORed, so then any node may match)."""
+    union: set[str] = set()
+    for term in terms:
+        pinned: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == NODE_NAME_FIELD and req.operator == "In":
+                pinned = set(req.values) if pinned is None else pinned & set(req.values)
+        if pinned is None:
+            return None, False
+        union |= pinned
+    if not union:
+        return None, True
+    return frozenset(union), False
+
+
+def pod_node_affinity(pi: PodInfo) -> PodNodeAffinity:
+    cached = pi.extra.get(NAME)
+    if isinstance(cached, PodNodeAffinity):
+        return cached
+    spec = pi.pod.spec
+    node_aff = spec.affinity.node_affinity if spec.affinity is not None else None
+    required_sel = node_aff.required_during_scheduling_ignored_during_execution if node_aff is not None else None
+    required: tuple[Term, ...] | None = None
+    node_names: frozenset[str] | None = None
+    conflict = False
+    if required_sel is not None:
+        required = parse_node_selector(required_sel)
+        if required_sel.node_selector_terms:
+            node_names, conflict = _names_from_terms(required_sel.node_selector_terms)
+    preferred: tuple[tuple[int, Term], ...] = ()
+    preferred_errors: tuple[str, ...] = ()
+    if node_aff is not None and node_aff.preferred_during_scheduling_ignored_during_execution:
+        preferred, preferred_errors = parse_preferred(
+            node_aff.preferred_during_scheduling_ignored_during_execution,
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        )
+    info = PodNodeAffinity(dict(spec.node_selector), required, node_names, conflict, preferred, preferred_errors)
+    pi.extra[NAME] = info
+    return info
+
+
+def required_node_affinity_mask(table: NodeTable, pi: PodInfo) -> np.ndarray:
+    """Rows whose node matches the pod's spec.nodeSelector and required node affinity (all True
+    when the pod has neither): kube's RequiredNodeAffinity match, as PodTopologySpread's
+    nodeAffinityPolicy=Honor uses it.
+
+    The array is shared (kept for the rest of the cycle) and read-only: copy it before
+    modifying it."""
+    info = pod_node_affinity(pi)
+    memo = info.memo
+    if memo is not None and memo[0] is table and memo[1] == table.generation and memo[2] == table.size:
+        return memo[3]
+    mask = np.ones(table.size, dtype=bool)
+    if info.node_selector:
+        mask &= labels.match_labels_mask(table, info.node_selector)
+    if info.required is not None:
+        mask &= terms_mask(table, info.required)
+    mask.flags.writeable = False
+    info.memo = (table, table.generation, table.size, mask)
+    return mask
+
+
+# --- args ------------------------------------------------------------------------------------------
+
+
+def _affinity_errors(aff: NodeAffinitySpec) -> list[str]:
+    errors: list[str] = []
+    required = aff.required_during_scheduling_ignored_during_execution
+    if required is not None:
+        for term in parse_node_selector(required, "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"):
+            errors.extend(term.errors)
+    _, pref_errors = parse_preferred(
+        aff.preferred_during_scheduling_ignored_during_execution,
+        "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+    )
+    errors.extend(pref_errors)
+    return errors
+
+
+class NodeAffinityArgs(BaseModel):
+    """kube's NodeAffinityArgs: affinity the scheduler adds to every pod of the profile."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, arbitrary_types_allowed=True)
+
+    added_affinity: NodeAffinitySpec | None = Field(default=None, alias="addedAffinity")
+
+    @field_validator("added_affinity", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        if value is None or isinstance(value, NodeAffinitySpec):
+            return value
+        try:
+            return msgspec.convert(value, NodeAffinitySpec, strict=False)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"addedAffinity: {exc}") from None
+
+    @model_validator(mode="after")
+    def _parse(self) -> NodeAffinityArgs:
+        if self.added_affinity is not None:
+            errors = _affinity_errors(self.added_affinity)
+            if errors:
+                raise ValueError("; ".join(errors))
+        return self
+
+
+# --- the plugin ------------------------------------------------------------------------------------
+
+
+class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    name: ClassVar[str] = NAME
+    Args: ClassVar[type[BaseModel]] = NodeAffinityArgs
+    has_normalize: ClassVar[bool] = True
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        if isinstance(args, Mapping):
+            args = NodeAffinityArgs.model_validate(args)
+        super().__init__(args or NodeAffinityArgs(), handle)
+        added: NodeAffinitySpec | None = self.args.added_affinity
+        self.added_required: tuple[Term, ...] | None = None
+        self.added_preferred: tuple[tuple[int, Term], ...] = ()
+        if added is not None:
+            errors = _affinity_errors(added)
+            if errors:
+                raise ValueError("; ".join(errors))
+            if added.required_during_scheduling_ignored_during_execution is not None:
+                self.added_required = parse_node_selector(added.required_during_scheduling_ignored_during_execution)
+            self.added_preferred, _ = parse_preferred(added.preferred_during_scheduling_ignored_during_execution)
+        self._added_memo: tuple[NodeTable, int, int, np.ndarray] | None = None
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+
+    # --- filtering ---------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        info = pod_node_affinity(pi)
+        if not info.has_required and self.added_required is None:
+            return None, Status(Code.SKIP)
+        if info.conflict:
+            return None, Status.unresolvable(ERR_REASON_CONFLICT, plugin=NAME)
+        if info.node_names is not None:
+            return PreFilterResult(info.node_names), None
+        return None, None
+
+    def added_mask(self, table: NodeTable) -> np.ndarray | None:
+        """Rows matching the scheduler-enforced required affinity; None when there is none."""
+        if self.added_required is None:
+            return None
+        memo = self._added_memo
+        if memo is not None and memo[0] is table and memo[1] == table.generation and memo[2] == table.size:
+            return memo[3]
+        mask = terms_mask(table, self.added_required)
+        self._added_memo = (table, table.generation, table.size, mask)
+        return mask
+
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        info = pod_node_affinity(pi)
+        added = self.added_mask(table)
+        pod_ok = required_node_affinity_mask(table, pi) if info.has_required else None
+        if added is None and pod_ok is None:
+            return None
+        # The enforced affinity is checked first, so a node failing both reports it.
+        codes = np.zeros(table.size, dtype=np.int8)
+        if pod_ok is not None:
+            codes[~pod_ok] = _CODE_POD
+        if added is not None:
+            codes[~added] = _CODE_ENFORCED
+        if not (codes.astype(bool) & table.present[: table.size]).any():
+            return None
+        return FilterResult(codes, _VERDICTS.__getitem__)
+
+    # --- scoring -----------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
+        info = pod_node_affinity(pi)
+        if info.preferred_errors:
+            return Status.error("; ".join(info.preferred_errors), plugin=NAME)
+        if not info.preferred and not self.added_preferred:
+            return Status(Code.SKIP)
+        return None
+
+    def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        # Unparsable pod terms are reported by PreScore; should Score run without it, they count 0.
+        info = pod_node_affinity(pi)
+        return preferred_score(table, tuple(chain(self.added_preferred, info.preferred)), rows)
+
+    def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
+        return default_normalize(scores)

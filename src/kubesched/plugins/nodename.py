@@ -1,0 +1,51 @@
+"""NodeName: a pod that names its node in spec.nodeName fits no other node.
+
+kube (default features) has no PreFilter here; the narrowing PreFilter of newer sources is
+behind the alpha InPlacePodVerticalScalingSchedulerPreemption gate, so this plugin filters only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.nodetable import NodeTable
+from kubesched.framework.interface import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    Plugin,
+)
+
+NAME = "NodeName"
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(Plugin, FilterPlugin, EnqueueExtensions):
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        if isinstance(args, Mapping) and args:
+            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        super().__init__(None, handle)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        # A node's name never changes, so only a new node can help.
+        return [ClusterEvent("Node", "Add")]
+
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        wanted = pi.node_name
+        if not wanted:
+            return None
+        other = np.ones(table.size, dtype=bool)
+        row = table.index.get(wanted)
+        if row is not None:
+            other[row] = False
+        return FilterResult.reject(other, ERR_REASON, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)

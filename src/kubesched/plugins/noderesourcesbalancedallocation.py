@@ -1,0 +1,74 @@
+"""NodeResourcesBalancedAllocation: favour nodes whose resources would be used evenly.
+
+The score is (1 - standard deviation of requested/allocatable over the configured
+resources) * 100, counting the pod on the node. Unlike NodeResourcesFit's scoring it uses
+plain requests (no defaults for best-effort containers), and a pod that requests none of
+the resources is not scored at all: otherwise every best-effort pod would look "balanced"
+on the same emptiest node and pile up there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.nodetable import NodeTable
+from kubesched.framework.interface import Code, CycleState, Handle, Plugin, PreScorePlugin, ScorePlugin, Status
+from kubesched.plugins import resourcescoring as rs
+
+
+class NodeResourcesBalancedAllocationArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    resources: list[rs.ResourceSpec] = Field(default_factory=rs.default_resources)
+
+    @field_validator("resources")
+    @classmethod
+    def _check_resources(cls, resources: list[rs.ResourceSpec]) -> list[rs.ResourceSpec]:
+        if not resources:
+            return rs.default_resources()
+        seen: set[str] = set()
+        for i, r in enumerate(resources):
+            if r.name in seen:
+                raise ValueError(f"resources[{i}].name: Duplicate value: {r.name!r}")
+            seen.add(r.name)
+            if r.weight != 1:
+                raise ValueError(f"resources[{i}].weight: Invalid value: {r.weight}: must be 1")
+        return resources
+
+
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    requests: np.ndarray
+
+
+class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin):
+    name = "NodeResourcesBalancedAllocation"
+    Args = NodeResourcesBalancedAllocationArgs
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None) -> None:
+        super().__init__(args or self.Args(), handle)
+        a: NodeResourcesBalancedAllocationArgs = self.args
+        self.resource_names = tuple(r.name for r in a.resources)
+        self._key = "PreScore" + self.name
+
+    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
+        requests = rs.pod_scoring_requests(pi, self.resource_names, True)
+        if not requests.any():
+            return Status(Code.SKIP, plugin=self.name)
+        state.write(self._key, _ScoreState(requests))
+        return None
+
+    def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        s: _ScoreState | None = state.read(self._key)
+        if s is None:
+            requests = rs.pod_scoring_requests(pi, self.resource_names, True)
+            if not requests.any():
+                return np.zeros(len(rows), dtype=np.int64)
+        else:
+            requests = s.requests
+        requested, allocatable = rs.gather(table, rows, self.resource_names, requests, True)
+        return rs.balanced(requested, allocatable)

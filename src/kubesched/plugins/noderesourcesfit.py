@@ -1,0 +1,282 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how full would it be.
+
+Filter compares the pod's effective requests (PodInfo folds in init containers, sidecars
+and overhead) with allocatable minus requested on every node at once, for each resource
+the pod asks for plus the pod count. A node can fail on several resources; each failing
+resource is one bit of the row's code, and a high bit marks rows where the pod asks for
+more than the node has at all, which kube reports as UnschedulableAndUnresolvable because
+no preemption can help there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
+from kubesched.cache.nodetable import NodeTable
+from kubesched.framework.interface import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    Plugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+)
+from kubesched.plugins import resourcescoring as rs
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+TOO_MANY_PODS = "Too many pods"
+# Bit of a row's code saying some resource exceeds the node's whole allocatable.
+UNRESOLVABLE_BIT = 1 << 62
+_MAX_CHECKS = 62
+
+_MODEL = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class UtilizationShapePoint(BaseModel):
+    model_config = _MODEL
+
+    utilization: int
+    score: int
+
+
+class RequestedToCapacityRatioParam(BaseModel):
+    model_config = _MODEL
+
+    shape: list[UtilizationShapePoint] = Field(default_factory=list)
+
+    @field_validator("shape")
+    @classmethod
+    def _check_shape(cls, shape: list[UtilizationShapePoint]) -> list[UtilizationShapePoint]:
+        if not shape:
+            raise ValueError("shape: Required value: at least one point must be specified")
+        for i in range(1, len(shape)):
+            if shape[i - 1].utilization >= shape[i].utilization:
+                raise ValueError(f"shape[{i}].utilization: Invalid value: {shape[i].utilization}: "
+                                 "values must be sorted in increasing order")
+        for i, p in enumerate(shape):
+            if not 0 <= p.utilization <= rs.MAX_UTILIZATION:
+                raise ValueError(f"shape[{i}].utilization: Invalid value: {p.utilization}: not in valid range [0, 100]")
+            if not 0 <= p.score <= rs.MAX_CUSTOM_PRIORITY_SCORE:
+                raise ValueError(f"shape[{i}].score: Invalid value: {p.score}: not in valid range [0, 10]")
+        return shape
+
+
+class ScoringStrategy(BaseModel):
+    model_config = _MODEL
+
+    # No default: kube refuses a scoringStrategy without a type.
+    type: str = ""
+    resources: list[rs.ResourceSpec] = Field(default_factory=rs.default_resources)
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = Field(
+        default=None, alias="requestedToCapacityRatio"
+    )
+
+    @field_validator("resources")
+    @classmethod
+    def _check_resources(cls, resources: list[rs.ResourceSpec]) -> list[rs.ResourceSpec]:
+        if not resources:
+            return rs.default_resources()
+        for i, r in enumerate(resources):
+            if not 0 < r.weight <= 100:
+                raise ValueError(f"resources[{i}].weight: Invalid value: {r.weight}: "
+                                 f"resource weight of {r.name} not in valid range (0, 100]")
+        return resources
+
+    @model_validator(mode="after")
+    def _check_type(self) -> ScoringStrategy:
+        if self.type not in STRATEGIES:
+            raise ValueError(f'type: Unsupported value: "{self.type}": supported values: '
+                             + ", ".join(f'"{s}"' for s in STRATEGIES))
+        if self.type == REQUESTED_TO_CAPACITY_RATIO and self.requested_to_capacity_ratio is None:
+            raise ValueError("requestedToCapacityRatio: Required value: must be specified when type is "
+                             "RequestedToCapacityRatio")
+        if self.type != REQUESTED_TO_CAPACITY_RATIO and self.requested_to_capacity_ratio is not None:
+            raise ValueError("requestedToCapacityRatio: Forbidden: must be nil when type is not "
+                             "RequestedToCapacityRatio")
+        return self
+
+
+def _default_strategy() -> ScoringStrategy:
+    return ScoringStrategy(type=LEAST_ALLOCATED)
+
+
+class NodeResourcesFitArgs(BaseModel):
+    model_config = _MODEL
+
+    ignored_resources: list[str] = Field(default_factory=list, alias="ignoredResources")
+    ignored_resource_groups: list[str] = Field(default_factory=list, alias="ignoredResourceGroups")
+    scoring_strategy: ScoringStrategy = Field(default_factory=_default_strategy, alias="scoringStrategy")
+
+    @field_validator("ignored_resources")
+    @classmethod
+    def _check_ignored(cls, names: list[str]) -> list[str]:
+        for i, name in enumerate(names):
+            err = rs.qualified_name_error(name)
+            if err:
+                raise ValueError(f"ignoredResources[{i}]: Invalid value: {name!r}: {err}")
+        return names
+
+    @field_validator("ignored_resource_groups")
+    @classmethod
+    def _check_groups(cls, groups: list[str]) -> list[str]:
+        for i, group in enumerate(groups):
+            if "/" in group:
+                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {group!r}: "
+                                 "resource group name can't contain '/'")
+            err = rs.qualified_name_error(group)
+            if err:
+                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {group!r}: {err}")
+        return groups
+
+
+@dataclass(frozen=True, slots=True)
+class _Checks:
+    """The resources a pod must find room for, pod count first; immutable, so never cloned."""
+
+    names: tuple[str, ...]
+    amounts: np.ndarray  # int64, the pod's request per name (1 for the pod count)
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _ScoreState:
+    requests: np.ndarray  # the pod's request per scoring resource
+
+
+def _reason(name: str) -> str:
+    return TOO_MANY_PODS if name == PODS else f"Insufficient {name}"
+
+
+class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    name = "NodeResourcesFit"
+    Args = NodeResourcesFitArgs
+
+    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
+        super().__init__(args or self.Args(), handle)
+        a: NodeResourcesFitArgs = self.args
+        self.ignored = frozenset(a.ignored_resources)
+        self.ignored_groups = frozenset(a.ignored_resource_groups)
+        strategy = a.scoring_strategy
+        self.strategy = strategy.type
+        self.resource_names = tuple(r.name for r in strategy.resources)
+        self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
+        self.lookup: np.ndarray | None = None
+        if strategy.requested_to_capacity_ratio is not None:
+            shape = [(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape]
+            self.lookup = rs.shape_lookup(shape)
+        self._state_key = "PreFilter" + self.name
+        self._score_key = "PreScore" + self.name
+
+    # --- filter --------------------------------------------------------------------------
+
+    def _ignored(self, name: str) -> bool:
+        # Only extended resources can be ignored, as in kube.
+        if not rs.is_extended_resource(name):
+            return False
+        return name in self.ignored or name.split("/", 1)[0] in self.ignored_groups
+
+    def checks(self, pi: PodInfo) -> _Checks:
+        """What the pod must fit, cached on the pod (per plugin instance: args may differ)."""
+        cached = pi.extra.get(self.name)
+        if cached is not None and cached[0] is self:
+            result: _Checks = cached[1]
+            return result
+        names: list[str] = [PODS]
+        for base in (CPU, MEMORY, EPHEMERAL_STORAGE):
+            if pi.requests.get(base, 0) > 0:
+                names.append(base)
+        # Resource names kube does not account for (not scalar) are not checked at all.
+        names.extend(
+            sorted(
+                n for n, v in pi.requests.items()
+                if v > 0 and n not in (PODS, CPU, MEMORY, EPHEMERAL_STORAGE)
+                and rs.is_scalar_resource(n) and not self._ignored(n)
+            )
+        )
+        amounts = np.array([1 if n == PODS else pi.requests[n] for n in names], dtype=np.int64)
+        result = _Checks(tuple(names), amounts, tuple(_reason(n) for n in names))
+        pi.extra[self.name] = (self, result)
+        return result
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        checks = self.checks(pi)
+        if len(checks.names) > _MAX_CHECKS:
+            return None, Status.error(f"pod {pi.key} requests more than {_MAX_CHECKS - 1} distinct resources",
+                                      self.name)
+        state.write(self._state_key, checks)
+        return None, None
+
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        checks: _Checks | None = state.read(self._state_key)
+        if checks is None:
+            checks = self.checks(pi)
+        n = table.size
+        # Make sure every requested resource has a column (nodes lacking it allocate 0).
+        table.request_vector(pi)
+        cols = np.fromiter((table.resource_index[name] for name in checks.names), dtype=np.intp,
+                           count=len(checks.names))
+        allocatable = table.allocatable[:n, cols]
+        short = checks.amounts > allocatable - table.requested[:n, cols]
+        failing = short.any(axis=1) & table.present[:n]
+        if not failing.any():
+            return None
+        bits = np.left_shift(np.int64(1), np.arange(len(cols), dtype=np.int64))
+        codes = short.astype(np.int64) @ bits
+        # The pod count is never unresolvable: removing pods makes room.
+        too_big = (checks.amounts[1:] > allocatable[:, 1:]).any(axis=1)
+        codes |= np.where(too_big, UNRESOLVABLE_BIT, 0)
+        codes[~failing] = 0
+        return FilterResult(codes, _describer(checks.reasons))
+
+    # --- score ------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
+        state.write(self._score_key, _ScoreState(rs.pod_scoring_requests(pi, self.resource_names, False)))
+        return None
+
+    def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        s: _ScoreState | None = state.read(self._score_key)
+        pod_requests = s.requests if s is not None else rs.pod_scoring_requests(pi, self.resource_names, False)
+        requested, allocatable = rs.gather(table, rows, self.resource_names, pod_requests, False)
+        if self.strategy == MOST_ALLOCATED:
+            return rs.most_allocated(requested, allocatable, self.weights)
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            assert self.lookup is not None
+            return rs.requested_to_capacity_ratio(requested, allocatable, self.weights, self.lookup)
+        return rs.least_allocated(requested, allocatable, self.weights)
+
+    # --- queueing -------------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+
+
+def _describer(reasons: tuple[str, ...]) -> Callable[[int], tuple[Code, tuple[str, ...]]]:
+    memo: dict[int, tuple[Code, tuple[str, ...]]] = {}
+
+    def describe(code: int) -> tuple[Code, tuple[str, ...]]:
+        code = int(code)
+        verdict = memo.get(code)
+        if verdict is None:
+            picked = tuple(r for j, r in enumerate(reasons) if code >> j & 1)
+            status = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if code & UNRESOLVABLE_BIT else Code.UNSCHEDULABLE
+            verdict = memo[code] = (status, picked)
+        return verdict
+
+    return describe

@@ -1,0 +1,162 @@
+"""TaintToleration: a node's NoSchedule/NoExecute taints keep out pods that do not tolerate
+them; untolerated PreferNoSchedule taints make a node less attractive.
+
+Filter rejects a node whose taints (NoSchedule or NoExecute) include one that none of the
+pod's tolerations tolerates. Taint keys and values can be sensitive, so kube no longer puts
+them in pod status (kubernetes#134740, in 1.35 and backported to 1.34): the reason is the
+generic "node(s) had untolerated taint(s)", whatever the taint. The failure code of each row
+still identifies the node's first untolerated taint (column + 1 in `table.taint_list`), so
+the decision record and `explain` can say which one it was (see `untolerated_taint`).
+
+Score counts a node's PreferNoSchedule taints that the pod's tolerations with effect
+PreferNoSchedule or no effect do not tolerate; normalization reverses the count so that a node
+with none scores 100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Toleration
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache import labels
+from kubesched.cache.nodetable import NO_TAINT, NodeTable
+from kubesched.framework.interface import (
+    ClusterEvent,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    Plugin,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    default_normalize,
+)
+
+NAME = "TaintToleration"
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+FILTER_EFFECTS = frozenset((NO_SCHEDULE, NO_EXECUTE))
+
+_VERDICT: tuple[Code, tuple[str, ...]] = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,))
+
+
+def _describe(_code: int) -> tuple[Code, tuple[str, ...]]:
+    return _VERDICT
+
+
+def untolerated_taint(table: NodeTable, code: int) -> tuple[str, str, str]:
+    """The (key, value, effect) of the taint behind a Filter failure code of this plugin."""
+    return table.taint_list[code - 1]
+
+
+@dataclass(slots=True)
+class _Untolerated:
+    """Taint columns with the given effects that a set of tolerations does not tolerate.
+
+    `table.taint_list` only ever grows, so the answer for its first `seen` entries stays
+    valid and only new columns need checking."""
+
+    tolerations: Sequence[Toleration]
+    effects: frozenset[str]
+    seen: int = 0
+    cols: list[int] = field(default_factory=list)
+    array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def columns(self, table: NodeTable) -> np.ndarray:
+        taints = table.taint_list
+        if self.seen != len(taints):
+            if self.seen > len(taints):  # a different (newer) table: start over
+                self.seen, self.cols = 0, []
+            for col in range(self.seen, len(taints)):
+                key, value, effect = taints[col]
+                if effect not in self.effects:
+                    continue
+                if not any(labels.tolerates(t, key, value, effect) for t in self.tolerations):
+                    self.cols.append(col)
+            self.seen = len(taints)
+            self.array = np.asarray(self.cols, dtype=np.int64)
+        return self.array
+
+
+@dataclass(slots=True)
+class _PodTaintInfo:
+    """Kept in `pi.extra[NAME]`."""
+
+    filter: _Untolerated
+    prefer: _Untolerated
+    table: NodeTable | None = None
+
+
+def _pod_info(pi: PodInfo, table: NodeTable) -> _PodTaintInfo:
+    info = pi.extra.get(NAME)
+    if not isinstance(info, _PodTaintInfo) or info.table is not table:
+        tols = pi.pod.spec.tolerations
+        # Only tolerations that can apply to PreferNoSchedule taints matter for the score.
+        prefer_tols = [t for t in tols if not t.effect or t.effect == PREFER_NO_SCHEDULE]
+        info = _PodTaintInfo(
+            _Untolerated(tols, FILTER_EFFECTS), _Untolerated(prefer_tols, frozenset((PREFER_NO_SCHEDULE,))), table
+        )
+        pi.extra[NAME] = info
+    return info
+
+
+def first_untolerated_column(table: NodeTable, cols: np.ndarray) -> np.ndarray:
+    """Per row, the column among `cols` of the taint that comes first in the node's own taint
+    list, or -1 when the node carries none of them."""
+    size = table.size
+    if cols.size == 0:
+        return np.full(size, -1, dtype=np.int64)
+    sub = table.taint_pos[:size, cols]
+    if cols.size == 1:
+        return np.where(sub[:, 0] != NO_TAINT, cols[0], -1)
+    pick = sub.argmin(axis=1)
+    has = sub[np.arange(size), pick] != NO_TAINT
+    return np.where(has, cols[pick], -1)
+
+
+class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    name: ClassVar[str] = NAME
+    has_normalize: ClassVar[bool] = True
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        if isinstance(args, Mapping) and args:
+            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        super().__init__(None, handle)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeTaint")]
+
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        cols = _pod_info(pi, table).filter.columns(table)
+        if cols.size == 0:
+            return None
+        first = first_untolerated_column(table, cols)
+        if not (first >= 0).any():
+            return None
+        return FilterResult(first + 1, _describe)
+
+    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
+        # kube never skips this plugin's scoring: every node gets 100 when nothing is untolerated.
+        _pod_info(pi, table).prefer.columns(table)
+        return None
+
+    def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        cols = _pod_info(pi, table).prefer.columns(table)
+        if cols.size == 0:
+            return np.zeros(rows.size, dtype=np.int64)
+        counts: np.ndarray = (table.taint_pos[rows[:, None], cols[None, :]] != NO_TAINT).sum(axis=1)
+        return counts.astype(np.int64)
+
+    def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
+        return default_normalize(scores, reverse=True)

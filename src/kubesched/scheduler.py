@@ -1,0 +1,436 @@
+"""The scheduler: cluster events in, one scheduling cycle at a time, binding cycles in the background.
+
+Read top to bottom: event handlers keep the cache and queue current; `schedule_one`
+pops a pod and runs PreFilter, Filter, PostFilter, PreScore, Score, Reserve and
+Permit synchronously; `_binding_cycle` then waits for Permit, runs PreBind, Bind and
+PostBind as an asyncio task while the next pod is already being scheduled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.api.objects import Namespace, Node, Pod
+from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
+from kubesched.backends.base import ClusterBackend
+from kubesched.cache.cache import Cache
+from kubesched.clock import Clock
+from kubesched.config import SchedulerConfig
+from kubesched.framework.interface import ClusterEvent, Code, CycleState, Diagnosis, Status
+from kubesched.framework.registry import Registry, default_registry
+from kubesched.framework.runtime import Framework, ScoreOutcome
+from kubesched.framework.waiting import WaitingPod
+from kubesched.handle import FrameworkHandle
+from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
+from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
+
+log = logging.getLogger(__name__)
+
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+TOP_NODES_RECORDED = 3
+
+NODE_ADD = ClusterEvent("Node", "Add")
+NODE_UPDATE = ClusterEvent("Node", "Update")
+NODE_DELETE = ClusterEvent("Node", "Delete")
+POD_ADD = ClusterEvent("Pod", "Add")
+POD_UPDATE = ClusterEvent("Pod", "Update")
+POD_DELETE = ClusterEvent("Pod", "Delete")
+NAMESPACE_CHANGE = ClusterEvent("Namespace", "Update")
+
+
+@dataclass(slots=True)
+class Stats:
+    scheduled: int = 0
+    unschedulable: int = 0
+    errors: int = 0
+    bind_failures: int = 0
+    preemption_attempts: int = 0
+    victims: int = 0
+    cycle_seconds: list[float] = field(default_factory=list)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        backend: ClusterBackend,
+        clock: Clock,
+        *,
+        registry: Registry | None = None,
+        seed: int | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.config = config
+        self.backend = backend
+        self.clock = clock
+        self.cache = Cache()
+        self.recorder = recorder or Recorder()
+        self.rng = np.random.default_rng(seed)
+        self.nominator = Nominator()
+        self.waiting: dict[str, WaitingPod] = {}
+        self.in_flight: dict[str, QueuedPodInfo] = {}  # assumed pods whose binding cycle runs
+        self.bindings: set[asyncio.Task[None]] = set()
+        self.stats = Stats()
+        self.wakeup = asyncio.Event()
+        registry = registry or default_registry()
+        self.frameworks: dict[str, Framework] = {
+            p.scheduler_name: Framework(p, registry, lambda f: FrameworkHandle(self, f), self.cache)
+            for p in config.profiles
+        }
+        first = next(iter(self.frameworks.values()))
+        if first.queue_sort is None:
+            raise ValueError(f"profile {first.name} has no queueSort plugin")
+        events: dict[str, list[ClusterEvent]] = {}
+        for fwk in self.frameworks.values():
+            for name, evs in fwk.events_by_plugin().items():
+                events.setdefault(name, []).extend(evs)
+        self.queue = SchedulingQueue(
+            clock,
+            sort_key=first.queue_sort.sort_key,
+            pre_enqueue=self._pre_enqueue,
+            events_by_plugin=events,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+            on_change=self.wakeup.set,
+        )
+
+    # --- event handlers: what the backend reports ---------------------------------------------------
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return (pod.spec.scheduler_name or "default-scheduler") in self.frameworks
+
+    def _pod_info(self, pod: Pod) -> PodInfo | None:
+        try:
+            return make_pod_info(pod)
+        except PodError as exc:
+            log.error("ignoring pod: %s", exc)
+            return None
+
+    def on_pod_add(self, pod: Pod) -> None:
+        self.on_pod_update(pod)
+
+    def on_pod_update(self, pod: Pod) -> None:
+        uid = pod.metadata.uid or pod.key
+        if pod.status.phase in ("Succeeded", "Failed") or (pod.metadata.deletion_timestamp and pod.spec.node_name):
+            # Terminal (or terminating) pods no longer hold their node's resources for scheduling.
+            self.on_pod_delete(uid)
+            return
+        pi = self._pod_info(pod)
+        if pi is None:
+            return
+        if pod.spec.node_name:
+            was = self.cache.node_of(uid)
+            assumed = self.cache.is_assumed(uid)
+            self.queue.delete(uid)
+            self.nominator.remove(uid)
+            self.cache.add_pod(pi)
+            self.queue.move_on_event(POD_ADD if was is None or assumed else POD_UPDATE)
+        elif self.responsible_for(pod) and not self.cache.is_assumed(uid):
+            if pod.status.nominated_node_name:
+                self.nominator.nominate(pi, pod.status.nominated_node_name)
+            self.queue.add(pi)
+
+    def on_pod_bound(self, pi: PodInfo, node: str) -> None:
+        """A backend that knows the bound object is the scheduled one reports the bind with
+        the PodInfo it was given, sparing a re-derivation."""
+        pi.pod.spec.node_name = node
+        self.queue.delete(pi.uid)
+        self.nominator.remove(pi.uid)
+        self.cache.add_pod(pi)
+        self.queue.move_on_event(POD_ADD)
+
+    def on_pod_delete(self, uid: str) -> None:
+        self.in_flight.pop(uid, None)
+        self.queue.delete(uid)
+        self.nominator.remove(uid)
+        waiting = self.waiting.get(uid)
+        if waiting is not None:
+            waiting.reject("", "pod deleted while waiting at Permit")
+        if self.cache.remove_pod(uid) is not None:
+            self.queue.move_on_event(POD_DELETE)
+
+    def on_node_add(self, node: Node) -> None:
+        self._apply_node(node, NODE_ADD)
+
+    def on_node_update(self, node: Node) -> None:
+        self._apply_node(node, NODE_UPDATE)
+
+    def _apply_node(self, node: Node, event: ClusterEvent) -> None:
+        try:
+            self.cache.add_node(node)
+        except ValueError as exc:
+            log.error("ignoring node: %s", exc)
+            return
+        self.queue.move_on_event(event)
+
+    def on_node_delete(self, name: str) -> None:
+        self.cache.remove_node(name)
+        self.queue.move_on_event(NODE_DELETE)
+
+    def on_namespace(self, ns: Namespace) -> None:
+        self.cache.set_namespace(ns.metadata.name, ns.metadata.labels)
+        self.queue.move_on_event(NAMESPACE_CHANGE)
+
+    def _pre_enqueue(self, pi: PodInfo) -> Status | None:
+        fwk = self.frameworks.get(pi.scheduler_name)
+        return fwk.run_pre_enqueue(pi) if fwk is not None else None
+
+    # --- the scheduling cycle ---------------------------------------------------------------------------
+
+    def schedule_one(self) -> bool:
+        """Schedules the next pod in activeQ, if any. Returns False when activeQ is empty."""
+        qpi = self.queue.pop()
+        if qpi is None:
+            return False
+        pi = qpi.pi
+        fwk = self.frameworks.get(pi.scheduler_name)
+        if fwk is None or pi.pod.metadata.deletion_timestamp or self.cache.node_of(pi.uid) is not None:
+            self.queue.done(pi.uid)
+            return True
+        started = time.perf_counter()
+        pod_cycle = self.queue.scheduling_cycle
+        state = CycleState()
+        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table))
+        node, diagnosis, error = self._schedule_pod(fwk, state, pi, record)
+        if node is None:
+            self._handle_failure(fwk, state, qpi, record, diagnosis, error, pod_cycle)
+        else:
+            self._assume_and_bind(fwk, state, qpi, record, node, pod_cycle)
+        record.duration = time.perf_counter() - started
+        self.stats.cycle_seconds.append(record.duration)
+        self.recorder.add(record)
+        return True
+
+    def _schedule_pod(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord
+    ) -> tuple[str | None, Diagnosis | None, Status | None]:
+        table = self.cache.table
+        num_nodes = len(table)
+        if num_nodes == 0:
+            return None, None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,))
+        diagnosis = Diagnosis(num_nodes)
+        names, narrowed_by, status = fwk.run_pre_filter(state, pi)
+        if status is not None:
+            if status.code == Code.ERROR:
+                return None, None, status
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.unschedulable_plugins.add(status.plugin)
+            diagnosis.unresolvable = table.present[: table.size].copy()
+            return None, diagnosis, None
+        alive = table.present[: table.size].copy()
+        if names is not None:
+            keep = np.zeros(table.size, dtype=bool)
+            for name in names:
+                row = table.index.get(name)
+                if row is not None:
+                    keep[row] = True
+            outside = int(np.count_nonzero(alive & ~keep))
+            if outside:
+                reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowed_by.split(', ')))}]"
+                diagnosis.reasons[reason] = outside
+                record.rejections.append(("PreFilter", reason, outside))
+            alive &= keep
+            diagnosis.evaluated = keep
+        outcome = fwk.run_filters(state, pi, alive)
+        if outcome.error is not None:
+            return None, None, outcome.error
+        if self.nominator:
+            self._filter_with_nominated(fwk, state, pi, outcome.alive)
+        record.rejections.extend(outcome.rejections)
+        feasible = int(np.count_nonzero(outcome.alive))
+        record.feasible = feasible
+        if feasible == 0:
+            for _plugin, reason, count in outcome.rejections:
+                diagnosis.reasons[reason] = diagnosis.reasons.get(reason, 0) + count
+            diagnosis.unresolvable = outcome.unresolvable
+            diagnosis.unschedulable_plugins.update(p for p, _ in outcome.rejected_by)
+            return None, diagnosis, None
+        nominated = pi.pod.status.nominated_node_name or self.nominator.node_of.get(pi.uid)
+        if nominated:
+            row = table.index.get(nominated)
+            if row is not None and outcome.alive[row]:
+                record.chosen = nominated
+                return nominated, None, None
+        rows, _ = fwk.sample(outcome.alive)
+        record.scored = int(rows.size)
+        if rows.size == 1:
+            return table.name_of(int(rows[0])), None, None
+        scored = fwk.run_scores(state, pi, rows)
+        if isinstance(scored, Status):
+            return None, None, scored
+        return self._select_host(table, scored, record), None, None
+
+    def _select_host(self, table: Any, scored: ScoreOutcome, record: DecisionRecord) -> str:
+        totals = scored.totals
+        best = totals.max()
+        ties = np.flatnonzero(totals == best)
+        pick = int(ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)])
+        k = min(TOP_NODES_RECORDED, totals.size)
+        top = np.argpartition(-totals, k - 1)[:k]
+        top = top[np.argsort(-totals[top], kind="stable")]
+        if pick not in top:
+            top[-1] = pick
+        record.top = [
+            (
+                table.name_of(int(scored.rows[i])),
+                int(totals[i]),
+                tuple((name, int(arr[i])) for name, arr in scored.by_plugin),
+            )
+            for i in top.tolist()
+        ]
+        return table.name_of(int(scored.rows[pick]))
+
+    def _filter_with_nominated(self, fwk: Framework, state: CycleState, pi: PodInfo, alive: np.ndarray) -> None:
+        """Nodes with nominated pods of equal or higher priority must fit this pod with those pods
+        counted too (kube runs the filters twice there), so a preemptor keeps the room it made."""
+        table = self.cache.table
+        for node, pods in list(self.nominator.by_node.items()):
+            row = table.index.get(node)
+            if row is None or not alive[row]:
+                continue
+            ahead = [p for p in pods.values() if p.uid != pi.uid and p.priority >= pi.priority]
+            if not ahead:
+                continue
+            trial = state.clone()
+            for p in ahead:
+                table.add_pod(row, p)
+                fwk.run_prefilter_add_pod(trial, pi, p, row)
+            try:
+                alive[row] = fwk.filter_row(trial, pi, row)
+            finally:
+                for p in ahead:
+                    table.remove_pod(row, p)
+
+    # --- failure ---------------------------------------------------------------------------------------------
+
+    def _handle_failure(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        record: DecisionRecord,
+        diagnosis: Diagnosis | None,
+        error: Status | None,
+        pod_cycle: int,
+    ) -> None:
+        pi = qpi.pi
+        plugins: set[str] = set()
+        if diagnosis is not None:
+            result, status = fwk.run_post_filter(state, pi, diagnosis)
+            if status is not None and status.reasons:
+                diagnosis.post_filter_msg = status.message()
+            if result is not None and result.nominated_node:
+                record.nominated = result.nominated_node
+                self.nominator.nominate(pi, result.nominated_node)
+            message = fit_error_message(
+                diagnosis.num_nodes, diagnosis.reasons.items(), diagnosis.pre_filter_msg, diagnosis.post_filter_msg
+            )
+            plugins = diagnosis.unschedulable_plugins
+            record.result = "unschedulable"
+            self.stats.unschedulable += 1
+        else:
+            assert error is not None
+            message = error.message()
+            if error.code == Code.ERROR:
+                record.result = "error"
+                self.stats.errors += 1
+            else:
+                record.result = "unschedulable"
+                self.stats.unschedulable += 1
+                plugins = {error.plugin} if error.plugin else set()
+        record.message = message
+        self.backend.record_event(pi, "Warning", "FailedScheduling", message)
+        self.backend.set_unschedulable(pi, message)
+        self.queue.add_unschedulable(qpi, plugins, pod_cycle)
+
+    # --- assume, reserve, permit, then bind in the background --------------------------------------------------------
+
+    def _assume_and_bind(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
+    ) -> None:
+        pi = qpi.pi
+        record.chosen = node
+        self.cache.assume(pi, node)
+        status = fwk.run_reserve(state, pi, node)
+        waits: dict[str, float] = {}
+        if status is None:
+            status, waits = fwk.run_permit(state, pi, node)
+        if status is not None:
+            fwk.run_unreserve(state, pi, node)
+            self.cache.forget(pi)
+            record.result = "error" if status.code == Code.ERROR else "unschedulable"
+            record.message = status.message()
+            self.backend.record_event(pi, "Warning", "FailedScheduling", record.message)
+            self.backend.set_unschedulable(pi, record.message)
+            self.queue.add_unschedulable(qpi, {status.plugin} if status.plugin else set(), pod_cycle)
+            return
+        record.result = "scheduled"
+        self.queue.done(pi.uid)
+        self.nominator.remove(pi.uid)
+        self.in_flight[pi.uid] = qpi
+        if waits:
+            self.waiting[pi.uid] = WaitingPod(pi.uid, node, waits, self.clock)
+        task = asyncio.get_running_loop().create_task(self._binding_cycle(fwk, state, qpi, node))
+        self.bindings.add(task)
+        task.add_done_callback(self.bindings.discard)
+
+    async def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, node: str) -> None:
+        pi = qpi.pi
+        status: Status | None = None
+        try:
+            waiting = self.waiting.get(pi.uid)
+            if waiting is not None:
+                status = await waiting.future
+                self.waiting.pop(pi.uid, None)
+            if status is None:
+                status = await fwk.run_pre_bind(state, pi, node)
+            if status is None:
+                status = await fwk.run_bind(state, pi, node)
+        except Exception as exc:  # a plugin or backend bug must not kill the scheduler
+            log.exception("binding %s to %s failed", pi.key, node)
+            status = Status.error(f"binding failed: {exc}")
+        if status is None or status.code == Code.SUCCESS:
+            self.in_flight.pop(pi.uid, None)
+            self.cache.finish_binding(pi)
+            fwk.run_post_bind(state, pi, node)
+            self.stats.scheduled += 1
+            self.backend.record_event(pi, "Normal", "Scheduled", f"Successfully assigned {pi.key} to {node}")
+            return
+        self.stats.bind_failures += 1
+        fwk.run_unreserve(state, pi, node)
+        self.cache.forget(pi)
+        message = status.message() or "binding rejected"
+        self.backend.record_event(pi, "Warning", "FailedScheduling", message)
+        record = self.recorder.latest.get(pi.key)
+        if record is not None:
+            record.result, record.message = "error", message
+        # Back to the queue with backoff, unless the pod went away meanwhile.
+        if self.in_flight.pop(pi.uid, None) is not None and status.code in (Code.ERROR, Code.UNSCHEDULABLE):
+            self.queue.pods[pi.uid] = qpi
+            self.queue.add_unschedulable(qpi, set(), self.queue.scheduling_cycle)
+        self.queue.move_on_event(POD_DELETE)
+
+    # --- running against a real clock ---------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Schedules pods as they become active until `stop` is set (the kube backend's loop)."""
+        while not stop.is_set():
+            if not self.schedule_one():
+                self.wakeup.clear()
+                waiter = asyncio.ensure_future(self.wakeup.wait())
+                stopper = asyncio.ensure_future(stop.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+            else:
+                await asyncio.sleep(0)
+
+    async def drain_bindings(self) -> None:
+        while self.bindings:
+            await asyncio.gather(*list(self.bindings), return_exceptions=True)

@@ -1,0 +1,79 @@
+import pytest
+
+from builders import cache_with, info, node, pod
+from kubesched.api.objects import LabelSelector
+from kubesched.api.selectors import compile_label_selector
+from kubesched.cache.cache import Cache, CacheError
+
+
+def test_assume_counts_then_forget_releases():
+    c = cache_with([node("a", cpu="1")])
+    pi = info(pod("p", "600m"))
+    c.assume(pi, "a")
+    assert c.table.requested[0, 0] == 600 and c.is_assumed(pi.uid)
+    with pytest.raises(CacheError, match="already assumed"):
+        c.assume(pi, "a")
+    c.forget(pi)
+    assert c.table.requested[0, 0] == 0 and c.node_of(pi.uid) is None
+
+
+def test_bind_confirmation_keeps_a_single_count():
+    c = cache_with([node("a")])
+    pi = info(pod("p", "1"))
+    c.assume(pi, "a")
+    pi.pod.spec.node_name = "a"
+    c.add_pod(pi)
+    assert c.table.requested[0, 0] == 1000 and not c.is_assumed(pi.uid)
+    c.forget(pi)  # a confirmed pod is not forgotten
+    assert c.table.requested[0, 0] == 1000
+
+
+def test_bound_elsewhere_moves_the_pod():
+    c = cache_with([node("a"), node("b")])
+    pi = info(pod("p", "1"))
+    c.assume(pi, "a")
+    other = info(pod("p", "1", node_name="b"))
+    other.uid = pi.uid
+    c.add_pod(other)
+    assert c.table.requested[0, 0] == 0 and c.table.requested[1, 0] == 1000
+
+
+def test_assume_on_unknown_node_is_refused():
+    c = Cache()
+    with pytest.raises(CacheError, match="unknown node"):
+        c.assume(info(pod("p")), "nowhere")
+
+
+def test_pods_on_unknown_nodes_wait_for_the_node():
+    c = Cache()
+    c.add_pod(info(pod("p", "1", node_name="late")))
+    c.add_node(node("late"))
+    assert c.table.requested[c.table.row_of("late"), 0] == 1000
+    c.remove_node("late")
+    c.add_node(node("late"))
+    assert c.table.requested[c.table.row_of("late"), 0] == 1000
+
+
+def test_remove_pod_frees_resources_and_index():
+    c = cache_with([node("a")], [pod("p", "1", node_name="a", labels={"app": "x"})])
+    uid = next(iter(c.placed))
+    sel = compile_label_selector(LabelSelector(match_labels={"app": "x"}))
+    assert len(c.pods.matching(sel)) == 1
+    c.remove_pod(uid)
+    assert c.table.requested[0, 0] == 0 and c.pods.matching(sel) == []
+
+
+def test_pod_index_counts_by_row_and_namespace():
+    c = cache_with(
+        [node("a"), node("b")],
+        [
+            pod("p1", node_name="a", labels={"app": "x"}),
+            pod("p2", node_name="b", labels={"app": "x"}),
+            pod("p3", node_name="b", labels={"app": "x"}, namespace="other"),
+            pod("p4", node_name="b", labels={"app": "y"}),
+        ],
+    )
+    sel = compile_label_selector(LabelSelector(match_labels={"app": "x"}))
+    hits = c.pods.matching(sel, {"default"})
+    assert list(c.pods.count_by_row(hits, c.table.size)) == [1, 1]
+    assert len(c.pods.matching(sel)) == 3
