@@ -25,7 +25,8 @@ err = Console(stderr=True)
 
 def fail(message: str) -> typer.Exit:
     """User mistakes end with one line and exit code 2, never a traceback."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print("[bold red]error:[/] ", end="")
+    err.print(message, highlight=False, markup=False)
     return typer.Exit(2)
 
 
@@ -99,7 +100,7 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
     table.add_column("metric")
     for r in results:
         table.add_column(r.profile, justify="right")
-    rows = [
+    rows: list[tuple[str, Any]] = [
         ("pods (ours)", "pods_total"),
         ("scheduled", "pods_scheduled"),
         ("unschedulable", "pods_unschedulable"),
@@ -121,7 +122,7 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
         why = Counter(r.unschedulable.values())
         console.print(f"[bold]{r.profile}[/]: pods left pending, by message")
         for message, count in why.most_common(8):
-            console.print(f"  {count} x {message}", highlight=False)
+            console.print(f"  {count} x {message}", highlight=False, markup=False)
 
 
 @app.command()

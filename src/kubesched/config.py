@@ -17,6 +17,7 @@ Deliberate differences from kube-scheduler:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,12 @@ REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GC
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
+# A message in kube's field.Error form, "<field path>: Invalid value: ...", as args validators may write.
+_KUBE_FIELD_ERROR = re.compile(
+    r"([A-Za-z_][\w.\[\]]*): (?=(?:invalid value|unsupported value|required value|duplicate value|forbidden"
+    r"|too many|too long|not found)\b)",
+    re.IGNORECASE,
+)
 
 _TOP_FIELDS = (
     "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
@@ -204,8 +211,11 @@ def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig
     """Decode, default and validate a configuration already parsed from YAML/JSON."""
     if registry is None:
         registry = default_registry()
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"configuration: must be a mapping, got {_show(data)}")
+    # Type meta first: a file of another version fails on its version, not on a field it has.
+    _check_type_meta(data)
     top = _fields(data, "", _TOP_FIELDS, gone=_GONE_FIELDS)
-    _check_type_meta(top)
 
     cfg = SchedulerConfig(profiles=[])
     if top.get("parallelism") is not None:
@@ -260,6 +270,8 @@ def _parse_yaml(text: str, source: str) -> Any:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         problem = exc.problem or exc.context or "syntax error"
+        if exc.context and exc.problem and exc.problem.startswith("but "):
+            problem = f"{exc.context}, {exc.problem}"
         raise ConfigError(f"{where}: invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: invalid YAML: {exc}") from None
@@ -443,7 +455,7 @@ def _extenders(raw: Any) -> list[dict[str, Any]]:
         if not isinstance(ext, Mapping):
             raise ConfigError(f"{path}: must be a mapping, got {_show(ext)}")
         if ext.get("prioritizeVerb"):
-            weight = _int(ext.get("weight", 0), f"{path}.weight")
+            weight = _int(ext.get("weight") or 0, f"{path}.weight")
             if weight <= 0:
                 raise ConfigError(f"{path}.weight: must have a positive weight applied to it, got {weight}")
         if ext.get("bindVerb"):
@@ -462,7 +474,8 @@ def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:
     if name is None and single:
         name = DEFAULT_SCHEDULER_NAME
     if name is None or name == "":
-        raise ConfigError(f"{path}.schedulerName: required (every profile needs a name when there are several)")
+        hint = "" if single else " (every profile needs a name when there are several)"
+        raise ConfigError(f"{path}.schedulerName: required{hint}")
     name = _str(name, f"{path}.schedulerName")
     percentage = _percentage(data, "percentageOfNodesToScore", f"{path}.percentageOfNodesToScore", None)
 
@@ -494,8 +507,9 @@ def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:
     for plugin in sorted(used):
         cls = classes[plugin]
         if plugin in configured:
-            if configured[plugin] is not None:
-                args[plugin] = configured[plugin]  # type: ignore[assignment]
+            model = configured[plugin]
+            if model is not None:
+                args[plugin] = model
         elif cls.Args is not None:
             args[plugin] = _validate_args(cls.Args, {}, f"{path} (default args of {plugin})")
     return Profile(
@@ -602,18 +616,28 @@ def _args_error(exc: ValidationError, path: str) -> ConfigError:
     """The first pydantic error as one line: field path, message, offending value."""
     errors = exc.errors(include_url=False)
     err = errors[0]
-    where = path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+    loc = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]]
     kind, msg, value = err["type"], err["msg"], err.get("input")
     if kind == "extra_forbidden":
-        text = f"{where}: unknown field"
+        text = f"{path}{''.join(loc)}: unknown field"
     elif kind == "missing":
-        text = f"{where}: required"
+        text = f"{path}{''.join(loc)}: required"
     else:
         msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        text = f"{where}: {msg}"
-        shown = _show(value)
-        if not isinstance(value, (Mapping, list)) and str(value) not in msg and shown not in msg:
-            text += f", got {shown}"
+        kube_style = _KUBE_FIELD_ERROR.match(msg)
+        if kube_style:
+            # The validator wrote kube's "<field path>: Invalid value: ..." form: join its path to
+            # ours, without repeating a segment both name.
+            inner = kube_style.group(1)
+            head = re.split(r"[.\[]", inner, maxsplit=1)[0]
+            if loc and loc[-1] == f".{head}":
+                loc.pop()
+            loc.append(f".{inner}")
+            msg = msg[kube_style.end(1) + 2:]
+        text = f"{path}{''.join(loc)}: {msg}"
+        # Messages that already show the value are left alone.
+        if not (kube_style or isinstance(value, (Mapping, list)) or "got " in msg):
+            text += f", got {_show(value)}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} in these args)"
     return ConfigError(text)

@@ -37,11 +37,30 @@ TOP_NODES_RECORDED = 3
 
 NODE_ADD = ClusterEvent("Node", "Add")
 NODE_UPDATE = ClusterEvent("Node", "Update")
+NODE_LABEL = ClusterEvent("Node", "UpdateNodeLabel")
+NODE_TAINT = ClusterEvent("Node", "UpdateNodeTaint")
+NODE_ALLOCATABLE = ClusterEvent("Node", "UpdateNodeAllocatable")
+NODE_CONDITION = ClusterEvent("Node", "UpdateNodeCondition")
 NODE_DELETE = ClusterEvent("Node", "Delete")
 POD_ADD = ClusterEvent("Pod", "Add")
 POD_UPDATE = ClusterEvent("Pod", "Update")
 POD_DELETE = ClusterEvent("Pod", "Delete")
 NAMESPACE_CHANGE = ClusterEvent("Namespace", "Update")
+
+
+def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
+    """The refined update events kube derives from a node change, so plugins registered for,
+    say, taint changes are woken by exactly those. spec.unschedulable counts as a taint change."""
+    events = []
+    if old.metadata.labels != new.metadata.labels:
+        events.append(NODE_LABEL)
+    if old.spec.taints != new.spec.taints or old.spec.unschedulable != new.spec.unschedulable:
+        events.append(NODE_TAINT)
+    if old.status.allocatable != new.status.allocatable:
+        events.append(NODE_ALLOCATABLE)
+    if old.status.conditions != new.status.conditions:
+        events.append(NODE_CONDITION)
+    return events or [NODE_UPDATE]
 
 
 @dataclass(slots=True)
@@ -159,15 +178,21 @@ class Scheduler:
         self._apply_node(node, NODE_ADD)
 
     def on_node_update(self, node: Node) -> None:
-        self._apply_node(node, NODE_UPDATE)
+        row = self.cache.table.index.get(node.metadata.name)
+        old = self.cache.table.nodes[row] if row is not None else None
+        if old is None:
+            self._apply_node(node, NODE_ADD)
+            return
+        self._apply_node(node, *node_update_events(old, node))
 
-    def _apply_node(self, node: Node, event: ClusterEvent) -> None:
+    def _apply_node(self, node: Node, *events: ClusterEvent) -> None:
         try:
             self.cache.add_node(node)
         except ValueError as exc:
             log.error("ignoring node: %s", exc)
             return
-        self.queue.move_on_event(event)
+        for event in events:
+            self.queue.move_on_event(event)
 
     def on_node_delete(self, name: str) -> None:
         self.cache.remove_node(name)

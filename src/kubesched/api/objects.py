@@ -138,7 +138,7 @@ class ResourceRequirements(_Obj):
 class ContainerPort(_Obj):
     container_port: int = 0
     host_port: int = 0
-    host_ip: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
     protocol: str = "TCP"
     name: str = ""
 

@@ -153,10 +153,14 @@ def make_pod_info(pod: Pod) -> PodInfo:
     requests[PODS] = 1
     non_zero = pod_requests(pod, non_zero=True)
     ports: list[HostPort] = []
-    for c in itertools.chain(pod.spec.init_containers, pod.spec.containers):
+    # Regular init containers have exited before the app starts; only sidecars hold ports.
+    running = itertools.chain((c for c in pod.spec.init_containers if c.restart_policy == "Always"), pod.spec.containers)
+    for c in running:
         for p in c.ports:
-            if p.host_port > 0:
-                ports.append(HostPort(p.protocol or "TCP", p.host_ip or "0.0.0.0", p.host_port))
+            # With hostNetwork the API server defaults hostPort to containerPort.
+            host_port = p.host_port or (p.container_port if pod.spec.host_network else 0)
+            if host_port > 0:
+                ports.append(HostPort(p.protocol or "TCP", p.host_ip or "0.0.0.0", host_port))
     images = tuple(normalize_image(c.image) for c in pod.spec.containers if c.image)
     return PodInfo(
         pod=pod,

@@ -9,6 +9,7 @@ stable for a node's lifetime and can be held by the pod index.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -20,6 +21,7 @@ from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, HostPort
 from kubesched.api.quantity import QuantityError, resource_value
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+_GO_INT = re.compile(r"[+-]?[0-9]+")
 ABSENT = -1  # label value id of a node without the label
 NO_TAINT = np.iinfo(np.int16).max  # taint position of a node without the taint
 
@@ -88,6 +90,8 @@ class NodeTable:
         self.pods: list[dict[str, PodInfo]] = []
         # Bumped on every change; plugins may key caches on it.
         self.generation = 0
+        # Bumped only when nodes are added, updated or removed (not when pods move).
+        self.node_generation = 0
 
     # --- shape -------------------------------------------------------------------
 
@@ -211,6 +215,7 @@ class NodeTable:
                 self.taint_pos[row, col] = pos
         self._set_images(row, node)
         self.generation += 1
+        self.node_generation += 1
         return row
 
     def _set_labels(self, row: int, labels: dict[str, str]) -> None:
@@ -256,6 +261,7 @@ class NodeTable:
         self.nodes[row] = None
         self._free.append(row)
         self.generation += 1
+        self.node_generation += 1
         return row
 
     # --- pods on nodes -------------------------------------------------------------

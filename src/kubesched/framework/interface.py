@@ -171,8 +171,11 @@ class ClusterEvent:
             return False
         if self.action in ("*", other.action):
             return True
-        # "Update" registered covers every refinement of an update.
-        return self.action == "Update" and other.action.startswith("Update")
+        # A plain "Update" on either side matches every refinement of an update: registered,
+        # it asks for all of them; reported, the backend could not say what changed.
+        return (self.action == "Update" and other.action.startswith("Update")) or (
+            other.action == "Update" and self.action.startswith("Update")
+        )
 
 
 # --- the handle plugins get -----------------------------------------------------------------

@@ -129,7 +129,7 @@ class Framework:
         self.pre_filter: list[PreFilterPlugin] = at("preFilter")
         self.filter: list[Any] = at("filter")
         self.filter_adapters = {
-            p.name: _NodeFilterAdapter(p) for p in self.filter if isinstance(p, NodeFilterPlugin)
+            p.name: _NodeFilterAdapter(p) for p in self.filter if isinstance(p, NodeFilterPlugin) and isinstance(p, Plugin)
         }
         self.post_filter: list[PostFilterPlugin] = at("postFilter")
         self.pre_score: list[PreScorePlugin] = at("preScore")

@@ -3,5 +3,34 @@
 from __future__ import annotations
 
 from kubesched.framework.interface import Plugin
+from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.imagelocality import ImageLocality
+from kubesched.plugins.interpodaffinity import InterPodAffinity
+from kubesched.plugins.nodeaffinity import NodeAffinity
+from kubesched.plugins.nodename import NodeName
+from kubesched.plugins.nodeports import NodePorts
+from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.noderesourcesfit import NodeResourcesFit
+from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.podtopologyspread import PodTopologySpread
+from kubesched.plugins.prioritysort import PrioritySort
+from kubesched.plugins.schedulinggates import SchedulingGates
+from kubesched.plugins.tainttoleration import TaintToleration
 
-IN_TREE: list[type[Plugin]] = []
+IN_TREE: list[type[Plugin]] = [
+    PrioritySort,
+    SchedulingGates,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
+    NodeResourcesFit,
+    PodTopologySpread,
+    InterPodAffinity,
+    DefaultPreemption,
+    NodeResourcesBalancedAllocation,
+    ImageLocality,
+    DefaultBinder,
+]

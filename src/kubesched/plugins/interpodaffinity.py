@@ -150,11 +150,14 @@ def _merge_label_keys(term: PodAffinityTerm, pod_labels: Mapping[str, str]) -> L
     sel = term.label_selector
     if sel is None or not (term.match_label_keys or term.mismatch_label_keys):
         return sel
+    # A pod read back from an API server already carries the merged requirement, with the value
+    # its labels had at creation; merging again (perhaps with a newer value) would change it.
+    merged = {(e.key, e.operator) for e in sel.match_expressions}
     extra: list[LabelSelectorRequirement] = []
     for keys, op in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
         for key in keys:
             value = pod_labels.get(key)
-            if value is not None:
+            if value is not None and (key, op) not in merged:
                 extra.append(LabelSelectorRequirement(key=key, operator=op, values=[value]))
     if not extra:
         return sel
@@ -172,9 +175,7 @@ def _parse_term(pi: PodInfo, term: PodAffinityTerm, weight: int) -> AffinityTerm
     return _interned.setdefault(parsed, parsed)
 
 
-def _parse_group(
-    pi: PodInfo, what: str, terms: Iterable[tuple[PodAffinityTerm, int]], errors: list[str]
-) -> tuple[AffinityTerm, ...]:
+def _parse_group(pi: PodInfo, what: str, terms: Iterable[tuple[PodAffinityTerm, int]], errors: list[str]) -> tuple[AffinityTerm, ...]:
     # One bad term drops its whole group, as kube's PodInfo does.
     try:
         return tuple(_parse_term(pi, term, weight) for term, weight in terms)
@@ -194,9 +195,7 @@ def parse_pod_terms(pi: PodInfo) -> PodTerms:
             groups += [(), ()]
             continue
         required = ((t, 0) for t in spec.required_during_scheduling_ignored_during_execution)
-        preferred = (
-            (w.pod_affinity_term, w.weight) for w in spec.preferred_during_scheduling_ignored_during_execution
-        )
+        preferred = ((w.pod_affinity_term, w.weight) for w in spec.preferred_during_scheduling_ignored_during_execution)
         groups.append(_parse_group(pi, f"required{what}Terms", required, errors))
         groups.append(_parse_group(pi, f"preferred{what}Terms", preferred, errors))
     return PodTerms(groups[0], groups[2], groups[1], groups[3], tuple(errors))
@@ -300,6 +299,137 @@ def _rows_of(cache: Cache, pods: Iterable[PodInfo]) -> np.ndarray:
     return np.fromiter((row[p.uid] for p in pods), dtype=np.int64)
 
 
+# --- existing pods' terms -------------------------------------------------------------------------------
+
+# Which of a pod's term groups an index holds; the kind also says how a hit is weighted.
+REQUIRED_AFFINITY, REQUIRED_ANTI_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI_AFFINITY = range(4)
+_GROUP_FIELDS = ("required_affinity", "required_anti_affinity", "preferred_affinity", "preferred_anti_affinity")
+
+Group = tuple[int, AffinityTerm]
+
+
+class ExistingTermIndex:
+    """The terms of a subset of placed pods (PodIndex.with_affinity or .with_required_anti_affinity),
+    grouped by distinct term, with an inverted index from label pairs to the terms that could
+    select a pod carrying them.
+
+    Each cycle asks "which existing terms select the incoming pod, and where are their owners": the
+    answer costs the incoming pod's label count plus the owners of the terms that hit, not a walk
+    over every pod with affinity. The index follows its subset by diffing the subset's items
+    (identity of PodInfo per uid, at C speed) whenever the node table changed.
+    """
+
+    def __init__(self, kinds: tuple[int, ...]) -> None:
+        self.kinds = kinds
+        self.members: dict[Group, dict[str, int]] = {}
+        self._snapshot: dict[str, PodInfo] = {}
+        self._synced: tuple[int, int] = (-1, -1)
+        self._by_label: dict[tuple[str, str], set[Group]] = {}
+        self._by_key: dict[str, set[Group]] = {}
+        self._unindexed: set[Group] = set()
+
+    def _groups(self, pi: PodInfo) -> Iterable[Group]:
+        terms = pod_terms(pi)
+        for kind in self.kinds:
+            for term in getattr(terms, _GROUP_FIELDS[kind]):
+                yield kind, term
+
+    def _buckets(self, group: Group) -> list[set[Group]]:
+        """Where a term is filed: under one requirement every selected pod must satisfy."""
+        selector = group[1].selector
+        if selector.nothing:
+            return []  # selects no pod: never a candidate
+        for req in selector.requirements:
+            if req.operator == "In":
+                return [self._by_label.setdefault((req.key, v), set()) for v in req.values]
+        for req in selector.requirements:
+            if req.operator == "Exists":
+                return [self._by_key.setdefault(req.key, set())]
+        return [self._unindexed]
+
+    def _add(self, uid: str, pi: PodInfo) -> None:
+        for group in self._groups(pi):
+            owners = self.members.get(group)
+            if owners is None:
+                owners = self.members[group] = {}
+                for bucket in self._buckets(group):
+                    bucket.add(group)
+            owners[uid] = owners.get(uid, 0) + 1
+
+    def _remove(self, uid: str, pi: PodInfo) -> None:
+        for group in self._groups(pi):
+            owners = self.members.get(group)
+            if owners is None or uid not in owners:
+                continue
+            owners[uid] -= 1
+            if owners[uid] <= 0:
+                del owners[uid]
+            if not owners:
+                del self.members[group]
+                for bucket in self._buckets(group):
+                    bucket.discard(group)
+                self._prune(group)
+
+    def _prune(self, group: Group) -> None:
+        selector = group[1].selector
+        for req in selector.requirements:
+            if req.operator == "In":
+                for v in req.values:
+                    if not self._by_label.get((req.key, v), True):
+                        del self._by_label[(req.key, v)]
+                return
+        for req in selector.requirements:
+            if req.operator == "Exists":
+                if not self._by_key.get(req.key, True):
+                    del self._by_key[req.key]
+                return
+
+    def sync(self, source: dict[str, PodInfo], generation: int) -> None:
+        # Every PodIndex change also changes the node table, so an unchanged generation means
+        # an unchanged subset.
+        stamp = (id(source), generation)
+        if stamp == self._synced:
+            return
+        changed = source.items() ^ self._snapshot.items()
+        if changed:
+            snapshot = self._snapshot
+            for uid, pi in changed:
+                if snapshot.get(uid) is pi:
+                    self._remove(uid, pi)
+            for uid, pi in changed:
+                if source.get(uid) is pi:
+                    self._add(uid, pi)
+            self._snapshot = dict(source)
+        self._synced = stamp
+
+    def candidates(self, labels: Mapping[str, str]) -> set[Group]:
+        """Terms that may select a pod with these labels (a superset; match to be sure)."""
+        out = set(self._unindexed)
+        by_label, by_key = self._by_label, self._by_key
+        for item in labels.items():
+            hit = by_label.get(item)
+            if hit:
+                out |= hit
+            hit = by_key.get(item[0])
+            if hit:
+                out |= hit
+        return out
+
+    def owner_rows(self, group: Group, pod_row: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the pods carrying the term, and how many times each carries it."""
+        owners = self.members[group]
+        n = len(owners)
+        rows = np.fromiter(map(pod_row.__getitem__, owners), dtype=np.int64, count=n)
+        times = np.fromiter(owners.values(), dtype=np.int64, count=n)
+        return rows, times
+
+
+def _gather(pieces: dict[str, tuple[list[np.ndarray], list[np.ndarray]]], key: str, rows: np.ndarray, w: np.ndarray) -> None:
+    entry = pieces.setdefault(key, ([], []))
+    entry[0].append(rows)
+    entry[1].append(w)
+
+
 # --- cycle state ------------------------------------------------------------------------------------
 
 
@@ -370,6 +500,8 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args or InterPodAffinityArgs(), handle)
         self.args: InterPodAffinityArgs
+        self._anti_index = ExistingTermIndex((REQUIRED_ANTI_AFFINITY,))
+        self._affinity_index = ExistingTermIndex((REQUIRED_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI_AFFINITY))
 
     @property
     def _cache(self) -> Cache:
@@ -435,22 +567,17 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
             return []
         return cache.pods.matching(term.selector, term.namespaces)
 
-    @staticmethod
-    def _count_existing_anti_affinity(s: PreFilterState, pi: PodInfo, cache: Cache) -> None:
-        # Replicas share interned terms, so each distinct term is matched against the pod once.
-        verdict: dict[int, bool] = {}
-        rows_by_key: dict[str, list[int]] = {}
-        pod_row = cache.pods.row
-        ns_labels = s.namespace_labels
-        for uid, existing in cache.pods.with_required_anti_affinity.items():
-            for term in pod_terms(existing).required_anti_affinity:
-                hit = verdict.get(id(term))
-                if hit is None:
-                    hit = verdict[id(term)] = term.matches(pi, ns_labels)
-                if hit:
-                    rows_by_key.setdefault(term.topology_key, []).append(pod_row[uid])
-        for key, rows in rows_by_key.items():
-            _add_rows(s.existing_anti_affinity, s.table, key, np.asarray(rows, dtype=np.int64), 1)
+    def _count_existing_anti_affinity(self, s: PreFilterState, pi: PodInfo, cache: Cache) -> None:
+        index = self._anti_index
+        index.sync(cache.pods.with_required_anti_affinity, s.table.generation)
+        pieces: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+        for group in index.candidates(pi.labels):
+            term = group[1]
+            if term.matches(pi, s.namespace_labels):
+                rows, times = index.owner_rows(group, cache.pods.row)
+                _gather(pieces, term.topology_key, rows, times)
+        for key, (rows_list, times_list) in pieces.items():
+            _add_rows(s.existing_anti_affinity, s.table, key, np.concatenate(rows_list), np.concatenate(times_list))
 
     # --- PreFilter extensions (preemption dry runs) ------------------------------------------------------
 
@@ -549,36 +676,27 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
         return None
 
     def _score_existing(self, scores: Counts, pi: PodInfo, cache: Cache, table: NodeTable) -> bool:
-        """Existing pods' terms that select the incoming pod, credited to the existing pod's domain."""
+        """Existing pods' terms that select the incoming pod, credited to the owner's domain."""
+        index = self._affinity_index
+        index.sync(cache.pods.with_affinity, table.generation)
         ns_labels = cache.namespace_labels.get(pi.namespace, {})
         hard = self.args.hard_pod_affinity_weight
-        verdict: dict[int, bool] = {}
-        rows_by_key: dict[str, list[int]] = {}
-        weights_by_key: dict[str, list[int]] = {}
-        pod_row = cache.pods.row
-
-        def credit(term: AffinityTerm, row: int, weight: int) -> None:
-            hit = verdict.get(id(term))
-            if hit is None:
-                hit = verdict[id(term)] = term.matches(pi, ns_labels)
-            if hit:
-                rows_by_key.setdefault(term.topology_key, []).append(row)
-                weights_by_key.setdefault(term.topology_key, []).append(weight)
-
-        for uid, existing in cache.pods.with_affinity.items():
-            et = pod_terms(existing)
-            row = pod_row[uid]
-            if hard > 0:
-                for term in et.required_affinity:
-                    credit(term, row, hard)
-            for term in et.preferred_affinity:
-                credit(term, row, term.weight)
-            for term in et.preferred_anti_affinity:
-                credit(term, row, -term.weight)
+        pieces: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+        for group in index.candidates(pi.labels):
+            kind, term = group
+            if kind == REQUIRED_AFFINITY:
+                weight = hard
+            elif kind == PREFERRED_AFFINITY:
+                weight = term.weight
+            else:
+                weight = -term.weight
+            if weight == 0 or not term.matches(pi, ns_labels):
+                continue
+            rows, times = index.owner_rows(group, cache.pods.row)
+            _gather(pieces, term.topology_key, rows, times * weight)
         touched = False
-        for key, rows in rows_by_key.items():
-            weights = np.asarray(weights_by_key[key], dtype=np.int64)
-            touched |= _add_rows(scores, table, key, np.asarray(rows, dtype=np.int64), weights)
+        for key, (rows_list, weights_list) in pieces.items():
+            touched |= _add_rows(scores, table, key, np.concatenate(rows_list), np.concatenate(weights_list))
         return touched
 
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:

@@ -25,6 +25,11 @@ class NodeResourcesBalancedAllocationArgs(BaseModel):
 
     resources: list[rs.ResourceSpec] = Field(default_factory=rs.default_resources)
 
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _null_resources(cls, value: object) -> object:
+        return [] if value is None else value
+
     @field_validator("resources")
     @classmethod
     def _check_resources(cls, resources: list[rs.ResourceSpec]) -> list[rs.ResourceSpec]:
@@ -70,5 +75,5 @@ class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin):
                 return np.zeros(len(rows), dtype=np.int64)
         else:
             requests = s.requests
-        requested, allocatable = rs.gather(table, rows, self.resource_names, requests, True)
-        return rs.balanced(requested, allocatable)
+        weights = (1,) * len(self.resource_names)
+        return rs.score_rows(table, rows, self.resource_names, weights, requests, True, rs.balanced)

@@ -10,11 +10,12 @@ no preemption can help there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.cache.nodetable import NodeTable
@@ -87,6 +88,11 @@ class ScoringStrategy(BaseModel):
         default=None, alias="requestedToCapacityRatio"
     )
 
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _null_resources(cls, value: object) -> object:
+        return [] if value is None else value
+
     @field_validator("resources")
     @classmethod
     def _check_resources(cls, resources: list[rs.ResourceSpec]) -> list[rs.ResourceSpec]:
@@ -122,6 +128,14 @@ class NodeResourcesFitArgs(BaseModel):
     ignored_resources: list[str] = Field(default_factory=list, alias="ignoredResources")
     ignored_resource_groups: list[str] = Field(default_factory=list, alias="ignoredResourceGroups")
     scoring_strategy: ScoringStrategy = Field(default_factory=_default_strategy, alias="scoringStrategy")
+
+    @field_validator("ignored_resources", "ignored_resource_groups", "scoring_strategy", mode="before")
+    @classmethod
+    def _null_is_unset(cls, value: object, info: ValidationInfo) -> object:
+        # YAML `key:` or `key: null` means "not set" to kube, which then applies its default.
+        if value is not None:
+            return value
+        return _default_strategy() if info.field_name == "scoring_strategy" else []
 
     @field_validator("ignored_resources")
     @classmethod
@@ -175,11 +189,13 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
         strategy = a.scoring_strategy
         self.strategy = strategy.type
         self.resource_names = tuple(r.name for r in strategy.resources)
-        self.weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
-        self.lookup: np.ndarray | None = None
-        if strategy.requested_to_capacity_ratio is not None:
-            shape = [(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape]
-            self.lookup = rs.shape_lookup(shape)
+        self.weights = tuple(r.weight for r in strategy.resources)
+        self.scorer: rs.Scorer = rs.least_allocated
+        if self.strategy == MOST_ALLOCATED:
+            self.scorer = rs.most_allocated
+        elif strategy.requested_to_capacity_ratio is not None:
+            lookup = rs.shape_lookup([(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape])
+            self.scorer = functools.partial(rs.requested_to_capacity_ratio, lookup=lookup)
         self._state_key = "PreFilter" + self.name
         self._score_key = "PreScore" + self.name
 
@@ -253,13 +269,7 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         s: _ScoreState | None = state.read(self._score_key)
         pod_requests = s.requests if s is not None else rs.pod_scoring_requests(pi, self.resource_names, False)
-        requested, allocatable = rs.gather(table, rows, self.resource_names, pod_requests, False)
-        if self.strategy == MOST_ALLOCATED:
-            return rs.most_allocated(requested, allocatable, self.weights)
-        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            assert self.lookup is not None
-            return rs.requested_to_capacity_ratio(requested, allocatable, self.weights, self.lookup)
-        return rs.least_allocated(requested, allocatable, self.weights)
+        return rs.score_rows(table, rows, self.resource_names, self.weights, pod_requests, False, self.scorer)
 
     # --- queueing -------------------------------------------------------------------------------
 

@@ -97,8 +97,7 @@ def _qualified_name_errors(value: str) -> list[str]:
         errors.append("name part must be no more than 63 characters")
     elif not _LABEL_NAME.match(name):
         errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
         )
     return errors
 
@@ -156,10 +155,7 @@ class PodTopologySpreadArgs(BaseModel):
                     f'supported values: "{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"'
                 )
             if c.label_selector is not None:
-                errors.append(
-                    f"{path}.labelSelector: Forbidden: constraint must not define a selector, "
-                    "as they deduced for each pod"
-                )
+                errors.append(f"{path}.labelSelector: Forbidden: constraint must not define a selector, as they deduced for each pod")
             key = (c.topology_key, c.when_unsatisfiable)
             if key in seen:
                 errors.append(f"defaultConstraints[{i}]: Duplicate value: {{{key[0]}, {key[1]}}}")
@@ -442,8 +438,7 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
         if selector.empty:
             return ()
         return tuple(
-            SpreadConstraint(c.max_skew, c.topology_key, selector, c.min_domains, c.honor_affinity, c.honor_taints)
-            for c in defaults
+            SpreadConstraint(c.max_skew, c.topology_key, selector, c.min_domains, c.honor_affinity, c.honor_taints) for c in defaults
         )
 
     def hard_constraints(self, pi: PodInfo) -> tuple[SpreadConstraint, ...]:
@@ -600,8 +595,6 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
             weights.append(topology_normalizing_weight(int(np.count_nonzero(domains))))
             counted = inclusion.mask(c, base)
             dom = np.bincount(eff[counted], weights=row_counts[counted], minlength=slots)[:slots].astype(np.int64)
-            # Only domains of candidate nodes are tallied.
-            dom[~domains] = 0
             counts.append(dom)
             per_row.append(False)
         state.write(PRESCORE_STATE_KEY, PreScoreState(constraints, counts, per_row, weights, ignored))

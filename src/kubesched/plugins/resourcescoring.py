@@ -10,7 +10,7 @@ operands here are non-negative, so numpy's floor division gives the same result)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -102,60 +102,94 @@ def pod_scoring_requests(pi: PodInfo, names: Sequence[str], use_requested: bool)
     return out
 
 
-def gather(
-    table: NodeTable, rows: np.ndarray, names: Sequence[str], pod_requests: np.ndarray, use_requested: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """(requested, allocatable), each [len(names), len(rows)] int64, counting the pod on the node.
+# One scored resource over the selected rows: (weight, requested with the pod, allocatable).
+Item = tuple[int, np.ndarray, np.ndarray]
+Scorer = Callable[[list[Item], int], np.ndarray]
 
-    An allocatable of 0 means "leave this resource out for this node": the node lacks it, or
-    it is an extended resource the pod does not request, or one kube never scores (pods).
+
+def gather(
+    table: NodeTable,
+    rows: np.ndarray | slice,
+    names: Sequence[str],
+    weights: Sequence[int],
+    pod_requests: np.ndarray,
+    use_requested: bool,
+) -> list[Item]:
+    """The resources to score, with the node's requests counting the pod and its allocatable.
+
+    Resources kube leaves out for every node are dropped here: extended resources the pod
+    does not request, names it never scores (pods), names no node has. An allocatable of 0
+    on some row leaves the resource out for that node only.
     """
-    k, m = len(names), len(rows)
-    requested = np.zeros((k, m), dtype=np.int64)
-    allocatable = np.zeros((k, m), dtype=np.int64)
+    items: list[Item] = []
     for i, name in enumerate(names):
         req = int(pod_requests[i])
         col = table.resource_index.get(name)
         if col is None:
             continue
-        if name in (CPU, MEMORY):
-            if use_requested:
-                used = table.requested[rows, col]
-            else:
-                used = table.non_zero_requested[rows, 0 if name == CPU else 1]
-        elif name == EPHEMERAL_STORAGE:
-            used = table.requested[rows, col]
-        elif is_scalar_resource(name) and req != 0:
+        if name in (CPU, MEMORY) and not use_requested:
+            used = table.non_zero_requested[rows, 0 if name == CPU else 1]
+        elif name in (CPU, MEMORY, EPHEMERAL_STORAGE) or (req != 0 and is_scalar_resource(name)):
             used = table.requested[rows, col]
         else:
             continue
-        allocatable[i] = table.allocatable[rows, col]
-        requested[i] = used + req
-    return requested, allocatable
+        items.append((int(weights[i]), used + req, table.allocatable[rows, col]))
+    return items
 
 
-def _weighted_mean(scores: np.ndarray, included: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    w = weights[:, None] * included
-    weight_sum = w.sum(axis=0)
-    total = (scores * w).sum(axis=0)
+def score_rows(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights: Sequence[int],
+               pod_requests: np.ndarray, use_requested: bool, scorer: Scorer) -> np.ndarray:
+    """Scores aligned with `rows`. When most rows are candidates, columns are read as views over
+    the whole table and the result picked once, which is cheaper than gathering each column."""
+    m = len(rows)
+    if m == 0:
+        return np.zeros(0, dtype=np.int64)
+    if 4 * m >= table.size:
+        items = gather(table, slice(0, table.size), names, weights, pod_requests, use_requested)
+        return scorer(items, table.size)[rows]
+    return scorer(gather(table, rows, names, weights, pod_requests, use_requested), m)
+
+
+def _safe(allocatable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Allocatable with zeros replaced by 1 (to divide by), and which rows count the resource
+    (None when all do, the common case)."""
+    if allocatable.all():
+        return allocatable, None
+    included = allocatable > 0
+    return np.where(included, allocatable, 1), included
+
+
+def _weighted_mean(parts: list[tuple[int, np.ndarray, np.ndarray | None]], m: int) -> np.ndarray:
+    """sum(score * weight) // sum(weight) over the resources each row counts; 0 if none.
+    Scores must already be 0 where a resource is not counted."""
+    total = np.zeros(m, dtype=np.int64)
+    weight_sum: np.ndarray | int = 0
+    for weight, score, included in parts:
+        total += score * weight
+        weight_sum = weight_sum + (weight if included is None else included * weight)
+    if isinstance(weight_sum, int):
+        return total // weight_sum if weight_sum else total
     return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
 
 
-def least_allocated(requested: np.ndarray, allocatable: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Share of each resource left free, 0..100, weighted mean (kube's leastResourceScorer)."""
-    included = allocatable > 0
-    cap = np.maximum(allocatable, 1)
-    free = (cap - requested) * MAX_NODE_SCORE // cap
-    scores = np.where(requested > allocatable, 0, free)
-    return _weighted_mean(scores, included, weights)
+def least_allocated(items: list[Item], m: int) -> np.ndarray:
+    """Share of each resource left free, 0..100, weighted mean (kube's leastResourceScorer).
+    A request beyond capacity leaves nothing free and scores 0."""
+    parts = []
+    for weight, requested, allocatable in items:
+        cap, included = _safe(allocatable)
+        # Rows without the resource have allocatable 0, so their score is 0 too.
+        parts.append((weight, np.maximum(allocatable - requested, 0) * MAX_NODE_SCORE // cap, included))
+    return _weighted_mean(parts, m)
 
 
-def most_allocated(requested: np.ndarray, allocatable: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def most_allocated(items: list[Item], m: int) -> np.ndarray:
     """Share of each resource requested (capped at full), weighted mean (kube's mostResourceScorer)."""
-    included = allocatable > 0
-    cap = np.maximum(allocatable, 1)
-    scores = np.minimum(requested, cap) * MAX_NODE_SCORE // cap
-    return _weighted_mean(scores, included, weights)
+    parts = []
+    for weight, requested, allocatable in items:
+        cap, included = _safe(allocatable)
+        parts.append((weight, np.minimum(requested, allocatable) * MAX_NODE_SCORE // cap, included))
+    return _weighted_mean(parts, m)
 
 
 def _go_div(a: int, b: int) -> int:
@@ -184,53 +218,73 @@ def shape_lookup(shape: Sequence[tuple[int, int]]) -> np.ndarray:
     return table
 
 
-def requested_to_capacity_ratio(
-    requested: np.ndarray, allocatable: np.ndarray, weights: np.ndarray, lookup: np.ndarray
-) -> np.ndarray:
-    """Shape value at each resource's utilization, weighted mean rounded half away from zero;
-    resources scoring 0 are left out of the mean (kube's requestedToCapacityRatioScorer)."""
-    included = allocatable > 0
-    cap = np.maximum(allocatable, 1)
-    utilization = np.where(requested > allocatable, MAX_UTILIZATION, requested * MAX_UTILIZATION // cap)
-    scores = lookup[np.clip(utilization, 0, MAX_UTILIZATION)]
-    counted = included & (scores > 0)
-    w = weights[:, None] * counted
-    weight_sum = w.sum(axis=0)
-    total = (scores * w).sum(axis=0)
+def requested_to_capacity_ratio(items: list[Item], m: int, lookup: np.ndarray) -> np.ndarray:
+    """Shape value at each resource's utilization (100 % when over capacity), weighted mean
+    rounded half away from zero; resources scoring 0 are left out of the mean
+    (kube's requestedToCapacityRatioScorer)."""
+    total = np.zeros(m, dtype=np.int64)
+    weight_sum = np.zeros(m, dtype=np.int64)
+    for weight, requested, allocatable in items:
+        cap, included = _safe(allocatable)
+        utilization = np.minimum(requested, allocatable) * MAX_UTILIZATION // cap
+        score = lookup[utilization]
+        counted = score > 0 if included is None else (score > 0) & included
+        total += np.where(counted, score * weight, 0)
+        weight_sum += counted * weight
     safe = np.maximum(weight_sum, 1)
     quotient, remainder = np.divmod(total, safe)
     rounded = quotient + (2 * remainder >= safe)
     return np.where(weight_sum > 0, rounded, 0).astype(np.int64)
 
 
-def balanced(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+def balanced(items: list[Item], m: int) -> np.ndarray:
     """(1 - standard deviation of the requested fractions) * 100, fractions capped at 1
     (kube's balancedResourceScorer). Float operations follow kube's order so the truncated
     result is the same."""
-    included = allocatable > 0
-    k, m = requested.shape
-    if m == 0:
-        return np.zeros(0, dtype=np.int64)
-    fractions = np.minimum(requested / np.maximum(allocatable, 1), 1.0)
-    fractions = np.where(included, fractions, 0.0)
+    fractions: list[np.ndarray] = []
+    masks: list[np.ndarray | None] = []
+    for _, requested, allocatable in items:
+        cap, included = _safe(allocatable)
+        f = np.minimum(requested / cap, 1.0)
+        fractions.append(f if included is None else np.where(included, f, 0.0))
+        masks.append(included)
+    k = len(fractions)
+    if all(mask is None for mask in masks):
+        # Every row counts every resource.
+        if k == 2:
+            std = np.abs((fractions[0] - fractions[1]) / 2)
+        elif k > 2:
+            total = fractions[0]
+            for f in fractions[1:]:
+                total = total + f
+            mean = total / k
+            squares = np.zeros(m)
+            for f in fractions:
+                d = f - mean
+                squares = squares + d * d
+            std = np.sqrt(squares / k)
+        else:
+            std = np.zeros(m)
+        return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    included = np.array([np.ones(m, dtype=bool) if mask is None else mask for mask in masks]).reshape(k, m)
     count = included.sum(axis=0)
-    total = np.zeros(m)
-    for i in range(k):
-        total = total + fractions[i]
     std = np.zeros(m)
     two = count == 2
     if two.any():
-        # With exactly two resources kube takes |f1 - f2| / 2; the pair is the first and
-        # last included fraction of the row.
-        first = fractions[np.argmax(included, axis=0), np.arange(m)]
-        last = fractions[k - 1 - np.argmax(included[::-1], axis=0), np.arange(m)]
+        # With exactly two resources kube takes |f1 - f2| / 2: the first and last counted ones.
+        stacked = np.array(fractions).reshape(k, m)
+        first = stacked[np.argmax(included, axis=0), np.arange(m)]
+        last = stacked[k - 1 - np.argmax(included[::-1], axis=0), np.arange(m)]
         std = np.where(two, np.abs((first - last) / 2), std)
     many = count > 2
     if many.any():
+        total = np.zeros(m)
+        for f in fractions:
+            total = total + f
         mean = total / np.maximum(count, 1)
         squares = np.zeros(m)
-        for i in range(k):
-            d = fractions[i] - mean
+        for i, f in enumerate(fractions):
+            d = f - mean
             squares = squares + np.where(included[i], d * d, 0.0)
         std = np.where(many, np.sqrt(squares / np.maximum(count, 1)), std)
     return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)

@@ -111,18 +111,20 @@ def _pod_info(pi: PodInfo, table: NodeTable) -> _PodTaintInfo:
     return info
 
 
-def first_untolerated_column(table: NodeTable, cols: np.ndarray) -> np.ndarray:
+def first_untolerated_column(table: NodeTable, cols: np.ndarray) -> np.ndarray | None:
     """Per row, the column among `cols` of the taint that comes first in the node's own taint
-    list, or -1 when the node carries none of them."""
+    list, or -1 when the node carries none of them; None when no row carries any."""
     size = table.size
     if cols.size == 0:
-        return np.full(size, -1, dtype=np.int64)
+        return None
     sub = table.taint_pos[:size, cols]
-    if cols.size == 1:
-        return np.where(sub[:, 0] != NO_TAINT, cols[0], -1)
-    pick = sub.argmin(axis=1)
-    has = sub[np.arange(size), pick] != NO_TAINT
-    return np.where(has, cols[pick], -1)
+    # A row-wise min is cheap; the costlier argmin only runs on the rows that have such a taint.
+    tainted = np.flatnonzero(sub.min(axis=1) != NO_TAINT) if size else np.zeros(0, dtype=np.int64)
+    if tainted.size == 0:
+        return None
+    out = np.full(size, -1, dtype=np.int64)
+    out[tainted] = cols[sub[tainted].argmin(axis=1)]
+    return out
 
 
 class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
@@ -142,7 +144,7 @@ class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enqueue
         if cols.size == 0:
             return None
         first = first_untolerated_column(table, cols)
-        if not (first >= 0).any():
+        if first is None:
             return None
         return FilterResult(first + 1, _describe)
 
@@ -155,8 +157,9 @@ class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enqueue
         cols = _pod_info(pi, table).prefer.columns(table)
         if cols.size == 0:
             return np.zeros(rows.size, dtype=np.int64)
-        counts: np.ndarray = (table.taint_pos[rows[:, None], cols[None, :]] != NO_TAINT).sum(axis=1)
-        return counts.astype(np.int64)
+        # Counting over every row and then picking `rows` beats gathering a 2-D block of rows.
+        counts = (table.taint_pos[: table.size, cols] != NO_TAINT).sum(axis=1, dtype=np.int32)
+        return counts[rows].astype(np.int64)
 
     def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores, reverse=True)

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.backends.sim.manifests import ClusterInput
-
 from kubesched.backends.sim.cluster import SimCluster
+from kubesched.backends.sim.manifests import ClusterInput
 from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry

@@ -551,12 +551,9 @@ def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoptio
     if spec.suspend:
         return out
     want = parallelism if spec.completions is None else min(parallelism, spec.completions)
-    active = adoption.owned(ns, "Job", name)
+    active = len(adoption.owned(ns, "Job", name))
     owner = _owner_ref("Job", name, uid)
-    made = 0
-    for i in range(want):
-        if made + len(active) >= want:
-            break
+    for i in range(max(0, want - active)):
         pod_labels = dict(labels)
         annotations: dict[str, str] = {}
         if mode == "Indexed":
@@ -567,8 +564,7 @@ def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoptio
             prefix = f"{name}-"
         pod_name = namer.generate("Pod", ns, prefix, f"{ns}/Job/{name}/{i}")
         out.pods.append(Replica(_pod_manifest(raw_template, template, name=pod_name, namespace=ns, labels=pod_labels,
-                                              owner=owner, annotations=annotations), made))
-        made += 1
+                                              owner=owner, annotations=annotations), i))
     return out
 
 

@@ -1,0 +1,797 @@
+"""Simulator input: ordinary Kubernetes manifests in, a typed cluster description out.
+
+Point the simulator at files or directories of manifests, the kind `kubectl get -o yaml`
+prints or `kubectl apply -f` takes: multi-document YAML, JSON, and `kind: List` (or
+PodList, NodeList...) with `items`. Directories are read recursively (*.yaml, *.yml,
+*.json, in sorted order; hidden files and directories skipped). Objects may come in any order: PriorityClasses and
+Namespaces defined after the pods that use them still apply.
+
+Kinds read: Node, Pod, Namespace, Service (v1), PriorityClass (scheduling.k8s.io),
+Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1).
+Workloads are expanded into the pods their controllers would create (see
+backends.sim.workloads). Other kinds are skipped with a warning in
+ClusterInput.warnings.
+
+What the API server would do on create is done here too:
+- namespaced objects without a namespace go to "default"; namespaces used but not
+  declared are created (a real API server would refuse the object instead); every
+  namespace carries the `kubernetes.io/metadata.name` label;
+- pods get a uid (derived from namespace/name, so runs are reproducible),
+  schedulerName "default-scheduler", restartPolicy "Always", phase "Pending", and the
+  DefaultTolerationSeconds tolerations (node.kubernetes.io/not-ready and /unreachable,
+  NoExecute, 300s);
+- Priority admission: a pod's priorityClassName resolves to the class's value and
+  preemptionPolicy; no class name means the globalDefault class (its name is written into
+  the pod) or priority 0; an unknown class, or a spec.priority / preemptionPolicy that
+  disagrees with the class, is an error. system-cluster-critical (2000000000) and
+  system-node-critical (2000001000) always exist. A pod exported from a cluster (it carries
+  metadata.resourceVersion or creationTimestamp) with spec.priority set keeps that priority,
+  as it would in the cluster;
+- nodes without status.allocatable use status.capacity (as the kubelet reports), get
+  `pods: 110` if neither says, the kubelet's kubernetes.io/hostname, kubernetes.io/os=linux
+  and kubernetes.io/arch=amd64 labels if absent, and the node.kubernetes.io/unschedulable
+  NoSchedule taint when cordoned (spec.unschedulable).
+
+Simulation annotations, on a Pod, on a workload, or on a workload's pod template (the
+template's win). Durations are a number of seconds ("90", "2.5") or Go-style ("30s",
+"5m", "1h30m"):
+
+- `sim.kubesched.io/arrival`: when the pod is created, in virtual time (default 0).
+- `sim.kubesched.io/duration`: how long the pod runs once bound; it then Succeeds and frees
+  its resources. Without it a pod runs forever. Meant for Jobs' pods (batch work that
+  finishes); on other workloads the finished pod is not replaced.
+- `sim.kubesched.io/arrival-interval`: stagger a workload's pods: replica i arrives at
+  arrival + i * interval (default 0: all at once).
+- `sim.kubesched.io/count`: on a Pod or a Node only: that many copies. Copies are named
+  `<generateName><5 chars>` or, with a fixed name, `<name>-<i>`. This is how a scenario
+  declares "100 nodes like this" or "500 pods like this" (scheduler_perf's createNodes /
+  createPods) without 100 documents.
+
+Errors are ManifestError, one line naming the file, the document (1-based; `item n` inside a
+List), the object (kind, namespace/name) and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
+from kubesched.api.podinfo import PodError, make_pod_info
+from kubesched.api.quantity import QuantityError, parse_duration, resource_value
+from kubesched.api.selectors import Selector
+from kubesched.backends.sim import workloads as wl
+from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
+
+SIM_ARRIVAL = "sim.kubesched.io/arrival"
+SIM_DURATION = "sim.kubesched.io/duration"
+SIM_ARRIVAL_INTERVAL = "sim.kubesched.io/arrival-interval"
+SIM_COUNT = "sim.kubesched.io/count"
+SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SIM_COUNT})
+
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+DEFAULT_SCHEDULER = "default-scheduler"
+DEFAULT_MAX_PODS = "110"
+DEFAULT_TOLERATION_SECONDS = 300
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+ALWAYS_PRESENT_NAMESPACES = ("default", "kube-system")
+
+# kind -> API groups it may come from ("" is core). Anything else is a different kind that
+# merely shares the name (a CRD), skipped like unknown kinds.
+_GROUPS: dict[str, frozenset[str]] = {
+    "Node": frozenset({""}),
+    "Pod": frozenset({""}),
+    "Namespace": frozenset({""}),
+    "Service": frozenset({""}),
+    "ReplicationController": frozenset({""}),
+    "PriorityClass": frozenset({"scheduling.k8s.io"}),
+    "Deployment": frozenset({"apps", "extensions"}),
+    "ReplicaSet": frozenset({"apps", "extensions"}),
+    "StatefulSet": frozenset({"apps"}),
+    "Job": frozenset({"batch"}),
+}
+_NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job"})
+_GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
+_DNS_LABEL_KINDS = frozenset({"Namespace", "Service"})
+_SKIP_HINTS = {
+    "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
+    "CronJob": "no Jobs are generated; write the Job with a sim.kubesched.io/arrival annotation instead",
+}
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ManifestError(ValueError):
+    """Input the simulator cannot use; the message names file, document, object and field."""
+
+
+@dataclass(slots=True)
+class SimPod:
+    pod: Pod
+    # Seconds of virtual time at which the pod is created.
+    arrival: float = 0.0
+    # Runs this long after binding, then Succeeds and frees its resources; None = forever.
+    duration: float | None = None
+
+
+@dataclass
+class ClusterInput:
+    nodes: list[Node]
+    pods: list[SimPod]
+    namespaces: list[Namespace]
+    priority_classes: list[PriorityClass]
+    # (kind, namespace, name, selector) of Services, ReplicaSets, StatefulSets and
+    # ReplicationControllers, for PodTopologySpread's system default constraints.
+    workload_selectors: list[tuple[str, str, str, Selector]]
+    name: str = ""
+    description: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+# --- reading files -------------------------------------------------------------------------------
+
+
+class _YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """SafeLoader that keeps timestamps as strings: creationTimestamp and friends are strings
+    in the API, and a datetime would not decode into the typed objects."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    file: str
+    document: int
+    item: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}: document {self.document}"
+        return where if self.item is None else f"{where}, item {self.item}"
+
+
+def _files(paths: Sequence[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(
+                f
+                for f in path.rglob("*")
+                if f.is_file()
+                and f.suffix.lower() in (".yaml", ".yml", ".json")
+                # Hidden files and directories (.git, .github, editor backups) are not manifests.
+                and not any(part.startswith(".") for part in f.relative_to(path).parts)
+            )
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise ManifestError(f"{path}: no such file or directory")
+    return out
+
+
+def _documents(path: Path) -> Iterator[tuple[Origin, Any]]:
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ManifestError(f"{name}: cannot read: {exc.strerror}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{name}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+        yield Origin(name, 1), data
+        return
+    index = 0
+    try:
+        for data in yaml.load_all(text, Loader=_YamlLoader):
+            index += 1
+            yield Origin(name, index), data
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ManifestError(f"{name}: document {index + 1}: {where}invalid YAML: {problem}") from None
+
+
+def _objects(origin: Origin, data: Any) -> Iterator[tuple[Origin, dict[str, Any]]]:
+    """The objects of one document: the document itself or the items of a List."""
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ManifestError(f"{origin}: expected a Kubernetes object (a mapping with apiVersion and kind), "
+                            f"got {_type_name(data)}")
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and "items" in data:
+        items = data["items"]
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise ManifestError(f"{origin}: {kind}: items: expected a list, got {_type_name(items)}")
+        for i, item in enumerate(items, 1):
+            sub = Origin(origin.file, origin.document, i)
+            if not isinstance(item, dict):
+                raise ManifestError(f"{sub}: expected a Kubernetes object, got {_type_name(item)}")
+            yield sub, item
+        return
+    yield origin, data
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return type(value).__name__
+
+
+# --- one object ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Doc:
+    origin: Origin
+    raw: dict[str, Any]
+    kind: str
+    namespace: str  # "" for cluster-scoped kinds
+    name: str  # may be "" for Pods/Nodes with generateName
+    meta: ObjectMeta
+
+    def describe(self) -> str:
+        name = self.name or f"{self.meta.generate_name}*"
+        return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
+
+    def error(self, exc: FieldError | str, prefix: str = "") -> ManifestError:
+        if isinstance(exc, str):
+            return ManifestError(f"{self.origin}: {self.describe()}: {exc}")
+        if prefix:
+            exc = exc.under(prefix)
+        return ManifestError(f"{self.origin}: {self.describe()}: {exc}")
+
+
+def _api_group(api_version: Any) -> str | None:
+    if not isinstance(api_version, str) or not api_version:
+        return None
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def _check_name(name: str, kind: str) -> str | None:
+    if kind in _DNS_LABEL_KINDS:
+        if len(name) > 63 or not _LABEL.match(name):
+            return (f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+                    "characters or '-', start and end with an alphanumeric character, and be at most 63 characters")
+    elif len(name) > 253 or not _SUBDOMAIN.match(name):
+        return (f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+                "characters, '-' or '.', and must start and end with an alphanumeric character")
+    return None
+
+
+def _seconds(value: str, where: str) -> float:
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_duration(text)
+        except ValueError as exc:
+            raise FieldError(where, f"invalid duration {value!r}: {exc}") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise FieldError(where, f"invalid duration {value!r}: must be a non-negative number of seconds or a "
+                                "duration like 30s, 5m, 1h30m")
+    return seconds
+
+
+@dataclass(slots=True)
+class _Timing:
+    arrival: float = 0.0
+    duration: float | None = None
+    interval: float = 0.0
+    count: int | None = None
+
+    def arrival_of(self, ordinal: int) -> float:
+        return self.arrival + ordinal * self.interval
+
+
+def _timing(sim: dict[str, tuple[str, str]]) -> _Timing:
+    out = _Timing()
+    if SIM_ARRIVAL in sim:
+        out.arrival = _seconds(*sim[SIM_ARRIVAL])
+    if SIM_DURATION in sim:
+        out.duration = _seconds(*sim[SIM_DURATION])
+    if SIM_ARRIVAL_INTERVAL in sim:
+        out.interval = _seconds(*sim[SIM_ARRIVAL_INTERVAL])
+    if SIM_COUNT in sim:
+        value, where = sim[SIM_COUNT]
+        try:
+            out.count = int(value.strip())
+        except ValueError:
+            raise FieldError(where, f"invalid count {value!r}: must be a whole number") from None
+        if out.count < 0:
+            raise FieldError(where, f"invalid count {value!r}: must be greater than or equal to 0")
+    return out
+
+
+# --- the loader ------------------------------------------------------------------------------
+
+
+class _Loader:
+    def __init__(self) -> None:
+        self.docs: dict[str, list[_Doc]] = {kind: [] for kind in _GROUPS}
+        self.order: list[_Doc] = []
+        self.classes: dict[str, PriorityClass] = {}
+        self.default_class: PriorityClass | None = None
+        self.seen: dict[tuple[str, str, str], Origin] = {}
+        self.skipped: dict[str, tuple[int, Origin]] = {}
+        self.warnings: list[str] = []
+        self.namer = wl.Namer()
+        self.generate_counters: dict[tuple[str, str, str], int] = {}
+
+    # pass 1: sort objects by kind, check what every object needs ------------------------------
+
+    def add(self, origin: Origin, raw: dict[str, Any]) -> None:
+        kind = raw.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise ManifestError(f"{origin}: kind: Required value (every object needs apiVersion and kind)")
+        group = _api_group(raw.get("apiVersion"))
+        if kind not in _GROUPS or (group is not None and group not in _GROUPS[kind]):
+            label = f"{kind} ({raw.get('apiVersion')})" if raw.get("apiVersion") else kind
+            count, first = self.skipped.get(label, (0, origin))
+            self.skipped[label] = (count + 1, first)
+            return
+        meta_raw = raw.get("metadata")
+        # Best-effort identity for errors found while decoding the metadata itself.
+        guess: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
+        guess_ns = str(guess.get("namespace") or "")
+        guess_name = str(guess.get("name") or "")
+        probe = _Doc(origin, raw, kind, (guess_ns or "default") if kind in _NAMESPACED else "", guess_name,
+                     ObjectMeta())
+        if meta_raw is not None and not isinstance(meta_raw, dict):
+            raise probe.error(FieldError("metadata", f"expected a mapping, got {_type_name(meta_raw)}"))
+        try:
+            meta: ObjectMeta = decode(meta_raw or {}, ObjectMeta, kind)
+        except FieldError as exc:
+            raise probe.error(exc, "metadata") from None
+        namespace = (meta.namespace or "default") if kind in _NAMESPACED else ""
+        doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
+        if not meta.name:
+            if kind not in _GENERATE_NAME_KINDS:
+                raise doc.error(FieldError("metadata.name", "Required value: name is required"))
+            if not meta.generate_name:
+                raise doc.error(FieldError("metadata.name", "Required value: name or generateName is required"))
+        else:
+            problem = _check_name(meta.name, kind)
+            if problem:
+                raise doc.error(FieldError("metadata.name", problem))
+            key = (kind, namespace, meta.name)
+            if key in self.seen:
+                raise doc.error(f"defined twice: first at {self.seen[key]}")
+            self.seen[key] = origin
+        self.docs[kind].append(doc)
+        self.order.append(doc)
+
+    # pass 2: build the cluster ----------------------------------------------------------------
+
+    def build(self) -> ClusterInput:
+        for label, (count, first) in self.skipped.items():
+            kind = label.split(" ", 1)[0]
+            hint = _SKIP_HINTS.get(kind, "the simulator does not model this kind")
+            noun = "object" if count == 1 else "objects"
+            self.warnings.append(f"skipped {count} {noun} of kind {label} (first at {first}): {hint}")
+        classes = self._priority_classes()
+        self.classes = {pc.metadata.name: pc for pc in classes}
+        # At most one: _priority_classes refuses a second globalDefault, as admission does.
+        self.default_class = next((pc for pc in classes if pc.global_default), None)
+        namespaces: dict[str, Namespace] = {}
+        for doc in self.docs["Namespace"]:
+            ns: Namespace = self._decode(doc, Namespace)
+            ns.metadata.labels[NAMESPACE_NAME_LABEL] = ns.metadata.name
+            ns.metadata.uid = ns.metadata.uid or stable_uid("Namespace", ns.metadata.name)
+            namespaces[ns.metadata.name] = ns
+        nodes: list[Node] = []
+        for doc in self.docs["Node"]:
+            nodes.extend(self._nodes(doc))
+        adoption = self._adoption()
+        pods: list[SimPod] = []
+        selectors: list[tuple[str, str, str, Selector]] = []
+        # Document order, so pods arriving at the same time are created in the order written.
+        for doc in self.order:
+            if doc.kind == "Pod":
+                pods.extend(self._pods(doc))
+            elif doc.kind == "Service":
+                try:
+                    sel = wl.service_selector(doc.raw, doc.namespace)
+                except FieldError as exc:
+                    raise doc.error(exc) from None
+                if sel is not None:
+                    selectors.append(sel)
+            elif doc.kind in wl.WORKLOAD_TYPES:
+                expansion = self._expand(doc, adoption)
+                selectors.extend(expansion.selectors)
+                pods.extend(self._workload_pods(doc, expansion))
+        used = {d.namespace for docs in self.docs.values() for d in docs if d.namespace}
+        for name in sorted(used.union(ALWAYS_PRESENT_NAMESPACES) - namespaces.keys()):
+            namespaces[name] = Namespace(
+                metadata=ObjectMeta(name=name, uid=stable_uid("Namespace", name), labels={NAMESPACE_NAME_LABEL: name})
+            )
+        return ClusterInput(
+            nodes=nodes,
+            pods=pods,
+            namespaces=list(namespaces.values()),
+            priority_classes=classes,
+            workload_selectors=selectors,
+            warnings=self.warnings,
+        )
+
+    def _decode(self, doc: _Doc, kind: type[Any], raw: Any = None) -> Any:
+        try:
+            return decode(doc.raw if raw is None else raw, kind, doc.kind)
+        except FieldError as exc:
+            raise doc.error(exc) from None
+
+    # priority classes ----------------------------------------------------------------------------
+
+    def _priority_classes(self) -> list[PriorityClass]:
+        out: dict[str, PriorityClass] = {}
+        default: PriorityClass | None = None
+        for doc in self.docs["PriorityClass"]:
+            pc: PriorityClass = self._decode(doc, PriorityClass)
+            name = pc.metadata.name
+            if "value" not in doc.raw:
+                raise doc.error(FieldError("value", "Required value"))
+            if name in SYSTEM_PRIORITY_CLASSES:
+                # Dumps of real clusters include the built-in classes; accept them unchanged.
+                if pc.value != SYSTEM_PRIORITY_CLASSES[name]:
+                    raise doc.error(FieldError(
+                        "value",
+                        f"Invalid value: {pc.value}: {name} is a built-in class with value "
+                        f"{SYSTEM_PRIORITY_CLASSES[name]}",
+                    ))
+            elif name.startswith("system-"):
+                raise doc.error(FieldError(
+                    "metadata.name", f'Invalid value: "{name}": priority class names with \'system-\' prefix are '
+                    "reserved",
+                ))
+            elif pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
+                raise doc.error(FieldError(
+                    "value",
+                    f"Invalid value: {pc.value}: maximum allowed value of a user defined priority is "
+                    f"{HIGHEST_USER_DEFINABLE_PRIORITY}",
+                ))
+            if pc.value < -(2**31):
+                raise doc.error(FieldError("value", f"Invalid value: {pc.value}: must fit in a 32-bit integer"))
+            if pc.preemption_policy is None:
+                pc.preemption_policy = "PreemptLowerPriority"
+            elif pc.preemption_policy not in PREEMPTION_POLICIES:
+                raise doc.error(FieldError(
+                    "preemptionPolicy",
+                    f'Unsupported value: "{pc.preemption_policy}": supported values: "PreemptLowerPriority", "Never"',
+                ))
+            if pc.global_default:
+                if default is not None:
+                    raise doc.error(
+                        f"PriorityClass {default.metadata.name} is already marked as default. Only one default can "
+                        "exist"
+                    )
+                default = pc
+            pc.metadata.uid = pc.metadata.uid or stable_uid("PriorityClass", name)
+            out[name] = pc
+        for name, value in SYSTEM_PRIORITY_CLASSES.items():
+            if name not in out:
+                out[name] = PriorityClass(
+                    metadata=ObjectMeta(name=name, uid=stable_uid("PriorityClass", name)),
+                    value=value,
+                    preemption_policy="PreemptLowerPriority",
+                )
+        return list(out.values())
+
+    def _resolve_priority(self, pod: Pod) -> None:
+        """The Priority admission plugin, on create."""
+        spec = pod.spec
+        meta = pod.metadata
+        if spec.priority is not None and (meta.resource_version or meta.creation_timestamp):
+            # An object exported from a cluster was admitted long ago: it keeps its priority even
+            # if its class has since changed or gone (as it does in the cluster).
+            spec.preemption_policy = spec.preemption_policy or "PreemptLowerPriority"
+            return
+        if spec.priority_class_name:
+            pc = self.classes.get(spec.priority_class_name)
+            if pc is None:
+                raise FieldError(
+                    "spec.priorityClassName", f"no PriorityClass with name {spec.priority_class_name} was found"
+                )
+            value, policy = pc.value, pc.preemption_policy
+        elif self.default_class is not None:
+            spec.priority_class_name = self.default_class.metadata.name
+            value, policy = self.default_class.value, self.default_class.preemption_policy
+        else:
+            value, policy = 0, "PreemptLowerPriority"
+        if spec.priority is not None and spec.priority != value:
+            raise FieldError(
+                "spec.priority",
+                f"the integer value of priority ({spec.priority}) must not be provided in pod spec; priority "
+                f"admission controller computed {value} from the given PriorityClass name",
+            )
+        if spec.preemption_policy is not None and policy is not None and spec.preemption_policy != policy:
+            raise FieldError(
+                "spec.preemptionPolicy",
+                f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be provided in pod spec; "
+                f"priority admission controller computed {policy} from the given PriorityClass name",
+            )
+        spec.priority = value
+        spec.preemption_policy = policy
+
+    # nodes -------------------------------------------------------------------------------------
+
+    def _nodes(self, doc: _Doc) -> list[Node]:
+        try:
+            timing = _timing(wl.sim_annotations(doc.meta, "metadata"))
+        except FieldError as exc:
+            raise doc.error(exc) from None
+        self._warn_unknown_sim(doc, doc.meta.annotations, "metadata")
+        names = self._names(doc, "Node", timing.count)
+        out = []
+        for name in names:
+            node: Node = self._decode(doc, Node)
+            node.metadata.name = name
+            node.metadata.namespace = ""
+            try:
+                self._finish_node(node)
+            except FieldError as exc:
+                raise doc.error(exc) from None
+            out.append(node)
+        if out and not out[0].status.capacity and set(out[0].status.allocatable) == {"pods"}:
+            self.warnings.append(
+                f"{doc.origin}: {doc.describe()} declares neither status.allocatable nor status.capacity: "
+                "no pod that requests cpu or memory fits on it"
+            )
+        return out
+
+    def _finish_node(self, node: Node) -> None:
+        status = node.status
+        source = "status.allocatable"
+        if not status.allocatable and status.capacity:
+            status.allocatable = dict(status.capacity)
+            source = "status.capacity"
+        for where, values in ((source, status.allocatable), ("status.capacity", status.capacity)):
+            for resource, raw in values.items():
+                try:
+                    value = resource_value(resource, raw)
+                except QuantityError as exc:
+                    raise FieldError(f"{where}[{resource}]", str(exc)) from None
+                if value < 0:
+                    raise FieldError(f"{where}[{resource}]", f"must be non-negative, got {raw!r}")
+        if "pods" not in status.allocatable:
+            status.allocatable["pods"] = DEFAULT_MAX_PODS
+        labels = node.metadata.labels
+        labels.setdefault("kubernetes.io/hostname", node.metadata.name)
+        labels.setdefault("kubernetes.io/os", "linux")
+        labels.setdefault("kubernetes.io/arch", "amd64")
+        if node.spec.unschedulable and not any(
+            t.key == UNSCHEDULABLE_TAINT and t.effect == "NoSchedule" for t in node.spec.taints
+        ):
+            node.spec.taints.append(Taint(key=UNSCHEDULABLE_TAINT, effect="NoSchedule"))
+        node.metadata.uid = node.metadata.uid or stable_uid("Node", node.metadata.name)
+
+    def _names(self, doc: _Doc, scope: str, count: int | None) -> list[str]:
+        """Names for a Pod/Node document: its own, or `count` copies of it."""
+        ns = doc.namespace
+        meta = doc.meta
+        if count is None:
+            if meta.name:
+                self.namer.reserve(scope, ns, meta.name)
+                return [meta.name]
+            return [self._generate(scope, ns, meta.generate_name)]
+        if meta.name:
+            names = [f"{meta.name}-{i}" for i in range(count)]
+            for name in names:
+                if not self.namer.reserve(scope, ns, name):
+                    raise doc.error(f"copy {name!r} ({SIM_COUNT}) clashes with another {scope} of that name")
+            return names
+        return [self._generate(scope, ns, meta.generate_name) for _ in range(count)]
+
+    def _generate(self, scope: str, ns: str, prefix: str) -> str:
+        key = (scope, ns, prefix)
+        n = self.generate_counters.get(key, 0)
+        self.generate_counters[key] = n + 1
+        return self.namer.generate(scope, ns, prefix, f"{scope}/{ns}/{prefix}/{n}")
+
+    # pods ------------------------------------------------------------------------------------
+
+    def _adoption(self) -> wl.Adoption:
+        """Reserve explicit pod names (so generated ones never clash) and note which workloads
+        already have pods or ReplicaSets in the input."""
+        adoption = wl.Adoption()
+        for doc in self.docs["Pod"]:
+            if doc.name and SIM_COUNT not in doc.meta.annotations:
+                self.namer.reserve("Pod", doc.namespace, doc.name)
+            owner = wl.controller_of(doc.meta)
+            status = doc.raw.get("status")
+            phase = status.get("phase") if isinstance(status, dict) else None
+            if owner is not None and doc.name and phase not in ("Succeeded", "Failed"):
+                adoption.pods.setdefault((doc.namespace, owner[0], owner[1]), []).append(doc.name)
+        for doc in self.docs["ReplicaSet"]:
+            owner = wl.controller_of(doc.meta)
+            if owner is not None and owner[0] == "Deployment":
+                adoption.deployments_with_replicaset.add((doc.namespace, owner[1]))
+        return adoption
+
+    def _pods(self, doc: _Doc) -> list[SimPod]:
+        try:
+            sim = wl.sim_annotations(doc.meta, "metadata")
+            timing = _timing(sim)
+        except FieldError as exc:
+            raise doc.error(exc) from None
+        self._warn_unknown_sim(doc, doc.meta.annotations, "metadata")
+        out = []
+        explicit = bool(doc.name) and timing.count is None
+        names = [doc.name] if explicit else self._names(doc, "Pod", timing.count)
+        for i, name in enumerate(names):
+            try:
+                pod: Pod = decode(doc.raw, Pod, "Pod")
+                pod.metadata.name = name
+                pod.metadata.namespace = doc.namespace
+                self._finish_pod(pod)
+            except FieldError as exc:
+                raise doc.error(exc) from None
+            out.append(SimPod(pod, timing.arrival_of(i), timing.duration))
+        return out
+
+    def _finish_pod(self, pod: Pod) -> None:
+        meta, spec = pod.metadata, pod.spec
+        meta.uid = meta.uid or stable_uid("Pod", meta.namespace, meta.name)
+        spec.scheduler_name = spec.scheduler_name or DEFAULT_SCHEDULER
+        spec.restart_policy = spec.restart_policy or "Always"
+        pod.status.phase = pod.status.phase or "Pending"
+        if spec.scheduling_gates and spec.node_name:
+            raise FieldError("spec.schedulingGates", "Forbidden: cannot be set when spec.nodeName is set")
+        _add_default_tolerations(spec.tolerations)
+        self._resolve_priority(pod)
+        try:
+            make_pod_info(pod)
+        except PodError as exc:
+            raise _pod_field_error(pod, exc) from None
+
+    # workloads -----------------------------------------------------------------------------------
+
+    def _expand(self, doc: _Doc, adoption: wl.Adoption) -> wl.Expansion:
+        try:
+            return wl.expand(doc.kind, doc.raw, doc.namespace, self.namer, adoption)
+        except FieldError as exc:
+            raise doc.error(exc) from None
+
+    def _workload_pods(self, doc: _Doc, expansion: wl.Expansion) -> list[SimPod]:
+        try:
+            timing = _timing(expansion.sim)
+        except FieldError as exc:
+            raise doc.error(exc) from None
+        if timing.count is not None:
+            where = expansion.sim[SIM_COUNT][1]
+            raise doc.error(FieldError(where, f"{SIM_COUNT} applies to Pods and Nodes; use the workload's "
+                                              "spec.replicas (or a Job's parallelism)"))
+        self._warn_unknown_sim(doc, doc.meta.annotations, "metadata")
+        template = (doc.raw.get("spec") or {}).get("template") or {}
+        self._warn_unknown_sim(doc, (template.get("metadata") or {}).get("annotations") or {},
+                               "spec.template.metadata")
+        # The template is checked once with the error pointing into it; its replicas differ only
+        # in names and controller labels.
+        if expansion.probe is not None:
+            try:
+                self._finish_pod(decode(expansion.probe, Pod, "Pod"))
+            except FieldError as exc:
+                raise doc.error(exc, "spec.template") from None
+        out = []
+        for replica in expansion.pods:
+            try:
+                pod: Pod = decode(replica.manifest, Pod, "Pod")
+                self._finish_pod(pod)
+            except FieldError as exc:
+                raise doc.error(f"pod {replica.manifest['metadata']['name']}: {exc}") from None
+            out.append(SimPod(pod, timing.arrival_of(replica.ordinal), timing.duration))
+        return out
+
+    def _warn_unknown_sim(self, doc: _Doc, annotations: Any, where: str) -> None:
+        if not isinstance(annotations, dict):
+            return
+        for key in annotations:
+            if isinstance(key, str) and key.startswith(wl.SIM_PREFIX) and key not in SIM_ANNOTATIONS:
+                known = ", ".join(sorted(SIM_ANNOTATIONS))
+                self.warnings.append(
+                    f"{doc.origin}: {doc.describe()}: {where}.annotations[{key}]: unknown simulation annotation "
+                    f"(known: {known})"
+                )
+
+
+def _add_default_tolerations(tolerations: list[Toleration]) -> None:
+    """DefaultTolerationSeconds admission: tolerate a not-ready or unreachable node for 300s
+    unless the pod already tolerates that taint's NoExecute effect."""
+    for key in (NOT_READY_TAINT, UNREACHABLE_TAINT):
+        if any(t.key in ("", key) and t.effect in ("", "NoExecute") for t in tolerations):
+            continue
+        tolerations.append(
+            Toleration(key=key, operator="Exists", effect="NoExecute", toleration_seconds=DEFAULT_TOLERATION_SECONDS)
+        )
+
+
+def _pod_field_error(pod: Pod, exc: PodError) -> FieldError:
+    text = str(exc)
+    prefix = f"pod {pod.key}: "
+    if text.startswith(prefix):
+        text = text[len(prefix) :]
+    path, sep, message = text.partition(": ")
+    if sep and " " not in path:
+        return FieldError(path, message)
+    return FieldError("", text)
+
+
+# --- entry points ------------------------------------------------------------------------------
+
+
+def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dict[str, Any]],
+                 source: str = "<input>") -> ClusterInput:
+    """Build a cluster from already-parsed objects (dicts, or (Origin, dict) pairs)."""
+    loader = _Loader()
+    for i, entry in enumerate(objects, 1):
+        if isinstance(entry, tuple):
+            origin, data = entry
+            loader.add(origin, data)
+        else:
+            for origin, obj in _objects(Origin(source, i), entry):
+                loader.add(origin, obj)
+    return loader.build()
+
+
+def load_paths(paths: Sequence[str | Path] | str | Path) -> ClusterInput:
+    """Read manifest files and directories into a ClusterInput; ManifestError on bad input."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files = _files(paths)
+    if not files:
+        raise ManifestError(f"no manifest files (*.yaml, *.yml, *.json) in {', '.join(str(p) for p in paths)}")
+
+    def objects() -> Iterator[tuple[Origin, dict[str, Any]]]:
+        for f in files:
+            for origin, data in _documents(f):
+                yield from _objects(origin, data)
+
+    cluster = load_objects(objects())
+    if len(paths) == 1:
+        only = Path(paths[0])
+        cluster.name = only.stem if only.is_file() else only.name
+    else:
+        cluster.name = "+".join(Path(p).stem for p in paths)
+    cluster.description = f"manifests from {', '.join(str(p) for p in paths)}"
+    return cluster
+
+
+def load_scenario(ref: str) -> ClusterInput:
+    """A built-in scenario by name, else a path to manifests."""
+    from kubesched.backends.sim.scenarios import load_scenario as _load
+
+    return _load(ref)
+
+
+def builtin_scenarios() -> dict[str, str]:
+    """Built-in scenario name -> one-line description."""
+    from kubesched.backends.sim.scenarios import builtin_scenarios as _builtin
+
+    return _builtin()

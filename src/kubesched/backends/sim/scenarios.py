@@ -1,0 +1,48 @@
+"""Built-in simulator scenarios: manifest files shipped in kubesched/scenarios/.
+
+Each scenario is one ordinary multi-document YAML file (readable, copyable, and loaded by
+the same code as a user's manifests); this module only maps names to files.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_paths
+
+DEFAULT_SCENARIO = "web-batch"
+
+_SCENARIOS: dict[str, str] = {
+    "web-batch": (
+        "40 nodes in 3 zones (GPU pool, cordoned nodes): web Deployments with spreading and anti-affinity, a "
+        "cache StatefulSet, batch and GPU Jobs arriving over time, a late high-priority service that preempts"
+    ),
+    "basic": "scheduler_perf SchedulingBasic: 100 nodes (4 CPU, 32Gi, 110 pods), 500 pause pods (100m, 500Mi)",
+    "preemption": "5 nodes full of low-priority pods, then high-priority pods that must preempt them",
+}
+
+
+def builtin_scenarios() -> dict[str, str]:
+    """Built-in scenario name -> one-line description."""
+    return dict(_SCENARIOS)
+
+
+def scenario_path(name: str) -> Path:
+    """The manifest file of a built-in scenario."""
+    if name not in _SCENARIOS:
+        raise KeyError(name)
+    return Path(str(resources.files("kubesched") / "scenarios" / f"{name}.yaml"))
+
+
+def load_scenario(ref: str) -> ClusterInput:
+    """A built-in scenario by name, else manifests at a path (file or directory)."""
+    if ref in _SCENARIOS:
+        cluster = load_paths([scenario_path(ref)])
+        cluster.name = ref
+        cluster.description = _SCENARIOS[ref]
+        return cluster
+    if Path(ref).exists():
+        return load_paths([ref])
+    known = ", ".join(sorted(_SCENARIOS))
+    raise ManifestError(f"{ref}: no such file, directory or built-in scenario (built-in: {known})")

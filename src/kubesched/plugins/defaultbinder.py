@@ -1,0 +1,42 @@
+"""DefaultBinder: binds the pod to its node through the cluster backend (the Binding subresource
+in a real cluster, an immediate assignment in the simulator), as kube's DefaultBinder does.
+
+A failed bind comes back as the backend's status; an exception from the backend becomes an
+Error status carrying its message, as kube turns the API error into the bind plugin's status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol, cast
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.framework.interface import BindPlugin, Code, CycleState, Handle, Plugin, Status
+
+NAME = "DefaultBinder"
+
+log = logging.getLogger(__name__)
+
+
+class _BindingHandle(Protocol):
+    async def bind(self, pi: PodInfo, node: str) -> Status | None: ...
+
+
+class DefaultBinder(Plugin, BindPlugin):
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        if isinstance(args, Mapping) and args:
+            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        super().__init__(None, handle)
+
+    async def bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        if self.handle is None:
+            return Status(Code.ERROR, (f"{NAME} has no framework handle to bind with",), NAME)
+        handle = cast(_BindingHandle, self.handle)
+        try:
+            return await handle.bind(pi, node)
+        except Exception as exc:  # the backend's failure is the bind's status, not a crash
+            log.error("binding %s to %s failed: %s", pi.key, node, exc, exc_info=True)
+            return Status(Code.ERROR, (str(exc) or type(exc).__name__,), NAME)

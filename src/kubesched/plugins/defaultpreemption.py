@@ -1,0 +1,602 @@
+"""DefaultPreemption: when a pod fits nowhere, make room for it by evicting lower-priority pods.
+
+The PostFilter of kube-scheduler's default profile, with its semantics:
+
+- Eligibility: a pod with preemptionPolicy Never never preempts. A pod nominated to a node by an
+  earlier preemption does not preempt again while a lower-priority pod there is still terminating
+  because of that preemption (unless its nominated node is now rejected as unresolvable). Note
+  that the scheduler drops terminating pods from its cache, so in kubesched that second rule only
+  fires for pods the cache still holds.
+- Candidates: only nodes that failed the Filters with Unschedulable; nodes rejected as
+  UnschedulableAndUnresolvable, or cut by a PreFilter result, cannot be helped by evicting pods.
+  They are dry-run in the order of the table starting at a random offset, until
+  max(minCandidateNodesPercentage% of them, minCandidateNodesAbsolute) candidates are found.
+- On each node the victims are chosen as kube's SelectVictimsOnNode does: every pod of lower
+  priority is taken off; if the pod still does not fit, the node is no candidate. Otherwise the
+  potential victims are put back one at a time, most important first (higher priority, then
+  earlier start), and each one that keeps the preemptor fitting is spared. Fitting means passing
+  every Filter with the node's nominated pods of equal or higher priority counted, and without
+  them, as kube's RunFilterPluginsWithNominatedPods.
+- The node is chosen as kube's pickOneNodeForPreemption: fewest PodDisruptionBudget violations,
+  then the lowest highest-victim priority, the smallest sum of victim priorities, the fewest
+  victims, the latest earliest start among the highest-priority victims, then the first.
+- The victims are deleted (pods still waiting at Permit are rejected instead), each gets a
+  "Preempted" event, lower-priority pods nominated to the node lose their nomination, and the
+  preemptor is nominated to the node.
+- Failures carry kube's messages, prefixed "preemption: ", e.g.
+  "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+
+PodDisruptionBudgets are not modelled yet: every candidate has 0 PDB violations and no victim is
+tried first for violating one.
+
+Cost: the Filters here run over the whole table at once, so one "does it fit" question costs a
+filter pass whatever the number of rows asked about. When no PreFilter extension (AddPod/RemovePod)
+is active for the pod, a row's verdict depends only on that row and the cycle state, so the dry
+run takes the victims off a batch of candidate rows together and asks once per batch (one pass for
+the removal, one per reprieve step). Otherwise every node is dry-run on its own cloned CycleState,
+exactly as kube does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kubesched.api.objects import Pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.framework.interface import (
+    Code,
+    CycleState,
+    Diagnosis,
+    Handle,
+    Plugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    Status,
+)
+from kubesched.observe.record import fit_error_message
+
+if TYPE_CHECKING:
+    from kubesched.cache.cache import Cache
+    from kubesched.cache.nodetable import NodeTable
+    from kubesched.framework.runtime import Framework
+    from kubesched.framework.waiting import WaitingPod
+
+NAME = "DefaultPreemption"
+
+MESSAGE_PREFIX = "preemption: "
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_NODES = "no nodes available"
+PREEMPTED_REASON = "Preempted"
+WAITING_POD_MESSAGE = "preempted"
+
+_INT32_MAX = 2**31 - 1
+# kube shifts priorities by MaxInt32+1 before summing so negative priorities add up sensibly.
+_PRIORITY_SHIFT = 2**31
+# A pod that has not started counts as starting "now": later than any recorded start.
+_NOT_STARTED = math.inf
+
+log = logging.getLogger(__name__)
+
+
+def preempted_message(preemptor: PodInfo, node: str) -> str:
+    """The Preempted event's message on a victim, as kube words it."""
+    return f"Preempted by pod {preemptor.uid} on node {node}"
+
+
+def expected_victim_error(node: str) -> str:
+    return f'expected at least one victim pod on node "{node}"'
+
+
+# --- args -----------------------------------------------------------------------------------------
+
+
+class DefaultPreemptionArgs(BaseModel):
+    """kube's DefaultPreemptionArgs: how many candidate nodes a preemption dry-runs at least."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    min_candidate_nodes_percentage: int = Field(default=10, alias="minCandidateNodesPercentage", strict=True)
+    min_candidate_nodes_absolute: int = Field(default=100, alias="minCandidateNodesAbsolute", strict=True)
+
+    @model_validator(mode="after")
+    def _validate(self) -> DefaultPreemptionArgs:
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        if not 0 <= pct <= 100:
+            raise ValueError(f"minCandidateNodesPercentage: not in valid range [0, 100], got {pct}")
+        if absolute < 0:
+            raise ValueError(f"minCandidateNodesAbsolute: not in valid range [0, inf), got {absolute}")
+        if absolute > _INT32_MAX:
+            raise ValueError(f"minCandidateNodesAbsolute: must fit in a 32-bit integer, got {absolute}")
+        if pct == 0 and absolute == 0:
+            raise ValueError(
+                "minCandidateNodesPercentage: cannot be zero at the same time as minCandidateNodesAbsolute"
+            )
+        return self
+
+
+# --- what the plugin needs from its handle ---------------------------------------------------------------
+
+
+class _PreemptionHandle(Protocol):
+    """The framework handle's services preemption uses (kubesched.handle.FrameworkHandle)."""
+
+    @property
+    def cache(self) -> Cache: ...
+
+    @property
+    def table(self) -> NodeTable: ...
+
+    @property
+    def framework(self) -> Framework: ...
+
+    def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None: ...
+
+    def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None: ...
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
+
+    def nominate(self, pi: PodInfo, node: str | None) -> None: ...
+
+    def nominated_pods(self, node: str) -> list[PodInfo]: ...
+
+    def waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+
+# --- pod ordering ------------------------------------------------------------------------------------------
+
+
+def start_time(pi: PodInfo) -> float:
+    """status.startTime in seconds since the epoch; a pod that has not started counts as "now"."""
+    cached = pi.extra.get(NAME)
+    if cached is not None:
+        return cast(float, cached)
+    raw = pi.pod.status.start_time
+    value = _NOT_STARTED
+    if raw:
+        try:
+            value = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            value = _NOT_STARTED
+    pi.extra[NAME] = value
+    return value
+
+
+def importance_key(pi: PodInfo) -> tuple[int, float]:
+    """Ascending order of this key is kube's MoreImportantPod order: higher priority first, then
+    the pod that started earlier."""
+    return (-pi.priority, start_time(pi))
+
+
+def _terminating_by_preemption(pod: Pod) -> bool:
+    if not pod.metadata.deletion_timestamp:
+        return False
+    for cond in pod.status.conditions:
+        if cond.type == "DisruptionTarget":
+            return cond.status == "True" and cond.reason == "PreemptionByScheduler"
+    return False
+
+
+# --- candidates -----------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node where evicting `victims` (most important first) lets the preemptor fit."""
+
+    row: int
+    node: str
+    victims: list[PodInfo]
+    pdb_violations: int = 0
+
+
+@dataclass(slots=True)
+class _DryRun:
+    candidates: list[Candidate] = field(default_factory=list)
+    # Why the other examined nodes are no candidates: reason -> number of nodes.
+    reasons: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    examined: int = 0
+
+    def count(self, reason: str, nodes: int = 1) -> None:
+        self.reasons[reason] = self.reasons.get(reason, 0) + nodes
+
+
+def _earliest_top_start(victims: Sequence[PodInfo]) -> float:
+    """Earliest start among the victims of the highest priority (kube's GetEarliestPodStartTime)."""
+    top = max(v.priority for v in victims)
+    return min(start_time(v) for v in victims if v.priority == top)
+
+
+_PICK_CRITERIA: tuple[Any, ...] = (
+    lambda c: -c.pdb_violations,
+    lambda c: -c.victims[0].priority,
+    lambda c: -sum(v.priority + _PRIORITY_SHIFT for v in c.victims),
+    lambda c: -len(c.victims),
+    lambda c: _earliest_top_start(c.victims),
+)
+
+
+def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
+    """kube's pickOneNodeForPreemption: each criterion keeps the best-scoring candidates and the next
+    one only breaks ties; the first of the remaining ties wins."""
+    remaining = list(candidates)
+    if len(remaining) <= 1:
+        return remaining[0] if remaining else None
+    for criterion in _PICK_CRITERIA:
+        scores = [criterion(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+class _Taken:
+    """Pods taken off table rows for a what-if, each put back exactly once."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.out: dict[tuple[int, str], PodInfo] = {}
+
+    def take(self, row: int, pi: PodInfo) -> None:
+        self.table.remove_pod(row, pi)
+        self.out[(row, pi.uid)] = pi
+
+    def put_back(self, row: int, pi: PodInfo) -> None:
+        del self.out[(row, pi.uid)]
+        self.table.add_pod(row, pi)
+
+    def restore(self) -> None:
+        for (row, _uid), pi in self.out.items():
+            self.table.add_pod(row, pi)
+        self.out.clear()
+
+
+@contextmanager
+def _taking(table: NodeTable) -> Iterator[_Taken]:
+    taken = _Taken(table)
+    try:
+        yield taken
+    finally:
+        taken.restore()
+
+
+def _mask(size: int, rows: Sequence[int]) -> np.ndarray:
+    out = np.zeros(size, dtype=bool)
+    if rows:
+        out[np.fromiter(rows, dtype=np.intp, count=len(rows))] = True
+    return out
+
+
+def _fit(arr: np.ndarray, size: int) -> np.ndarray:
+    """A per-row mask cut or padded (False) to `size` rows."""
+    if len(arr) >= size:
+        return arr[:size]
+    out = np.zeros(size, dtype=bool)
+    out[: len(arr)] = arr
+    return out
+
+
+# --- the plugin -----------------------------------------------------------------------------------------
+
+
+class DefaultPreemption(Plugin, PostFilterPlugin):
+    name: ClassVar[str] = NAME
+    Args: ClassVar[type[BaseModel]] = DefaultPreemptionArgs
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        if isinstance(args, Mapping):
+            args = DefaultPreemptionArgs.model_validate(args)
+        super().__init__(args or DefaultPreemptionArgs(), handle)
+        # kube draws the dry run's start offset at random; a fixed seed keeps simulations repeatable.
+        self.rng = random.Random(0)
+        # Deletions in flight: the loop holds tasks only weakly.
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def _handle(self) -> _PreemptionHandle:
+        if self.handle is None:
+            raise RuntimeError(f"{NAME} needs a framework handle")
+        return cast(_PreemptionHandle, self.handle)
+
+    # --- sizing (kube's calculateNumCandidates / GetOffsetAndNumCandidates) ---------------------------
+
+    def num_candidates(self, num_nodes: int) -> int:
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def offset(self, num_nodes: int) -> int:
+        return self.rng.randrange(num_nodes) if num_nodes > 0 else 0
+
+    # --- PostFilter ----------------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        result, status = self._preempt(state, pi, diagnosis)
+        if status is not None and status.reasons:
+            status = Status(status.code, (MESSAGE_PREFIX + status.message(),), NAME)
+        return result, status
+
+    def _preempt(
+        self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        handle = self._handle
+        table = handle.table
+        eligible, why = self.eligible(pi, diagnosis)
+        if not eligible:
+            return None, Status(Code.UNSCHEDULABLE, (why,))
+        num_nodes = len(table)
+        if num_nodes == 0:
+            return None, Status(Code.ERROR, (NO_NODES,))
+        potential = self.potential_rows(diagnosis)
+        run = _DryRun()
+        if potential.size:
+            k = int(potential.size)
+            offset = self.offset(k)
+            order = np.concatenate((potential[offset:], potential[:offset])).tolist()
+            wanted = self.num_candidates(k)
+            run = self.dry_run(state, pi, order, wanted if wanted > 0 else k)
+            if wanted <= 0:
+                # kube still dry-runs every node but keeps no candidate; the nodes that would have
+                # been one get no status of their own.
+                run.examined -= len(run.candidates)
+                run.candidates = []
+        if not run.candidates:
+            if run.errors:
+                return None, Status(Code.ERROR, (_aggregate(run.errors),))
+            reasons = dict(run.reasons)
+            absent = num_nodes - run.examined
+            if absent > 0:
+                reasons[NOT_HELPFUL] = reasons.get(NOT_HELPFUL, 0) + absent
+            if pi.pod.status.nominated_node_name:
+                # kube clears the nomination of a pod that preemption cannot help.
+                handle.nominate(pi, None)
+            return None, Status(Code.UNSCHEDULABLE, (fit_error_message(num_nodes, reasons.items()),))
+        best = pick_one_node(run.candidates)
+        assert best is not None
+        self.prepare(pi, best)
+        return PostFilterResult(nominated_node=best.node), None
+
+    def eligible(self, pi: PodInfo, diagnosis: Diagnosis) -> tuple[bool, str]:
+        """kube's PodEligibleToPreemptOthers."""
+        if pi.preempt_never:
+            return False, NOT_ELIGIBLE_NEVER
+        nominated = pi.pod.status.nominated_node_name
+        if not nominated:
+            return True, ""
+        table = self._handle.table
+        row = table.index.get(nominated)
+        if row is None:
+            return True, ""
+        unresolvable = diagnosis.unresolvable
+        if unresolvable is not None and row < len(unresolvable) and unresolvable[row]:
+            return True, ""
+        if diagnosis.evaluated is not None and row < len(diagnosis.evaluated) and not diagnosis.evaluated[row]:
+            return True, ""  # cut by a PreFilter result: kube's status for such nodes is unresolvable
+        for other in table.pods[row].values():
+            if other.priority < pi.priority and _terminating_by_preemption(other.pod):
+                return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    def potential_rows(self, diagnosis: Diagnosis) -> np.ndarray:
+        """Rows that failed with Unschedulable only: the nodes evicting pods might help."""
+        table = self._handle.table
+        size = table.size
+        mask = table.present[:size].copy()
+        if diagnosis.unresolvable is not None:
+            mask &= ~_fit(diagnosis.unresolvable, size)
+        if diagnosis.evaluated is not None:
+            mask &= _fit(diagnosis.evaluated, size)
+        return np.flatnonzero(mask)
+
+    # --- the dry run ------------------------------------------------------------------------------------------
+
+    def dry_run(self, state: CycleState, pi: PodInfo, order: list[int], wanted: int) -> _DryRun:
+        """Examines the rows in `order` until `wanted` candidates are found (kube's DryRunPreemption)."""
+        run = _DryRun()
+        if self.extensions_active(state):
+            for row in order:
+                if len(run.candidates) >= wanted:
+                    break
+                self._dry_run_node(state, pi, row, run)
+            return run
+        pos = 0
+        while pos < len(order) and len(run.candidates) < wanted:
+            chunk = order[pos : pos + wanted - len(run.candidates)]
+            pos += len(chunk)
+            self._dry_run_batch(state, pi, chunk, run)
+        return run
+
+    def extensions_active(self, state: CycleState) -> bool:
+        """Whether some PreFilter AddPod/RemovePod extension keeps state for this pod: then each node
+        needs its own cloned state and the rows cannot be evaluated together."""
+        framework = self._handle.framework
+        return any(p.name not in state.skip_filter for p in framework.prefilter_extensions)  # type: ignore[attr-defined]
+
+    def _lower_priority_pods(self, pi: PodInfo, row: int) -> list[PodInfo]:
+        pods = [p for p in self._handle.table.pods[row].values() if p.priority < pi.priority]
+        pods.sort(key=importance_key)
+        return pods
+
+    def _nominated_ahead(self, pi: PodInfo, row: int) -> list[PodInfo]:
+        """Pods nominated to the row's node that the preemptor must leave room for."""
+        node = self._handle.table.name_of(row)
+        return [p for p in self._handle.nominated_pods(node) if p.uid != pi.uid and p.priority >= pi.priority]
+
+    def _fits(
+        self, state: CycleState, pi: PodInfo, rows: Sequence[int], nominated: Mapping[int, list[PodInfo]]
+    ) -> tuple[np.ndarray, list[tuple[str, str, int]], list[str]]:
+        """Which of `rows` pass every Filter, counting their nominated pods and not counting them
+        (kube's RunFilterPluginsWithNominatedPods), plus why the others fail and any errors."""
+        handle = self._handle
+        framework = handle.framework
+        table = handle.table
+        mask = _mask(table.size, rows)
+        with_nominated = [r for r in rows if nominated.get(r)]
+        trial = state.clone() if with_nominated else state
+        added: list[tuple[int, PodInfo]] = []
+        try:
+            for row in with_nominated:
+                for p in nominated[row]:
+                    table.add_pod(row, p)
+                    added.append((row, p))
+                    handle.run_prefilter_add_pod(trial, pi, p, row)
+            first = framework.run_filters(trial, pi, mask.copy(), explain=True)
+        finally:
+            for row, p in added:
+                table.remove_pod(row, p)
+        alive = first.alive
+        rejections = list(first.rejections)
+        errors = [first.error.message()] if first.error is not None else []
+        if with_nominated:
+            again = alive & _mask(table.size, with_nominated)
+            if again.any():
+                second = framework.run_filters(state, pi, again.copy(), explain=True)
+                alive = alive & ~(again & ~second.alive)
+                rejections.extend(second.rejections)
+                if second.error is not None:
+                    errors.append(second.error.message())
+        return alive, rejections, errors
+
+    def _record_failures(self, run: _DryRun, rejections: list[tuple[str, str, int]], errors: list[str]) -> None:
+        for _plugin, reason, count in rejections:
+            run.count(reason, count)
+        run.errors.extend(errors)
+
+    def _dry_run_batch(self, state: CycleState, pi: PodInfo, rows: list[int], run: _DryRun) -> None:
+        """Dry-runs several nodes at once; only valid when no PreFilter extension is active."""
+        table = self._handle.table
+        run.examined += len(rows)
+        victims_of: dict[int, list[PodInfo]] = {}
+        for row in rows:
+            pods = self._lower_priority_pods(pi, row)
+            if pods:
+                victims_of[row] = pods
+            else:
+                run.count(NO_VICTIMS)
+        if not victims_of:
+            return
+        nominated = {row: n for row in victims_of if (n := self._nominated_ahead(pi, row))}
+        chosen: dict[int, list[PodInfo]] = {}
+        with _taking(table) as taken:
+            for row, pods in victims_of.items():
+                for p in pods:
+                    taken.take(row, p)
+            alive, rejections, errors = self._fits(state, pi, list(victims_of), nominated)
+            self._record_failures(run, rejections, errors)
+            fitting = [row for row in victims_of if alive[row]]
+            chosen = {row: [] for row in fitting}
+            longest = max((len(victims_of[row]) for row in fitting), default=0)
+            for step in range(longest):
+                trying = [row for row in fitting if len(victims_of[row]) > step]
+                for row in trying:
+                    taken.put_back(row, victims_of[row][step])
+                alive, _, _ = self._fits(state, pi, trying, nominated)
+                for row in trying:
+                    if not alive[row]:
+                        victim = victims_of[row][step]
+                        taken.take(row, victim)
+                        chosen[row].append(victim)
+        for row in fitting:
+            self._add_candidate(run, row, chosen[row])
+
+    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: _DryRun) -> None:
+        """Dry-runs one node on its own copy of the cycle state (kube's SelectVictimsOnNode)."""
+        handle = self._handle
+        table = handle.table
+        run.examined += 1
+        pods = self._lower_priority_pods(pi, row)
+        if not pods:
+            run.count(NO_VICTIMS)
+            return
+        nominated = {row: n} if (n := self._nominated_ahead(pi, row)) else {}
+        trial = state.clone()
+        victims: list[PodInfo] = []
+        with _taking(table) as taken:
+            for p in pods:
+                taken.take(row, p)
+                status = handle.run_prefilter_remove_pod(trial, pi, p, row)
+                if status is not None and status.code != Code.SUCCESS:
+                    run.errors.append(status.message())
+                    return
+            alive, rejections, errors = self._fits(trial, pi, [row], nominated)
+            if not alive[row]:
+                self._record_failures(run, rejections, errors)
+                return
+            for p in pods:
+                taken.put_back(row, p)
+                status = handle.run_prefilter_add_pod(trial, pi, p, row)
+                if status is not None and status.code != Code.SUCCESS:
+                    run.errors.append(status.message())
+                    return
+                alive, _, _ = self._fits(trial, pi, [row], nominated)
+                if not alive[row]:
+                    taken.take(row, p)
+                    status = handle.run_prefilter_remove_pod(trial, pi, p, row)
+                    if status is not None and status.code != Code.SUCCESS:
+                        run.errors.append(status.message())
+                        return
+                    victims.append(p)
+        self._add_candidate(run, row, victims)
+
+    def _add_candidate(self, run: _DryRun, row: int, victims: list[PodInfo]) -> None:
+        node = self._handle.table.name_of(row)
+        if not victims:
+            # The pod fits with nothing evicted: the Filters disagree with the failed cycle.
+            run.errors.append(expected_victim_error(node))
+            return
+        run.candidates.append(Candidate(row, node, victims))
+
+    # --- acting on the choice (kube's prepareCandidate) -----------------------------------------------------
+
+    def prepare(self, pi: PodInfo, best: Candidate) -> None:
+        handle = self._handle
+        message = preempted_message(pi, best.node)
+        for victim in best.victims:
+            if victim.pod.metadata.deletion_timestamp:
+                continue  # already going away: no second delete
+            waiting = handle.waiting_pod(victim.uid)
+            if waiting is not None:
+                # A pod held at Permit is not running yet: rejecting it frees the node.
+                waiting.reject(NAME, WAITING_POD_MESSAGE)
+                handle.record_event(victim, "Normal", PREEMPTED_REASON, message)
+                continue
+            self.spawn(handle.delete_pod(victim, message))
+        # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
+        for other in handle.nominated_pods(best.node):
+            if other.priority < pi.priority:
+                handle.nominate(other, None)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Runs a side effect in the background (PostFilter itself is synchronous)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("preemption side effect failed: %s", task.exception(), exc_info=task.exception())
+
+
+def _aggregate(errors: list[str]) -> str:
+    """Several errors as one message, as kube's error aggregate prints them."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"

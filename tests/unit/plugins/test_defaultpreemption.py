@@ -1,0 +1,602 @@
+"""DefaultPreemption, end to end: the real Scheduler and runtime over the simulated cluster backend,
+with a profile of real plugins, checked against kube-scheduler's documented preemption behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import pytest
+
+from builders import info, node, pod
+from kubesched.api.objects import Pod, PodCondition
+from kubesched.api.podinfo import PodInfo
+from kubesched.backends.sim.cluster import SimCluster
+from kubesched.clock import VirtualClock
+from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
+from kubesched.framework.interface import (
+    Code,
+    CycleState,
+    PermitPlugin,
+    Plugin,
+    Status,
+)
+from kubesched.framework.registry import Registry
+from kubesched.framework.runtime import Framework
+from kubesched.observe.record import DecisionRecord
+from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.defaultpreemption import (
+    NOT_ELIGIBLE_NEVER,
+    NOT_ELIGIBLE_TERMINATING,
+    Candidate,
+    DefaultPreemption,
+    DefaultPreemptionArgs,
+    importance_key,
+    pick_one_node,
+)
+from kubesched.plugins.nodeaffinity import NodeAffinity
+from kubesched.plugins.noderesourcesfit import NodeResourcesFit
+from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.podtopologyspread import PodTopologySpread
+from kubesched.plugins.prioritysort import PrioritySort
+from kubesched.scheduler import Scheduler
+
+PROFILE = "default-scheduler"
+
+
+class HoldAtPermit(Plugin, PermitPlugin):
+    """Test Permit plugin: pods labelled hold=yes wait at Permit (for an hour)."""
+
+    name: ClassVar[str] = "HoldAtPermit"
+
+    def permit(self, state: CycleState, pi: PodInfo, node: str) -> tuple[Status | None, float]:
+        if pi.labels.get("hold") == "yes":
+            return Status(Code.WAIT), 3600.0
+        return None, 0.0
+
+
+REGISTRY = Registry(
+    [
+        PrioritySort,
+        NodeUnschedulable,
+        NodeAffinity,
+        NodeResourcesFit,
+        PodTopologySpread,
+        DefaultPreemption,
+        DefaultBinder,
+        HoldAtPermit,
+    ]
+)
+PLUGINS = [
+    "PrioritySort",
+    "NodeUnschedulable",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "DefaultPreemption",
+    "DefaultBinder",
+]
+
+
+def make_config(plugins: Iterable[str] = PLUGINS, preemption_args: dict[str, Any] | None = None) -> SchedulerConfig:
+    profile: dict[str, Any] = {
+        "schedulerName": PROFILE,
+        "plugins": {"multiPoint": {"enabled": [{"name": n} for n in plugins], "disabled": [{"name": "*"}]}},
+    }
+    if preemption_args is not None:
+        profile["pluginConfig"] = [{"name": "DefaultPreemption", "args": preemption_args}]
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND, "profiles": [profile]}, REGISTRY)
+
+
+def running(name: str, node_name: str, cpu: str, priority: int, *, start: str | None = None, **kw: Any) -> Pod:
+    p = pod(name, cpu, priority=priority, node_name=node_name, **kw)
+    p.status.phase = "Running"
+    p.status.start_time = start
+    return p
+
+
+class Cluster:
+    """The scheduler wired to the simulated backend on a virtual clock."""
+
+    def __init__(
+        self, nodes: Iterable[Any], pods: Iterable[Pod] = (), *, config: SchedulerConfig | None = None
+    ) -> None:
+        self.clock = VirtualClock()
+        self.sim = SimCluster(self.clock)
+        self.sched = Scheduler(config or make_config(), self.sim, self.clock, registry=REGISTRY, seed=1)
+        self.sim.scheduler = self.sched
+        for n in nodes:
+            self.sched.on_node_add(n)
+        for p in pods:
+            self.sim.create_pod(p)
+
+    @property
+    def fwk(self) -> Framework:
+        return self.sched.frameworks[PROFILE]
+
+    @property
+    def plugin(self) -> DefaultPreemption:
+        plugin = self.fwk.instances["DefaultPreemption"]
+        assert isinstance(plugin, DefaultPreemption)
+        return plugin
+
+    def add(self, *pods: Pod) -> None:
+        for p in pods:
+            self.sim.create_pod(p)
+
+    async def settle(self, rounds: int = 200) -> None:
+        """Runs scheduling cycles, binding cycles, deletions and due timers until nothing moves."""
+        for _ in range(rounds):
+            self.clock.run_due()
+            while self.sched.schedule_one():
+                await asyncio.sleep(0)
+            await self.sched.drain_bindings()
+            while self.plugin.tasks:
+                await asyncio.gather(*list(self.plugin.tasks))
+            await asyncio.sleep(0)
+            if len(self.sched.queue):
+                continue
+            nxt = self.clock.next_time()
+            if nxt is None or not self.sched.queue.has_timed_work():
+                return
+            self.clock.advance_to(nxt)
+        raise AssertionError("the cluster did not settle")
+
+    async def cycle(self) -> DecisionRecord:
+        """One scheduling cycle, then the side effects it started."""
+        assert self.sched.schedule_one()
+        while self.plugin.tasks:
+            await asyncio.gather(*list(self.plugin.tasks))
+        return self.sched.recorder.recent[-1]
+
+    def node_of(self, name: str) -> str | None:
+        for p in self.sim.pods.values():
+            if p.metadata.name == name:
+                return p.spec.node_name or None
+        return None
+
+    def exists(self, name: str) -> bool:
+        return any(p.metadata.name == name for p in self.sim.pods.values())
+
+    def preempted(self) -> set[str]:
+        return {key.split("/", 1)[1] for key in self.sim.preempted}
+
+    def events(self, reason: str) -> list[tuple[str, str]]:
+        return [(e.pod.split("/", 1)[1], e.message) for e in self.sim.events if e.reason == reason]
+
+    def failure_messages(self, name: str) -> list[str]:
+        return [msg for who, msg in self.events("FailedScheduling") if who == name]
+
+    def uid(self, name: str) -> str:
+        for p in self.sim.pods.values():
+            if p.metadata.name == name:
+                return p.metadata.uid or ""
+        raise KeyError(name)
+
+
+# --- args -----------------------------------------------------------------------------------------
+
+
+def test_args_defaults() -> None:
+    args = DefaultPreemptionArgs()
+    assert args.min_candidate_nodes_percentage == 10
+    assert args.min_candidate_nodes_absolute == 100
+    parsed = DefaultPreemptionArgs.model_validate({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 5})
+    assert (parsed.min_candidate_nodes_percentage, parsed.min_candidate_nodes_absolute) == (0, 5)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"minCandidateNodesPercentage": -1}, "minCandidateNodesPercentage: not in valid range [0, 100]"),
+        ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage: not in valid range [0, 100]"),
+        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: not in valid range [0, inf)"),
+        (
+            {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+            "cannot be zero at the same time as minCandidateNodesAbsolute",
+        ),
+        ({"minCandidateNodesPercentage": "10"}, "valid integer"),
+        ({"minCandidateNodesAbsolute": 1.5}, "valid integer"),
+        ({"minCandidateNodes": 1}, "Extra inputs are not permitted"),
+    ],
+)
+def test_args_validation(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        DefaultPreemptionArgs.model_validate(raw)
+
+
+def test_args_through_configuration() -> None:
+    cfg = make_config(preemption_args={"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 1})
+    args = cfg.profiles[0].plugin_args["DefaultPreemption"]
+    assert isinstance(args, DefaultPreemptionArgs)
+    assert args.min_candidate_nodes_percentage == 50
+    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.args.*minCandidateNodesPercentage"):
+        make_config(preemption_args={"minCandidateNodesPercentage": 200})
+
+
+@pytest.mark.parametrize(
+    ("pct", "absolute", "nodes", "expected"),
+    [
+        (10, 100, 50, 50),  # the absolute floor is capped by the nodes there are
+        (10, 100, 5000, 500),  # 10% of 5000 is above the floor
+        (10, 100, 999, 100),  # 99 is below the floor
+        (0, 5, 50, 5),
+        (50, 1, 7, 3),  # 7 * 50 / 100 truncates to 3
+        (5, 0, 10, 0),  # 10 * 5 / 100 truncates to 0 and nothing raises it
+    ],
+)
+def test_num_candidates(pct: int, absolute: int, nodes: int, expected: int) -> None:
+    plugin = DefaultPreemption(
+        DefaultPreemptionArgs(minCandidateNodesPercentage=pct, minCandidateNodesAbsolute=absolute)
+    )
+    assert plugin.num_candidates(nodes) == expected
+
+
+# --- victims ---------------------------------------------------------------------------------------
+
+
+async def test_minimal_victims_are_the_least_important() -> None:
+    # A full 4-cpu node; the preemptor needs 2 cpu, so two of the four 1-cpu pods must go: the two
+    # of lowest priority, the others being spared in decreasing priority order.
+    c = Cluster(
+        [node("n1", cpu="4")],
+        [running(f"p{prio}", "n1", "1", prio) for prio in (1, 2, 3, 4)],
+    )
+    c.add(pod("high", "2", priority=10))
+    record = await c.cycle()
+    assert record.result == "unschedulable"
+    assert record.nominated == "n1"
+    assert c.preempted() == {"p1", "p2"}
+    assert c.exists("p3") and c.exists("p4")
+    await c.settle()
+    assert c.node_of("high") == "n1"
+
+
+async def test_reprieve_goes_by_priority_not_size() -> None:
+    # Evicting p5 alone would make room, but victims are spared most important first: p5 goes
+    # back and the preemptor still fits, then neither p3 nor p1 fits beside them.
+    c = Cluster(
+        [node("n1", cpu="4")],
+        [running("p5", "n1", "2", 5), running("p3", "n1", "1", 3), running("p1", "n1", "1", 1)],
+    )
+    c.add(pod("high", "2", priority=10))
+    await c.cycle()
+    assert c.preempted() == {"p3", "p1"}
+    assert c.exists("p5")
+
+
+async def test_equal_start_time_tie_keeps_older_pod() -> None:
+    # Same priority: the pod that started earlier is more important and is spared first.
+    c = Cluster(
+        [node("n1", cpu="2")],
+        [
+            running("young", "n1", "1", 1, start="2024-06-01T00:00:00Z"),
+            running("old", "n1", "1", 1, start="2024-01-01T00:00:00Z"),
+        ],
+    )
+    c.add(pod("high", "1", priority=10))
+    await c.cycle()
+    assert c.preempted() == {"young"}
+
+
+async def test_only_lower_priority_pods_are_victims() -> None:
+    # The equal-priority pod is untouchable: even with the lower one gone the pod does not fit,
+    # so the node is no candidate and nothing is evicted.
+    c = Cluster(
+        [node("n1", cpu="4")],
+        [running("same", "n1", "2", 10), running("low", "n1", "2", 5)],
+    )
+    c.add(pod("high", "4", priority=10))
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 Insufficient cpu.."
+    )
+
+
+async def test_no_lower_priority_pods_message() -> None:
+    c = Cluster(
+        [node(f"n{i}", cpu="2") for i in range(3)],
+        [running(f"p{i}", f"n{i}", "2", 100) for i in range(3)],
+    )
+    c.add(pod("high", "1", priority=10))
+    record = await c.cycle()
+    assert record.nominated is None
+    assert record.message == (
+        "0/3 nodes are available: 3 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+    )
+
+
+async def test_preemption_policy_never() -> None:
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
+    c.add(pod("high", "1", priority=10, spec={"preemptionPolicy": "Never"}))
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: " + NOT_ELIGIBLE_NEVER + "."
+    )
+    await c.settle()
+    assert c.exists("low") and c.node_of("high") is None
+
+
+async def test_unresolvable_nodes_are_not_candidates() -> None:
+    # n1 is cordoned (UnschedulableAndUnresolvable): its low-priority pods must survive although
+    # evicting them would make room; n2 has only more important pods.
+    c = Cluster(
+        [node("n1", cpu="2", unschedulable=True), node("n2", cpu="2")],
+        [running("low", "n1", "2", 1), running("vip", "n2", "2", 100)],
+    )
+    c.add(pod("high", "1", priority=10))
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message == (
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. "
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling.."
+    )
+
+
+async def test_all_nodes_unresolvable() -> None:
+    c = Cluster(
+        [node("n1", cpu="2", unschedulable=True), node("n2", cpu="2", unschedulable=True)],
+        [running("low", "n1", "2", 1)],
+    )
+    c.add(pod("high", "1", priority=10))
+    record = await c.cycle()
+    assert record.message == (
+        "0/2 nodes are available: 2 node(s) were unschedulable. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    )
+
+
+async def test_nodes_cut_by_prefilter_are_not_candidates() -> None:
+    # Required node affinity on metadata.name narrows the cycle to n1 in PreFilter; n2 (with an
+    # evictable pod) was never evaluated and cannot be a candidate.
+    c = Cluster(
+        [node("n1", cpu="2"), node("n2", cpu="2")],
+        [running("vip", "n1", "2", 100), running("low", "n2", "2", 1)],
+    )
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
+            }
+        }
+    }
+    c.add(pod("high", "1", priority=10, spec={"affinity": affinity}))
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message.endswith(
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling.."
+    )
+
+
+# --- choosing the node -------------------------------------------------------------------------------
+
+
+async def _nominated_for(nodes: list[Any], pods: list[Pod], preemptor: Pod) -> str | None:
+    c = Cluster(nodes, pods)
+    c.plugin.offset = lambda n: 0  # type: ignore[method-assign]
+    c.add(preemptor)
+    record = await c.cycle()
+    return record.nominated
+
+
+async def test_pick_lowest_highest_priority_victim() -> None:
+    nominated = await _nominated_for(
+        [node("n1", cpu="2"), node("n2", cpu="2")],
+        [running("a", "n1", "2", 5), running("b", "n2", "2", 3)],
+        pod("high", "2", priority=10),
+    )
+    assert nominated == "n2"
+
+
+async def test_pick_smallest_priority_sum() -> None:
+    # Both need two victims with highest priority 3; n2's sum (3 + 1) is smaller than n1's (3 + 3).
+    nominated = await _nominated_for(
+        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [running("a1", "n1", "2", 3), running("a2", "n1", "2", 3), running("b1", "n2", "2", 3), running("b2", "n2", "2", 1)],
+        pod("high", "4", priority=10),
+    )
+    assert nominated == "n2"
+
+
+async def test_pick_fewest_victims_via_priority_sum() -> None:
+    # Fewer victims of the same priorities also means a smaller shifted sum: one victim beats two.
+    nominated = await _nominated_for(
+        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [running("a1", "n1", "2", -5), running("a2", "n1", "2", -5), running("b1", "n2", "4", -5)],
+        pod("high", "4", priority=10),
+    )
+    assert nominated == "n2"
+
+
+async def test_pick_latest_start_of_top_victims() -> None:
+    nominated = await _nominated_for(
+        [node("n1", cpu="2"), node("n2", cpu="2")],
+        [
+            running("old", "n1", "2", 3, start="2024-01-01T00:00:00Z"),
+            running("new", "n2", "2", 3, start="2024-06-01T00:00:00Z"),
+        ],
+        pod("high", "2", priority=10),
+    )
+    assert nominated == "n2"
+
+
+async def test_pick_first_when_all_ties() -> None:
+    pods = [running(f"p{i}", f"n{i}", "2", 3, start="2024-01-01T00:00:00Z") for i in (1, 2, 3)]
+    nominated = await _nominated_for(
+        [node(f"n{i}", cpu="2") for i in (1, 2, 3)], pods, pod("high", "2", priority=10)
+    )
+    assert nominated == "n1"
+
+
+def _pi(name: str, priority: int, start: str | None = None) -> PodInfo:
+    p = pod(name, "1", priority=priority)
+    p.status.start_time = start
+    return info(p)
+
+
+def test_pick_one_node_criteria_in_order() -> None:
+    a, b = _pi("a", 5), _pi("b", 5)
+    # 1. fewer PDB violations wins over everything else
+    fewer_pdb = Candidate(0, "x", [_pi("x", 100)], pdb_violations=0)
+    more_pdb = Candidate(1, "y", [_pi("y", 1)], pdb_violations=1)
+    assert pick_one_node([more_pdb, fewer_pdb]) is fewer_pdb
+    # 2. lowest highest-priority victim
+    lo = Candidate(0, "lo", [_pi("l1", 4), _pi("l2", 4), _pi("l3", 4)])
+    hi = Candidate(1, "hi", [_pi("h", 5)])
+    assert pick_one_node([hi, lo]) is lo
+    # 3. smallest sum of (shifted) priorities
+    small = Candidate(0, "s", [_pi("s1", 5), _pi("s2", 1)])
+    big = Candidate(1, "b", [_pi("b1", 5), _pi("b2", 2)])
+    assert pick_one_node([big, small]) is small
+    # 4. fewest victims: the shifted sums tie only when the extra victims have the lowest int32
+    #    priority, which shifts to 0
+    one = Candidate(0, "one", [_pi("o1", 7)])
+    two = Candidate(1, "two", [_pi("t1", 7), _pi("t2", -(2**31))])
+    assert sum(v.priority + 2**31 for v in one.victims) == sum(v.priority + 2**31 for v in two.victims)
+    assert pick_one_node([two, one]) is one
+    # 5. latest earliest start among the highest-priority victims (lower ones do not count)
+    early = Candidate(0, "e", [_pi("e1", 5, "2024-01-01T00:00:00Z"), _pi("e2", 1, "2025-01-01T00:00:00Z")])
+    late = Candidate(1, "l", [_pi("l1", 5, "2024-03-01T00:00:00Z"), _pi("l2", 1, "2020-01-01T00:00:00Z")])
+    assert pick_one_node([early, late]) is late
+    # a victim that has not started counts as starting now: latest of all
+    unstarted = Candidate(2, "u", [_pi("u1", 5), _pi("u2", 1, "2020-01-01T00:00:00Z")])
+    assert pick_one_node([early, late, unstarted]) is unstarted
+    # 6. then the first
+    first, second = Candidate(0, "f", [a]), Candidate(1, "g", [b])
+    assert pick_one_node([first, second]) is first
+    assert pick_one_node([]) is None
+
+
+def test_importance_order() -> None:
+    pods = [
+        _pi("p1-late", 1, "2024-06-01T00:00:00Z"),
+        _pi("p5", 5),
+        _pi("p1-early", 1, "2024-01-01T00:00:00Z"),
+        _pi("p1-unstarted", 1),
+    ]
+    assert [p.key.split("/")[1] for p in sorted(pods, key=importance_key)] == [
+        "p5",
+        "p1-early",
+        "p1-late",
+        "p1-unstarted",
+    ]
+
+
+# --- after the choice -----------------------------------------------------------------------------------
+
+
+async def test_nominated_then_scheduled_after_victims_deleted() -> None:
+    c = Cluster(
+        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [running("a", "n1", "4", 1), running("b", "n2", "2", 50), running("c", "n2", "2", 50)],
+    )
+    c.add(pod("high", "3", priority=100))
+    record = await c.cycle()
+    assert record.result == "unschedulable"
+    assert record.nominated == "n1"
+    # PostFilter succeeded: the failure message is the filters' alone.
+    assert record.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert c.sched.nominator.node_of.get(c.uid("high")) == "n1"
+    assert c.preempted() == {"a"}
+    assert c.events("Preempted") == [("a", f"Preempted by pod {c.uid('high')} on node n1")]
+    await c.settle()
+    assert c.node_of("high") == "n1"
+    assert c.exists("b") and c.exists("c")
+    assert c.sched.nominator.node_of.get(c.uid("high")) is None
+
+
+async def test_preempted_event_message() -> None:
+    c = Cluster([node("n1", cpu="1")], [running("victim", "n1", "1", 0)])
+    high = pod("high", "1", priority=1)
+    c.add(high)
+    await c.cycle()
+    assert c.events("Preempted") == [("victim", f"Preempted by pod {high.metadata.uid} on node n1")]
+
+
+async def test_lower_priority_nominations_are_cleared() -> None:
+    # `mid` was nominated to n1 earlier; `high` now preempts there and takes the room, so mid's
+    # nomination is dropped (and its status cleared) to let it look elsewhere.
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
+    mid = pod("mid", "2", priority=5)
+    mid.status.nominated_node_name = "n1"
+    c.add(mid)
+    c.add(pod("high", "2", priority=10))
+    assert c.sched.nominator.node_of.get(c.uid("mid")) == "n1"
+    record = await c.cycle()
+    assert record.pod == "default/high"
+    assert record.nominated == "n1"
+    assert c.sched.nominator.node_of.get(c.uid("mid")) is None
+    assert c.sim.pods[c.uid("mid")].status.nominated_node_name == ""
+
+
+async def test_equal_priority_nominations_are_kept_and_respected() -> None:
+    # A nominated pod of equal priority keeps its room: the dry run counts it on the node, so
+    # evicting `low` would not make room for both and the node is no candidate.
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
+    twin = pod("twin", "2", priority=10)
+    twin.status.nominated_node_name = "n1"
+    c.add(twin)
+    c.sched.queue.delete(c.uid("twin"))  # keep it nominated but out of the way
+    c.add(pod("high", "2", priority=10))
+    record = await c.cycle()
+    assert record.pod == "default/high"
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert c.sched.nominator.node_of.get(c.uid("twin")) == "n1"
+
+
+async def test_clears_own_nomination_when_preemption_cannot_help() -> None:
+    c = Cluster([node("n1", cpu="2")], [running("vip", "n1", "2", 100)])
+    p = pod("high", "2", priority=10)
+    p.status.nominated_node_name = "n1"
+    c.add(p)
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.sim.pods[c.uid("high")].status.nominated_node_name == ""
+    assert c.sched.nominator.node_of.get(c.uid("high")) is None
+
+
+async def test_waiting_pod_victim_is_rejected_not_deleted() -> None:
+    cfg = make_config([*PLUGINS, "HoldAtPermit"])
+    c = Cluster([node("n1", cpu="2")], config=cfg)
+    c.add(pod("held", "2", priority=1, labels={"hold": "yes"}))
+    record = await c.cycle()
+    assert record.result == "scheduled"
+    assert c.plugin.handle.waiting_pod(c.uid("held")) is not None  # type: ignore[union-attr]
+    c.add(pod("high", "2", priority=10))
+    record = await c.cycle()
+    assert record.nominated == "n1"
+    assert c.preempted() == set()  # not deleted: rejected at Permit
+    assert c.events("Preempted") == [("held", f"Preempted by pod {c.uid('high')} on node n1")]
+    await c.settle()
+    assert c.node_of("high") == "n1"
+    assert c.exists("held") and c.node_of("held") is None
+
+
+async def test_nominated_preemptor_waits_for_terminating_victims() -> None:
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
+    p = pod("high", "2", priority=10)
+    p.status.nominated_node_name = "n1"
+    c.add(p)
+    # The victim is being deleted by an earlier preemption but the cache still holds it.
+    low = next(iter(c.sched.cache.table.pods[c.sched.cache.table.index["n1"]].values()))
+    low.pod.metadata.deletion_timestamp = "2024-01-01T00:00:00Z"
+    low.pod.status.conditions.append(
+        PodCondition(type="DisruptionTarget", status="True", reason="PreemptionByScheduler")
+    )
+    record = await c.cycle()
+    assert record.nominated is None
+    assert record.message.endswith("preemption: " + NOT_ELIGIBLE_TERMINATING + ".")
+    assert c.preempted() == set()
+

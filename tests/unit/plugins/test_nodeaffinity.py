@@ -1,0 +1,458 @@
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.framework.interface import Code, CycleState, PreFilterResult
+from kubesched.plugins.nodeaffinity import (
+    ERR_REASON_CONFLICT,
+    ERR_REASON_ENFORCED,
+    ERR_REASON_POD,
+    NodeAffinity,
+    NodeAffinityArgs,
+    required_node_affinity_mask,
+)
+
+POD_FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,))
+ENFORCED_FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,))
+
+
+def expr(key: str, op: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": op, "values": list(values)}
+
+
+def required(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+
+
+def preferred(*weighted: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+    return {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": w, "preference": t} for w, t in weighted]}
+
+
+def affinity_pod(node_affinity: dict[str, Any] | None = None, node_selector: dict[str, str] | None = None) -> PodInfo:
+    spec: dict[str, Any] = {}
+    if node_affinity is not None:
+        spec["affinity"] = {"nodeAffinity": node_affinity}
+    if node_selector is not None:
+        spec["nodeSelector"] = node_selector
+    return info(pod("p", spec=spec))
+
+
+def zoned_cache() -> Cache:
+    return cache_with(
+        [
+            node("a", labels={"zone": "z1", "gen": "10", "ssd": "true"}),
+            node("b", labels={"zone": "z2", "gen": "3"}),
+            node("c", labels={"zone": "z3", "gen": "abc"}),
+            node("d", labels={"gen": "1.5"}),
+        ]
+    )
+
+
+def verdicts(plugin: NodeAffinity, pi: PodInfo, cache: Cache) -> dict[str, tuple[Code, tuple[str, ...]] | None]:
+    """Node name -> None when it passes, else (code, reasons)."""
+    table = cache.table
+    result = plugin.filter(CycleState(), pi, table)
+    out: dict[str, tuple[Code, tuple[str, ...]] | None] = {}
+    for row in table.rows():
+        code = 0 if result is None else int(result.codes[row])
+        out[table.name_of(row)] = None if code == 0 else result.describe(code)  # type: ignore[union-attr]
+    return out
+
+
+def passing(plugin: NodeAffinity, pi: PodInfo, cache: Cache) -> set[str]:
+    return {name for name, v in verdicts(plugin, pi, cache).items() if v is None}
+
+
+def match_one(*exprs: dict[str, Any]) -> PodInfo:
+    return affinity_pod(required({"matchExpressions": list(exprs)}))
+
+
+# --- operators --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        (expr("zone", "In", "z1", "z2"), {"a", "b"}),
+        (expr("zone", "In", "nowhere"), set()),
+        (expr("zone", "NotIn", "z1"), {"b", "c", "d"}),  # a node without the label matches NotIn
+        (expr("ssd", "Exists"), {"a"}),
+        (expr("ssd", "DoesNotExist"), {"b", "c", "d"}),
+        (expr("unknown-key", "DoesNotExist"), {"a", "b", "c", "d"}),
+        (expr("unknown-key", "In", "x"), set()),
+        (expr("gen", "Gt", "3"), {"a"}),  # "abc" and "1.5" are not integers: never greater
+        (expr("gen", "Lt", "10"), {"b"}),  # nor less
+        (expr("gen", "Gt", "2"), {"a", "b"}),
+        (expr("gen", "Lt", "100"), {"a", "b"}),
+        (expr("zone", "Gt", "0"), set()),  # every zone value is non-integer
+        (expr("unknown-key", "Lt", "5"), set()),  # a missing label never compares
+    ],
+)
+def test_each_operator(requirement: dict[str, Any], expected: set[str]) -> None:
+    cache = zoned_cache()
+    assert passing(NodeAffinity(), match_one(requirement), cache) == expected
+
+
+def test_requirements_in_a_term_are_anded() -> None:
+    cache = zoned_cache()
+    pi = match_one(expr("zone", "In", "z1", "z2"), expr("gen", "Gt", "5"))
+    assert passing(NodeAffinity(), pi, cache) == {"a"}
+
+
+def test_terms_are_ored() -> None:
+    cache = zoned_cache()
+    pi = affinity_pod(
+        required(
+            {"matchExpressions": [expr("zone", "In", "z1")]},
+            {"matchExpressions": [expr("gen", "In", "1.5")]},
+        )
+    )
+    assert passing(NodeAffinity(), pi, cache) == {"a", "d"}
+
+
+def test_node_selector_and_affinity_are_anded() -> None:
+    cache = zoned_cache()
+    pi = affinity_pod(required({"matchExpressions": [expr("zone", "In", "z1", "z2")]}), node_selector={"gen": "3"})
+    assert passing(NodeAffinity(), pi, cache) == {"b"}
+
+
+def test_node_selector_alone_needs_every_pair() -> None:
+    cache = zoned_cache()
+    assert passing(NodeAffinity(), affinity_pod(node_selector={"zone": "z1", "ssd": "true"}), cache) == {"a"}
+    assert passing(NodeAffinity(), affinity_pod(node_selector={"zone": "z1", "ssd": "false"}), cache) == set()
+
+
+def test_failure_reason_and_code() -> None:
+    cache = zoned_cache()
+    out = verdicts(NodeAffinity(), affinity_pod(node_selector={"zone": "z2"}), cache)
+    assert out == {"a": POD_FAIL, "b": None, "c": POD_FAIL, "d": POD_FAIL}
+
+
+# --- empty and invalid terms ----------------------------------------------------------------------
+
+
+def test_required_with_no_terms_matches_no_node() -> None:
+    cache = zoned_cache()
+    assert passing(NodeAffinity(), affinity_pod(required()), cache) == set()
+
+
+def test_empty_term_matches_nothing_but_other_terms_still_can() -> None:
+    cache = zoned_cache()
+    assert passing(NodeAffinity(), affinity_pod(required({})), cache) == set()
+    pi = affinity_pod(required({}, {"matchExpressions": [expr("zone", "In", "z3")]}))
+    assert passing(NodeAffinity(), pi, cache) == {"c"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        expr("zone", "Like", "z1"),  # unknown operator
+        expr("gen", "Gt", "abc"),  # Gt needs an integer
+        expr("gen", "Gt", "1", "2"),  # ... exactly one
+        expr("gen", "Lt", "9223372036854775808"),  # ... that fits int64
+        expr("gen", "Gt", "1_0"),  # Go's ParseInt refuses underscores
+        expr("ssd", "Exists", "true"),  # Exists takes no values
+        expr("zone", "NotIn"),  # NotIn needs values
+        expr("zone", "NotIn", "not a label value"),
+        expr("bad key!", "DoesNotExist"),
+    ],
+)
+def test_a_term_that_does_not_parse_never_matches(bad: dict[str, Any]) -> None:
+    cache = zoned_cache()
+    pi = affinity_pod(
+        required({"matchExpressions": [bad]}, {"matchExpressions": [expr("zone", "In", "z2")]})
+    )
+    # Only the valid second term can match (every bad one would otherwise match some node).
+    assert passing(NodeAffinity(), pi, cache) == {"b"}
+
+
+def test_match_fields_on_node_name() -> None:
+    cache = zoned_cache()
+    pin = affinity_pod(required({"matchFields": [expr("metadata.name", "In", "c")]}))
+    assert passing(NodeAffinity(), pin, cache) == {"c"}
+    avoid = affinity_pod(required({"matchFields": [expr("metadata.name", "NotIn", "c")]}))
+    assert passing(NodeAffinity(), avoid, cache) == {"a", "b", "d"}
+    both = affinity_pod(
+        required({"matchFields": [expr("metadata.name", "In", "a")], "matchExpressions": [expr("ssd", "Exists")]})
+    )
+    assert passing(NodeAffinity(), both, cache) == {"a"}
+
+
+def test_match_fields_need_exactly_one_value_and_in_or_notin() -> None:
+    cache = zoned_cache()
+    two = affinity_pod(required({"matchFields": [expr("metadata.name", "In", "a", "b")]}))
+    assert passing(NodeAffinity(), two, cache) == set()
+    exists = affinity_pod(required({"matchFields": [expr("metadata.name", "Exists")]}))
+    assert passing(NodeAffinity(), exists, cache) == set()
+
+
+def test_no_constraints_means_filter_says_nothing() -> None:
+    cache = zoned_cache()
+    assert NodeAffinity().filter(CycleState(), affinity_pod(), cache.table) is None
+    # and when every node matches, no result either
+    assert NodeAffinity().filter(CycleState(), affinity_pod(node_selector={}), cache.table) is None
+    pi = match_one(expr("unknown-key", "DoesNotExist"))
+    assert NodeAffinity().filter(CycleState(), pi, cache.table) is None
+
+
+def test_no_nodes() -> None:
+    cache = cache_with([])
+    plugin = NodeAffinity()
+    pi = affinity_pod(node_selector={"zone": "z1"})
+    assert plugin.filter(CycleState(), pi, cache.table) is None
+    assert required_node_affinity_mask(cache.table, pi).shape == (0,)
+    rows = np.zeros(0, dtype=np.int64)
+    pref = affinity_pod(preferred((5, {"matchExpressions": [expr("zone", "In", "z1")]})))
+    assert plugin.score(CycleState(), pref, cache.table, rows).shape == (0,)
+    assert plugin.normalize_score(CycleState(), pref, np.zeros(0, dtype=np.int64)).shape == (0,)
+
+
+def test_removed_node_row_is_not_reported() -> None:
+    cache = zoned_cache()
+    cache.remove_node("b")
+    pi = affinity_pod(node_selector={"zone": "z1"})
+    out = verdicts(NodeAffinity(), pi, cache)
+    assert out == {"a": None, "c": POD_FAIL, "d": POD_FAIL}
+    # When only a tombstoned row (which has no labels left) fails, there is nothing to report.
+    cache2 = cache_with([node("x", labels={"zone": "z"}), node("y", labels={"zone": "z"})])
+    cache2.remove_node("y")
+    assert NodeAffinity().filter(CycleState(), match_one(expr("zone", "Exists")), cache2.table) is None
+
+
+# --- PreFilter ---------------------------------------------------------------------------------------
+
+
+def test_prefilter_skips_pods_without_required_constraints() -> None:
+    plugin = NodeAffinity()
+    result, status = plugin.pre_filter(CycleState(), affinity_pod())
+    assert result is None and status is not None and status.code == Code.SKIP
+    # preferred terms alone do not involve the Filter
+    pref = affinity_pod(preferred((1, {"matchExpressions": [expr("zone", "In", "z1")]})))
+    assert plugin.pre_filter(CycleState(), pref)[1].code == Code.SKIP  # type: ignore[union-attr]
+    assert plugin.pre_filter(CycleState(), affinity_pod(node_selector={"zone": "z1"})) == (None, None)
+    assert plugin.pre_filter(CycleState(), affinity_pod(required())) == (None, None)
+
+
+def test_prefilter_does_not_skip_when_scheduler_enforces_required_affinity() -> None:
+    enforced = NodeAffinity(NodeAffinityArgs.model_validate({"addedAffinity": required({"matchExpressions": [
+        expr("zone", "Exists")]})}))
+    assert enforced.pre_filter(CycleState(), affinity_pod()) == (None, None)
+    # an added affinity with preferred terms only leaves the Filter nothing to do
+    pref_only = NodeAffinity({"addedAffinity": preferred((1, {"matchExpressions": [expr("zone", "Exists")]}))})
+    assert pref_only.pre_filter(CycleState(), affinity_pod())[1].code == Code.SKIP  # type: ignore[union-attr]
+
+
+def test_prefilter_narrows_to_pinned_node_names() -> None:
+    plugin = NodeAffinity()
+    one = affinity_pod(required({"matchFields": [expr("metadata.name", "In", "a")]}))
+    assert plugin.pre_filter(CycleState(), one) == (PreFilterResult(frozenset({"a"})), None)
+    union = affinity_pod(
+        required(
+            {"matchFields": [expr("metadata.name", "In", "a")]},
+            {"matchFields": [expr("metadata.name", "In", "b")], "matchExpressions": [expr("zone", "Exists")]},
+        )
+    )
+    assert plugin.pre_filter(CycleState(), union) == (PreFilterResult(frozenset({"a", "b"})), None)
+    intersect = affinity_pod(
+        required(
+            {"matchFields": [expr("metadata.name", "In", "a", "b"), expr("metadata.name", "In", "b", "c")]}
+        )
+    )
+    assert plugin.pre_filter(CycleState(), intersect) == (PreFilterResult(frozenset({"b"})), None)
+
+
+def test_prefilter_does_not_narrow_when_a_term_pins_no_name() -> None:
+    plugin = NodeAffinity()
+    pi = affinity_pod(
+        required(
+            {"matchFields": [expr("metadata.name", "In", "a")]},
+            {"matchExpressions": [expr("zone", "In", "z2")]},
+        )
+    )
+    assert plugin.pre_filter(CycleState(), pi) == (None, None)
+    notin = affinity_pod(required({"matchFields": [expr("metadata.name", "NotIn", "a")]}))
+    assert plugin.pre_filter(CycleState(), notin) == (None, None)
+
+
+def test_prefilter_conflicting_names_are_unresolvable() -> None:
+    pi = affinity_pod(
+        required({"matchFields": [expr("metadata.name", "In", "a"), expr("metadata.name", "In", "b")]})
+    )
+    result, status = NodeAffinity().pre_filter(CycleState(), pi)
+    assert result is None
+    assert status is not None
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.reasons == (ERR_REASON_CONFLICT,)
+
+
+# --- addedAffinity --------------------------------------------------------------------------------
+
+
+def test_added_required_affinity_is_enforced_first() -> None:
+    cache = zoned_cache()
+    plugin = NodeAffinity({"addedAffinity": required({"matchExpressions": [expr("zone", "In", "z1", "z2")]})})
+    out = verdicts(plugin, affinity_pod(node_selector={"zone": "z2"}), cache)
+    # a fails only the pod's selector; c and d fail both and report the enforced one.
+    assert out == {"a": POD_FAIL, "b": None, "c": ENFORCED_FAIL, "d": ENFORCED_FAIL}
+    # a pod with no constraints of its own is still held to the added affinity
+    assert passing(plugin, affinity_pod(), cache) == {"a", "b"}
+
+
+def test_args_read_camel_case_and_field_names() -> None:
+    by_alias = NodeAffinityArgs.model_validate({"addedAffinity": required({"matchExpressions": [expr("x", "Exists")]})})
+    assert by_alias.added_affinity is not None
+    assert NodeAffinityArgs().added_affinity is None
+    by_name = NodeAffinityArgs(added_affinity=by_alias.added_affinity)
+    assert by_name.added_affinity is by_alias.added_affinity
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (required({"matchExpressions": [expr("zone", "Like", "z")]}), "operator"),
+        (required({"matchExpressions": [expr("gen", "Gt", "x")]}), "integer"),
+        (required({"matchFields": [expr("metadata.name", "In", "a", "b")]}), "exactly one"),
+        (preferred((1, {"matchExpressions": [expr("zone", "In")]})), "non-empty"),
+    ],
+)
+def test_args_refuse_unparsable_added_affinity(raw: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(ValidationError, match=fragment):
+        NodeAffinityArgs.model_validate({"addedAffinity": raw})
+
+
+def test_args_refuse_unknown_fields_and_bad_shapes() -> None:
+    with pytest.raises(ValidationError):
+        NodeAffinityArgs.model_validate({"addedAfinity": {}})
+    with pytest.raises(ValidationError, match="addedAffinity"):
+        NodeAffinityArgs.model_validate({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": 3}})
+
+
+# --- scoring -----------------------------------------------------------------------------------------
+
+
+def score_all(plugin: NodeAffinity, pi: PodInfo, cache: Cache) -> tuple[dict[str, int], dict[str, int]]:
+    table = cache.table
+    rows = table.rows()
+    state = CycleState()
+    assert plugin.pre_score(state, pi, table, rows) is None
+    raw = plugin.score(state, pi, table, rows)
+    norm = plugin.normalize_score(state, pi, raw)
+    names = table.names_of(rows)
+    return dict(zip(names, raw.tolist(), strict=True)), dict(zip(names, norm.tolist(), strict=True))
+
+
+def test_score_sums_weights_of_matching_preferred_terms() -> None:
+    cache = zoned_cache()
+    pi = affinity_pod(
+        preferred(
+            (5, {"matchExpressions": [expr("zone", "In", "z1", "z2")]}),
+            (3, {"matchExpressions": [expr("ssd", "Exists")]}),
+            (10, {"matchExpressions": [expr("gen", "Lt", "5")]}),
+        )
+    )
+    raw, norm = score_all(NodeAffinity(), pi, cache)
+    # a: 5 + 3 = 8; b: 5 + 10 = 15; c, d: nothing.
+    assert raw == {"a": 8, "b": 15, "c": 0, "d": 0}
+    # 8 * 100 // 15 = 53
+    assert norm == {"a": 53, "b": 100, "c": 0, "d": 0}
+
+
+def test_score_adds_the_scheduler_preferred_terms() -> None:
+    cache = zoned_cache()
+    plugin = NodeAffinity({"addedAffinity": preferred((7, {"matchExpressions": [expr("zone", "In", "z3")]}))})
+    pi = affinity_pod(preferred((2, {"matchExpressions": [expr("zone", "In", "z1", "z3")]})))
+    raw, norm = score_all(plugin, pi, cache)
+    assert raw == {"a": 2, "b": 0, "c": 9, "d": 0}
+    assert norm == {"a": 22, "b": 0, "c": 100, "d": 0}  # 2 * 100 // 9 = 22
+    # a pod without preferences still gets the added ones
+    raw, norm = score_all(plugin, affinity_pod(), cache)
+    assert raw == {"a": 0, "b": 0, "c": 7, "d": 0}
+    assert norm == {"a": 0, "b": 0, "c": 100, "d": 0}
+
+
+def test_score_ignores_zero_weight_and_empty_preferences() -> None:
+    cache = zoned_cache()
+    pi = affinity_pod(preferred((0, {"matchExpressions": [expr("zone", "Exists")]}), (4, {})))
+    status = NodeAffinity().pre_score(CycleState(), pi, cache.table, cache.table.rows())
+    assert status is not None and status.code == Code.SKIP
+
+
+def test_score_with_no_match_anywhere_normalizes_to_zero() -> None:
+    cache = zoned_cache()
+    pi = affinity_pod(preferred((9, {"matchExpressions": [expr("zone", "In", "mars")]})))
+    raw, norm = score_all(NodeAffinity(), pi, cache)
+    assert set(raw.values()) == {0} and set(norm.values()) == {0}
+
+
+def test_prescore_skips_without_preferences_and_errors_on_bad_ones() -> None:
+    cache = zoned_cache()
+    table = cache.table
+    plugin = NodeAffinity()
+    status = plugin.pre_score(CycleState(), affinity_pod(node_selector={"zone": "z1"}), table, table.rows())
+    assert status is not None and status.code == Code.SKIP
+    bad = affinity_pod(preferred((3, {"matchExpressions": [expr("gen", "Gt", "many")]})))
+    status = plugin.pre_score(CycleState(), bad, table, table.rows())
+    assert status is not None and status.code == Code.ERROR
+    assert "integer" in status.message()
+
+
+def test_score_only_scores_the_given_rows() -> None:
+    cache = zoned_cache()
+    table = cache.table
+    pi = affinity_pod(preferred((4, {"matchExpressions": [expr("zone", "In", "z2", "z3")]})))
+    rows = np.array([table.row_of("c"), table.row_of("a")])
+    assert NodeAffinity().score(CycleState(), pi, table, rows).tolist() == [4, 0]
+
+
+# --- the helper PodTopologySpread uses --------------------------------------------------------------
+
+
+def test_required_mask_without_constraints_is_all_true() -> None:
+    cache = zoned_cache()
+    mask = required_node_affinity_mask(cache.table, affinity_pod())
+    assert mask.dtype == np.bool_ and mask.tolist() == [True] * 4
+
+
+def test_required_mask_combines_selector_and_affinity_and_ignores_preferences() -> None:
+    cache = zoned_cache()
+    table = cache.table
+    pi = affinity_pod(
+        {
+            **required({"matchExpressions": [expr("zone", "In", "z1", "z2")]}),
+            **preferred((5, {"matchExpressions": [expr("ssd", "Exists")]})),
+        },
+        node_selector={"gen": "3"},
+    )
+    mask = required_node_affinity_mask(table, pi)
+    assert set(table.names_of(np.flatnonzero(mask))) == {"b"}
+
+
+def test_required_mask_is_shared_read_only_and_follows_table_changes() -> None:
+    cache = zoned_cache()
+    table = cache.table
+    pi = affinity_pod(node_selector={"zone": "z1"})
+    first = required_node_affinity_mask(table, pi)
+    assert required_node_affinity_mask(table, pi) is first
+    with pytest.raises(ValueError):
+        first[0] = False
+    cache.update_node(node("b", labels={"zone": "z1"}))
+    again = required_node_affinity_mask(table, pi)
+    assert set(table.names_of(np.flatnonzero(again))) == {"a", "b"}
+    cache.add_node(node("e", labels={"zone": "z1"}))
+    assert set(table.names_of(np.flatnonzero(required_node_affinity_mask(table, pi)))) == {"a", "b", "e"}
+
+
+def test_plugin_works_with_a_handle_and_registers_node_events() -> None:
+    cache = zoned_cache()
+    plugin = NodeAffinity(None, UnitHandle(cache))
+    assert plugin.name == "NodeAffinity"
+    events = {(e.resource, e.action) for e in plugin.events_to_register()}
+    assert events == {("Node", "Add"), ("Node", "Update")}
+    assert passing(plugin, affinity_pod(node_selector={"zone": "z3"}), cache) == {"c"}

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from builders import cache_with, info, node, pod
+from kubesched.framework.interface import Code, CycleState
+from kubesched.plugins.nodename import ERR_REASON, NodeName
+
+FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match the requested node name",))
+
+
+def test_pod_without_node_name_fits_every_node() -> None:
+    cache = cache_with([node("a"), node("b")])
+    assert NodeName().filter(CycleState(), info(pod("p")), cache.table) is None
+
+
+def test_other_nodes_are_rejected_with_kube_reason() -> None:
+    assert ERR_REASON == "node(s) didn't match the requested node name"
+    cache = cache_with([node("a"), node("b"), node("c")])
+    table = cache.table
+    result = NodeName().filter(CycleState(), info(pod("p", node_name="b")), table)
+    assert result is not None
+    failed = {table.name_of(r) for r in table.rows() if result.codes[r]}
+    assert failed == {"a", "c"}
+    assert result.describe(int(result.codes[table.row_of("a")])) == FAIL
+
+
+def test_unknown_node_name_fits_nowhere() -> None:
+    cache = cache_with([node("a"), node("b")])
+    table = cache.table
+    result = NodeName().filter(CycleState(), info(pod("p", node_name="zz")), table)
+    assert result is not None
+    assert all(result.codes[r] for r in table.rows())
+
+
+def test_no_nodes() -> None:
+    result = NodeName().filter(CycleState(), info(pod("p", node_name="a")), cache_with([]).table)
+    assert result is None or result.codes.size == 0
+
+
+def test_plugin_metadata() -> None:
+    plugin = NodeName()
+    assert plugin.name == "NodeName"
+    assert [(e.resource, e.action) for e in plugin.events_to_register()] == [("Node", "Add")]

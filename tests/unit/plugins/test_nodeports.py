@@ -1,0 +1,123 @@
+"""NodePorts: host port conflicts by protocol, port and host IP (0.0.0.0 binds every IP)."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.podinfo import HostPort, PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.framework.interface import ClusterEvent, Code, CycleState
+from kubesched.plugins.nodeports import ERR_REASON, NodePorts
+
+
+def with_ports(name: str, *ports: tuple[str, str, int], node_name: str = "") -> PodInfo:
+    """A pod using the given (protocol, hostIP, hostPort)s."""
+    containers = [{"name": "c", "image": "app:1",
+                   "ports": [{"containerPort": p, "hostPort": p, "protocol": proto} for proto, _, p in ports]}]
+    pi = info(pod(name, containers=containers, node_name=node_name))
+    # Set the host IPs directly so the test covers the conflict rules on their own.
+    pi.host_ports = tuple(HostPort(proto, ip, p) for proto, ip, p in ports)
+    return pi
+
+
+def cluster(*used: tuple[str, str, int]) -> Cache:
+    """Node "used" runs a pod holding `used`; node "free" runs nothing."""
+    cache = cache_with([node("used"), node("free")])
+    cache.add_pod(with_ports("holder", *used, node_name="used"))
+    return cache
+
+
+def rejected(cache: Cache, pi: PodInfo, plugin: NodePorts | None = None) -> set[str]:
+    plugin = plugin or NodePorts(handle=UnitHandle(cache))
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pi)
+    assert status is None
+    result = plugin.filter(state, pi, cache.table)
+    if result is None:
+        return set()
+    out = set()
+    for name, row in cache.table.index.items():
+        code = int(result.codes[row])
+        if code:
+            assert result.describe(code) == (Code.UNSCHEDULABLE, (ERR_REASON,))
+            out.add(name)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("used", "wanted", "conflict"),
+    [
+        (("TCP", "0.0.0.0", 8080), ("TCP", "0.0.0.0", 8080), True),
+        (("TCP", "10.0.0.1", 8080), ("TCP", "10.0.0.1", 8080), True),
+        (("TCP", "10.0.0.1", 8080), ("TCP", "10.0.0.2", 8080), False),
+        (("TCP", "10.0.0.1", 8080), ("TCP", "0.0.0.0", 8080), True),
+        (("TCP", "0.0.0.0", 8080), ("TCP", "10.0.0.1", 8080), True),
+        (("UDP", "0.0.0.0", 8080), ("TCP", "0.0.0.0", 8080), False),
+        (("SCTP", "10.0.0.1", 8080), ("SCTP", "0.0.0.0", 8080), True),
+        (("TCP", "0.0.0.0", 8080), ("TCP", "0.0.0.0", 8081), False),
+    ],
+)
+def test_conflict_rules(used: tuple[str, str, int], wanted: tuple[str, str, int], conflict: bool) -> None:
+    cache = cluster(used)
+    assert rejected(cache, with_ports("p", wanted)) == ({"used"} if conflict else set())
+
+
+def test_any_conflicting_port_rejects_the_node() -> None:
+    cache = cluster(("TCP", "0.0.0.0", 443))
+    assert rejected(cache, with_ports("p", ("TCP", "0.0.0.0", 80), ("TCP", "0.0.0.0", 443))) == {"used"}
+
+
+def test_ports_from_the_manifest_default_to_tcp_on_every_ip() -> None:
+    cache = cache_with([node("a"), node("b")])
+    manifest = [{"name": "c", "image": "app:1", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    cache.add_pod(info(pod("holder", containers=manifest, node_name="a")))
+    assert rejected(cache, info(pod("p", containers=manifest))) == {"a"}
+    # A container port without a host port takes nothing on the host.
+    plain = [{"name": "c", "image": "app:1", "ports": [{"containerPort": 8080}]}]
+    status = NodePorts().pre_filter(CycleState(), info(pod("q", containers=plain)))[1]
+    assert status is not None and status.code == Code.SKIP
+
+
+def test_pod_without_host_ports_is_skipped() -> None:
+    _, status = NodePorts().pre_filter(CycleState(), info(pod("p", cpu="1")))
+    assert status is not None and status.code == Code.SKIP
+
+
+def test_freed_and_newly_used_ports_are_seen() -> None:
+    cache = cluster(("TCP", "0.0.0.0", 8080))
+    plugin = NodePorts(handle=UnitHandle(cache))
+    wanted = ("TCP", "0.0.0.0", 8080)
+    assert rejected(cache, with_ports("p", wanted), plugin) == {"used"}
+    holder = next(iter(cache.table.pods[cache.table.row_of("used")].values()))
+    cache.remove_pod(holder.uid)
+    assert rejected(cache, with_ports("p", wanted), plugin) == set()
+    cache.add_pod(with_ports("other", wanted, node_name="free"))
+    assert rejected(cache, with_ports("p", wanted), plugin) == {"free"}
+
+
+def test_removed_node_frees_its_ports() -> None:
+    cache = cluster(("TCP", "0.0.0.0", 8080))
+    plugin = NodePorts(handle=UnitHandle(cache))
+    assert rejected(cache, with_ports("p", ("TCP", "0.0.0.0", 8080)), plugin) == {"used"}
+    cache.remove_node("used")
+    assert rejected(cache, with_ports("p", ("TCP", "0.0.0.0", 8080)), plugin) == set()
+
+
+def test_filter_without_prefilter_state() -> None:
+    cache = cluster(("TCP", "0.0.0.0", 8080))
+    pi = with_ports("p", ("TCP", "0.0.0.0", 8080))
+    result = NodePorts().filter(CycleState(), pi, cache.table)
+    assert result is not None
+    assert bool(result.codes[cache.table.row_of("used")]) and not bool(result.codes[cache.table.row_of("free")])
+
+
+def test_no_nodes() -> None:
+    cache = Cache()
+    assert rejected(cache, with_ports("p", ("TCP", "0.0.0.0", 80))) == set()
+
+
+def test_events() -> None:
+    events = NodePorts().events_to_register()
+    assert ClusterEvent("Pod", "Delete") in events and ClusterEvent("Node", "Add") in events
+    assert not any(e.covers(ClusterEvent("Node", "UpdateNodeLabel")) for e in events)

@@ -1,0 +1,145 @@
+"""NodeResourcesBalancedAllocation: args, the standard-deviation score on hand-computed values, skips."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.framework.interface import Code, CycleState
+from kubesched.plugins.noderesourcesbalancedallocation import (
+    NodeResourcesBalancedAllocation,
+    NodeResourcesBalancedAllocationArgs,
+)
+
+
+def make(cache: Cache, args: dict[str, Any] | None = None) -> NodeResourcesBalancedAllocation:
+    parsed = NodeResourcesBalancedAllocationArgs.model_validate(args) if args is not None else None
+    return NodeResourcesBalancedAllocation(parsed, UnitHandle(cache))
+
+
+def run_score(plugin: NodeResourcesBalancedAllocation, cache: Cache, pi: PodInfo,
+              names: list[str] | None = None) -> list[int]:
+    table = cache.table
+    rows = np.array([table.row_of(n) for n in (names or list(table.index))], dtype=np.intp)
+    state = CycleState()
+    assert plugin.pre_score(state, pi, table, rows) is None
+    return [int(s) for s in plugin.score(state, pi, table, rows)]
+
+
+GPU3 = {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": "nvidia.com/gpu"}]}
+
+
+def test_default_resources() -> None:
+    assert [(r.name, r.weight) for r in NodeResourcesBalancedAllocationArgs().resources] == [("cpu", 1), ("memory", 1)]
+
+
+def test_unset_weight_defaults_to_one() -> None:
+    args = NodeResourcesBalancedAllocationArgs.model_validate({"resources": [{"name": "cpu", "weight": 0}]})
+    assert args.resources[0].weight == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"resources": [{"name": "cpu", "weight": 2}]}, "must be 1"),
+        ({"resources": [{"name": "cpu"}, {"name": "cpu"}]}, "Duplicate"),
+        ({"resource": []}, "Extra inputs"),
+    ],
+)
+def test_invalid_args(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        NodeResourcesBalancedAllocationArgs.model_validate(args)
+
+
+def test_two_resources_half_the_difference() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000")])
+    # fractions 0.75 and 0.5: std 0.125, (1 - 0.125) * 100 = 87.5 -> 87
+    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="5000"))) == [87]
+
+
+def test_perfectly_balanced_node_scores_100() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000")], [pod("old", cpu="1", memory="2500", node_name="n")])
+    assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="2500"))) == [100]
+
+
+def test_fractions_are_capped_at_one() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000")])
+    # cpu 6000/4000 counts as 1, memory 0.5: std 0.25 -> 75
+    assert run_score(make(cache), cache, info(pod("p", cpu="6", memory="5000"))) == [75]
+
+
+def test_uses_plain_requests_not_best_effort_defaults() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000")], [pod("besteffort", node_name="n")])
+    # The best-effort pod on the node adds nothing; memory 0 still counts as a fraction:
+    # cpu 0.5, memory 0 -> std 0.25 -> 75.
+    assert run_score(make(cache), cache, info(pod("p", cpu="2"))) == [75]
+
+
+def test_three_resources_standard_deviation() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4})])
+    # fractions 0.25, 0.5, 0.25: mean 1/3, variance 1/72, std 0.11785 -> 88.2 -> 88
+    pi = info(pod("p", cpu="1", memory="5000", requests={"nvidia.com/gpu": 1}))
+    assert run_score(make(cache, GPU3), cache, pi) == [88]
+
+
+def test_extended_resource_not_requested_is_left_out() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4})])
+    # Without the gpu the two-resource formula applies: 0.25 vs 0.5 -> 87.
+    assert run_score(make(cache, GPU3), cache, info(pod("p", cpu="1", memory="5000"))) == [87]
+
+
+def test_node_without_the_extended_resource_scores_on_the_rest() -> None:
+    cache = cache_with([node("gpu", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4}),
+                        node("plain", cpu="4", memory="10000")])
+    pi = info(pod("p", cpu="1", memory="5000", requests={"nvidia.com/gpu": 1}))
+    assert run_score(make(cache, GPU3), cache, pi, ["gpu", "plain"]) == [88, 87]
+
+
+def test_node_with_only_one_scorable_resource_scores_100() -> None:
+    cache = cache_with([node("n", cpu="4", memory="0")])
+    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="1Gi"))) == [100]
+
+
+def test_best_effort_pod_is_skipped() -> None:
+    cache = cache_with([node("n")])
+    plugin = make(cache)
+    table = cache.table
+    rows = table.rows()
+    status = plugin.pre_score(CycleState(), info(pod("p")), table, rows)
+    assert status is not None and status.code == Code.SKIP
+    # Called anyway (no PreScore state), it scores every node 0.
+    assert plugin.score(CycleState(), info(pod("p")), table, rows).tolist() == [0]
+
+
+def test_requests_only_outside_the_resources_are_best_effort_too() -> None:
+    cache = cache_with([node("n", extra={"nvidia.com/gpu": 4})])
+    status = make(cache).pre_score(CycleState(), info(pod("p", requests={"nvidia.com/gpu": 1})),
+                                   cache.table, cache.table.rows())
+    assert status is not None and status.code == Code.SKIP
+
+
+def test_no_candidate_rows() -> None:
+    cache = cache_with([node("n")])
+    pi = info(pod("p", cpu="1"))
+    state = CycleState()
+    empty = np.array([], dtype=np.intp)
+    assert make(cache).pre_score(state, pi, cache.table, empty) is None
+    assert make(cache).score(state, pi, cache.table, empty).tolist() == []
+
+
+def test_null_resources_mean_defaults() -> None:
+    args = NodeResourcesBalancedAllocationArgs.model_validate({"resources": None})
+    assert [r.name for r in args.resources] == ["cpu", "memory"]
+
+
+def test_scoring_a_few_rows_of_a_large_table() -> None:
+    cache = cache_with([node(f"n{i}", cpu="4", memory="10000") for i in range(10)],
+                       [pod("old", cpu="1", memory="5000", node_name="n7")])
+    # n7: cpu 2000/4000 = 0.5, memory 6000/10000 = 0.6 -> std 0.05 -> 95; n2: 0.25 vs 0.1 -> 92.5 -> 92
+    assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="1000")), ["n7", "n2"]) == [95, 92]

@@ -1,0 +1,433 @@
+"""NodeResourcesFit: args validation, the Filter's reasons and status codes, each scoring strategy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.framework.interface import ClusterEvent, Code, CycleState, FilterResult
+from kubesched.plugins.noderesourcesfit import NodeResourcesFit, NodeResourcesFitArgs
+
+
+def make(cache: Cache, args: dict[str, Any] | None = None) -> NodeResourcesFit:
+    parsed = NodeResourcesFitArgs.model_validate(args) if args is not None else None
+    return NodeResourcesFit(parsed, UnitHandle(cache))
+
+
+def run_filter(plugin: NodeResourcesFit, cache: Cache, pi: PodInfo) -> FilterResult | None:
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pi)
+    assert status is None
+    return plugin.filter(state, pi, cache.table)
+
+
+def verdicts(result: FilterResult | None, cache: Cache) -> dict[str, tuple[Code, tuple[str, ...]] | None]:
+    """Node name -> (code, reasons), or None where the node passes."""
+    out: dict[str, tuple[Code, tuple[str, ...]] | None] = {}
+    for name, row in cache.table.index.items():
+        code = 0 if result is None else int(result.codes[row])
+        out[name] = None if code == 0 else result.describe(code)  # type: ignore[union-attr]
+    return out
+
+
+def run_score(plugin: NodeResourcesFit, cache: Cache, pi: PodInfo, names: list[str] | None = None) -> list[int]:
+    table = cache.table
+    rows = np.array([table.row_of(n) for n in (names or list(table.index))], dtype=np.intp)
+    state = CycleState()
+    assert plugin.pre_score(state, pi, table, rows) is None
+    return [int(s) for s in plugin.score(state, pi, table, rows)]
+
+
+# --- args -------------------------------------------------------------------------------------
+
+
+def test_default_args_are_least_allocated_on_cpu_and_memory() -> None:
+    args = NodeResourcesFitArgs()
+    assert args.scoring_strategy.type == "LeastAllocated"
+    assert [(r.name, r.weight) for r in args.scoring_strategy.resources] == [("cpu", 1), ("memory", 1)]
+    assert args.ignored_resources == [] and args.ignored_resource_groups == []
+
+
+def test_args_read_camel_case_and_default_weights() -> None:
+    args = NodeResourcesFitArgs.model_validate(
+        {
+            "ignoredResources": ["example.com/foo"],
+            "ignoredResourceGroups": ["example.org"],
+            "scoringStrategy": {
+                "type": "RequestedToCapacityRatio",
+                "resources": [{"name": "cpu"}, {"name": "nvidia.com/gpu", "weight": 0}],
+                "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]},
+            },
+        }
+    )
+    assert args.ignored_resources == ["example.com/foo"]
+    assert [(r.name, r.weight) for r in args.scoring_strategy.resources] == [("cpu", 1), ("nvidia.com/gpu", 1)]
+
+
+def test_empty_resources_get_the_default_set() -> None:
+    args = NodeResourcesFitArgs.model_validate({"scoringStrategy": {"type": "MostAllocated", "resources": []}})
+    assert [r.name for r in args.scoring_strategy.resources] == ["cpu", "memory"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 101}]}}, "(0, 100]"),
+        ({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": -1}]}}, "(0, 100]"),
+        ({"scoringStrategy": {"type": "Spread"}}, "Unsupported value"),
+        ({"scoringStrategy": {"resources": [{"name": "cpu"}]}}, "Unsupported value"),
+        ({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}, "must be specified"),
+        ({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": []}}},
+         "at least one point"),
+        (
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+                "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]}}},
+            "increasing order",
+        ),
+        (
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+                "shape": [{"utilization": 101, "score": 1}]}}},
+            "[0, 100]",
+        ),
+        (
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+                "shape": [{"utilization": 10, "score": 11}]}}},
+            "[0, 10]",
+        ),
+        (
+            {"scoringStrategy": {"type": "LeastAllocated", "requestedToCapacityRatio": {
+                "shape": [{"utilization": 10, "score": 1}]}}},
+            "must be nil",
+        ),
+        ({"ignoredResourceGroups": ["example.com/gpu"]}, "can't contain '/'"),
+        ({"ignoredResources": ["not a name"]}, "name part"),
+        ({"ignoredResources": ["/gpu"]}, "prefix part"),
+        ({"ignoredResource": ["typo"]}, "Extra inputs"),
+    ],
+)
+def test_invalid_args_are_refused(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        NodeResourcesFitArgs.model_validate(args)
+
+
+# --- filter -------------------------------------------------------------------------------------
+
+
+def test_pod_that_fits_everywhere_passes() -> None:
+    cache = cache_with([node("n1"), node("n2")])
+    assert run_filter(make(cache), cache, info(pod("p", cpu="1", memory="1Gi"))) is None
+
+
+def test_insufficient_cpu_counts_pods_already_on_the_node() -> None:
+    cache = cache_with(
+        [node("busy", cpu="4"), node("idle", cpu="4")],
+        [pod("old", cpu="3", node_name="busy")],
+    )
+    result = run_filter(make(cache), cache, info(pod("p", cpu="2")))
+    assert verdicts(result, cache) == {"busy": (Code.UNSCHEDULABLE, ("Insufficient cpu",)), "idle": None}
+
+
+def test_a_node_short_of_cpu_and_memory_reports_both() -> None:
+    cache = cache_with([node("n", cpu="4", memory="4Gi")], [pod("old", cpu="3", memory="3Gi", node_name="n")])
+    result = run_filter(make(cache), cache, info(pod("p", cpu="2", memory="2Gi")))
+    assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE, ("Insufficient cpu", "Insufficient memory"))}
+
+
+def test_exact_fit_passes() -> None:
+    cache = cache_with([node("n", cpu="4", memory="4Gi")], [pod("old", cpu="3", memory="3Gi", node_name="n")])
+    assert run_filter(make(cache), cache, info(pod("p", cpu="1", memory="1Gi"))) is None
+
+
+def test_too_many_pods_even_for_a_pod_without_requests() -> None:
+    cache = cache_with([node("full", pods=2), node("room", pods=3)],
+                       [pod("a", node_name="full"), pod("b", node_name="full"),
+                        pod("c", node_name="room"), pod("d", node_name="room")])
+    result = run_filter(make(cache), cache, info(pod("p")))
+    # Pod count is freed by preemption, so it is never unresolvable.
+    assert verdicts(result, cache) == {"full": (Code.UNSCHEDULABLE, ("Too many pods",)), "room": None}
+
+
+def test_insufficient_ephemeral_storage() -> None:
+    cache = cache_with([node("n")], [pod("old", requests={"ephemeral-storage": "60Gi"}, node_name="n")])
+    result = run_filter(make(cache), cache, info(pod("p", requests={"ephemeral-storage": "50Gi"})))
+    assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE, ("Insufficient ephemeral-storage",))}
+
+
+def test_request_larger_than_the_whole_node_is_unresolvable() -> None:
+    cache = cache_with([node("small", cpu="2"), node("busy", cpu="8"), node("big", cpu="8")],
+                       [pod("old", cpu="7", node_name="busy")])
+    result = run_filter(make(cache), cache, info(pod("p", cpu="4")))
+    assert verdicts(result, cache) == {
+        "small": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",)),
+        "busy": (Code.UNSCHEDULABLE, ("Insufficient cpu",)),
+        "big": None,
+    }
+
+
+def test_unresolvable_resource_makes_the_whole_verdict_unresolvable() -> None:
+    cache = cache_with([node("n", cpu="2", pods=1)], [pod("old", node_name="n")])
+    result = run_filter(make(cache), cache, info(pod("p", cpu="4")))
+    assert verdicts(result, cache) == {
+        "n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Too many pods", "Insufficient cpu"))
+    }
+
+
+def test_extended_resource_gpu() -> None:
+    cache = cache_with(
+        [node("cpu-only"), node("gpu2", extra={"nvidia.com/gpu": 2}), node("gpu4", extra={"nvidia.com/gpu": 4})],
+        [pod("old", requests={"nvidia.com/gpu": 1}, node_name="gpu2")],
+    )
+    result = run_filter(make(cache), cache, info(pod("p", requests={"nvidia.com/gpu": 2})))
+    assert verdicts(result, cache) == {
+        "cpu-only": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient nvidia.com/gpu",)),
+        "gpu2": (Code.UNSCHEDULABLE, ("Insufficient nvidia.com/gpu",)),
+        "gpu4": None,
+    }
+
+
+def test_extended_resource_new_to_the_table_fails_everywhere() -> None:
+    cache = cache_with([node("n1"), node("n2")])
+    assert "example.com/fpga" not in cache.table.resource_index
+    result = run_filter(make(cache), cache, info(pod("p", requests={"example.com/fpga": 1})))
+    assert set(verdicts(result, cache).values()) == {
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient example.com/fpga",))
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"ignoredResources": ["nvidia.com/gpu"]}, {"ignoredResourceGroups": ["nvidia.com"]}],
+)
+def test_ignored_extended_resources_are_not_checked(args: dict[str, Any]) -> None:
+    cache = cache_with([node("n")])
+    pi = info(pod("p", cpu="1", requests={"nvidia.com/gpu": 1}))
+    assert run_filter(make(cache, args), cache, pi) is None
+    # The same pod is rejected by a plugin that does not ignore the resource.
+    assert run_filter(make(cache), cache, info(pod("q", cpu="1", requests={"nvidia.com/gpu": 1}))) is not None
+
+
+def test_ignored_group_only_matches_the_prefix() -> None:
+    cache = cache_with([node("n")])
+    plugin = make(cache, {"ignoredResourceGroups": ["nvidia.com"]})
+    result = run_filter(plugin, cache, info(pod("p", requests={"nvidia.com/gpu": 1, "example.com/foo": 1})))
+    assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient example.com/foo",))}
+
+
+def test_only_extended_resources_can_be_ignored() -> None:
+    cache = cache_with([node("n", cpu="1", extra={"hugepages-2Mi": "10Mi"})])
+    plugin = make(cache, {"ignoredResources": ["cpu", "hugepages-2Mi"]})
+    result = run_filter(plugin, cache, info(pod("p", cpu="2", requests={"hugepages-2Mi": "20Mi"})))
+    assert verdicts(result, cache) == {
+        "n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu", "Insufficient hugepages-2Mi"))
+    }
+
+
+def test_init_container_larger_than_app_containers_sets_the_request() -> None:
+    cache = cache_with([node("n", cpu="4")], [pod("old", cpu="2", node_name="n")])
+    p = pod("p", cpu="1", spec={"initContainers": [{"name": "init", "resources": {"requests": {"cpu": "3"}}}]})
+    result = run_filter(make(cache), cache, info(p))
+    assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE, ("Insufficient cpu",))}
+    small_init = pod("q", cpu="1", spec={"initContainers": [{"name": "init", "resources": {"requests": {"cpu": "2"}}}]})
+    assert run_filter(make(cache), cache, info(small_init)) is None
+
+
+def test_sidecar_requests_add_to_the_app_containers() -> None:
+    cache = cache_with([node("n", cpu="4")], [pod("old", cpu="2", node_name="n")])
+    sidecar = {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}
+    with_sidecar = pod("p", cpu="1600m", spec={"initContainers": [sidecar]})
+    assert verdicts(run_filter(make(cache), cache, info(with_sidecar)), cache) == {
+        "n": (Code.UNSCHEDULABLE, ("Insufficient cpu",))
+    }
+    assert run_filter(make(cache), cache, info(pod("q", cpu="1600m"))) is None
+
+
+def test_pod_overhead_is_counted() -> None:
+    cache = cache_with([node("n", memory="4Gi")], [pod("old", memory="2Gi", node_name="n")])
+    p = pod("p", memory="1800Mi", spec={"overhead": {"memory": "300Mi"}})
+    assert verdicts(run_filter(make(cache), cache, info(p)), cache) == {
+        "n": (Code.UNSCHEDULABLE, ("Insufficient memory",))
+    }
+    assert run_filter(make(cache), cache, info(pod("q", memory="1800Mi"))) is None
+
+
+def test_removed_node_rows_are_ignored() -> None:
+    cache = cache_with([node("gone", cpu="1"), node("n", cpu="8")])
+    cache.remove_node("gone")
+    result = run_filter(make(cache), cache, info(pod("p", cpu="2")))
+    assert result is None
+
+
+def test_no_nodes() -> None:
+    cache = Cache()
+    assert run_filter(make(cache), cache, info(pod("p", cpu="1"))) is None
+
+
+def test_filter_without_prefilter_state_computes_it() -> None:
+    cache = cache_with([node("n", cpu="1")])
+    plugin = make(cache)
+    result = plugin.filter(CycleState(), info(pod("p", cpu="2")), cache.table)
+    assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",))}
+
+
+def test_events() -> None:
+    events = make(Cache()).events_to_register()
+    assert ClusterEvent("Pod", "Delete") in events
+    assert any(e.covers(ClusterEvent("Node", "Add")) for e in events)
+    assert any(e.covers(ClusterEvent("Node", "UpdateNodeAllocatable")) for e in events)
+    assert not any(e.covers(ClusterEvent("Pod", "Add")) for e in events)
+
+
+# --- score ----------------------------------------------------------------------------------------
+# Node: 4000m cpu, 10000 bytes memory; pod: 3000m cpu, 5000 bytes. Utilization cpu 75 %, memory 50 %.
+
+
+def scoring_cache() -> Cache:
+    return cache_with([node("n", cpu="4", memory="10000")])
+
+
+def test_least_allocated() -> None:
+    cache = scoring_cache()
+    # cpu (4000-3000)*100/4000 = 25, memory (10000-5000)*100/10000 = 50, (25+50)/2 = 37 (truncated)
+    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="5000"))) == [37]
+
+
+def test_least_allocated_weights() -> None:
+    cache = scoring_cache()
+    args = {"scoringStrategy": {"type": "LeastAllocated",
+                                "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}
+    # (25*3 + 50*1) / 4 = 31
+    assert run_score(make(cache, args), cache, info(pod("p", cpu="3", memory="5000"))) == [31]
+
+
+def test_least_allocated_counts_existing_pods_and_defaults_for_best_effort() -> None:
+    cache = cache_with(
+        [node("empty", cpu="1", memory="1000Mi"), node("used", cpu="1", memory="1000Mi")],
+        [pod("old", node_name="used")],
+    )
+    # A best-effort pod counts as 100m / 200Mi. empty: cpu 90, memory 80 -> 85.
+    # used (another best-effort pod there): cpu (1000-200)*100/1000 = 80, memory 60 -> 70.
+    assert run_score(make(cache), cache, info(pod("p")), ["empty", "used"]) == [85, 70]
+
+
+def test_least_allocated_over_capacity_scores_zero() -> None:
+    cache = scoring_cache()
+    assert run_score(make(cache), cache, info(pod("p", cpu="5", memory="20000"))) == [0]
+
+
+def test_most_allocated() -> None:
+    cache = scoring_cache()
+    args = {"scoringStrategy": {"type": "MostAllocated"}}
+    # cpu 3000*100/4000 = 75, memory 50, (75+50)/2 = 62
+    assert run_score(make(cache, args), cache, info(pod("p", cpu="3", memory="5000"))) == [62]
+    # Requests beyond capacity count as full.
+    assert run_score(make(cache, args), cache, info(pod("q", cpu="8", memory="5000"))) == [75]
+
+
+def rtcr(shape: list[tuple[int, int]], resources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    strategy: dict[str, Any] = {
+        "type": "RequestedToCapacityRatio",
+        "requestedToCapacityRatio": {"shape": [{"utilization": u, "score": s} for u, s in shape]},
+    }
+    if resources is not None:
+        strategy["resources"] = resources
+    return {"scoringStrategy": strategy}
+
+
+def test_requested_to_capacity_ratio_rounds_half_away_from_zero() -> None:
+    cache = scoring_cache()
+    # Shape 0->0, 100->10 scales to utilization itself: cpu 75, memory 50, mean 62.5 -> 63.
+    assert run_score(make(cache, rtcr([(0, 0), (100, 10)])), cache, info(pod("p", cpu="3", memory="5000"))) == [63]
+
+
+def test_requested_to_capacity_ratio_decreasing_shape() -> None:
+    cache = scoring_cache()
+    # 0->100, 100->0: cpu 25, memory 50, mean 37.5 -> 38.
+    assert run_score(make(cache, rtcr([(0, 10), (100, 0)])), cache, info(pod("p", cpu="3", memory="5000"))) == [38]
+
+
+def test_requested_to_capacity_ratio_truncates_segments_toward_zero() -> None:
+    cache = scoring_cache()
+    args = rtcr([(0, 10), (40, 7)], [{"name": "cpu", "weight": 1}])
+    # cpu utilization 25: 100 + (70-100)*25/40 = 100 - 18.75 -> Go truncates to 100 - 18 = 82.
+    assert run_score(make(cache, args), cache, info(pod("p", cpu="1"))) == [82]
+    # Beyond the last point the last score holds; above capacity counts as 100 %.
+    assert run_score(make(cache, args), cache, info(pod("q", cpu="6"))) == [70]
+
+
+def test_requested_to_capacity_ratio_leaves_zero_scores_out_of_the_mean() -> None:
+    cache = cache_with([node("n", cpu="4", memory="1Ti")])
+    # memory utilization 200Mi/1Ti rounds to 0 % and scores 0: only cpu (50) counts.
+    assert run_score(make(cache, rtcr([(0, 0), (100, 10)])), cache, info(pod("p", cpu="2"))) == [50]
+
+
+def test_extended_resource_scored_only_when_requested() -> None:
+    cache = cache_with([node("gpu", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4}),
+                        node("plain", cpu="4", memory="10000")])
+    args = {"scoringStrategy": {"type": "MostAllocated", "resources": [
+        {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 2}]}}
+    plugin = make(cache, args)
+    # With gpu: (75 + 50 + 2*75) / 4 = 68; the node without gpus is scored on cpu and memory only.
+    assert run_score(plugin, cache, info(pod("p", cpu="3", memory="5000", requests={"nvidia.com/gpu": 3})),
+                     ["gpu", "plain"]) == [68, 62]
+    # A pod without gpus is scored on cpu and memory on both nodes.
+    assert run_score(plugin, cache, info(pod("q", cpu="3", memory="5000")), ["gpu", "plain"]) == [62, 62]
+
+
+def test_ephemeral_storage_is_scored_even_when_not_requested() -> None:
+    cache = cache_with([node("n", cpu="4", memory="10000")],
+                       [pod("old", cpu="1", memory="1000", requests={"ephemeral-storage": "50Gi"}, node_name="n")])
+    args = {"scoringStrategy": {"type": "MostAllocated", "resources": [
+        {"name": "cpu", "weight": 1}, {"name": "ephemeral-storage", "weight": 1}]}}
+    # cpu (1000+3000)*100/4000 = 100, ephemeral-storage 50Gi/100Gi = 50 -> 75.
+    assert run_score(make(cache, args), cache, info(pod("p", cpu="3"))) == [75]
+
+
+def test_pods_resource_is_never_scored() -> None:
+    cache = scoring_cache()
+    args = {"scoringStrategy": {"type": "MostAllocated", "resources": [
+        {"name": "cpu", "weight": 1}, {"name": "pods", "weight": 1}]}}
+    assert run_score(make(cache, args), cache, info(pod("p", cpu="3"))) == [75]
+
+
+def test_zero_allocatable_node_scores_zero() -> None:
+    cache = cache_with([node("n", cpu="0", memory="0")])
+    assert run_score(make(cache), cache, info(pod("p", cpu="1"))) == [0]
+
+
+def test_score_without_prescore_state_and_for_a_subset_of_rows() -> None:
+    cache = cache_with([node("a", cpu="4", memory="10000"), node("b", cpu="8", memory="10000")])
+    plugin = make(cache)
+    table = cache.table
+    rows = np.array([table.row_of("b")], dtype=np.intp)
+    # b: cpu (8000-3000)*100/8000 = 62, memory 50 -> 56.
+    assert plugin.score(CycleState(), info(pod("p", cpu="3", memory="5000")), table, rows).tolist() == [56]
+    assert plugin.score(CycleState(), info(pod("q", cpu="3")), table, np.array([], dtype=np.intp)).tolist() == []
+
+
+def test_null_args_mean_defaults() -> None:
+    args = NodeResourcesFitArgs.model_validate(
+        {"ignoredResources": None, "scoringStrategy": {"type": "MostAllocated", "resources": None}}
+    )
+    assert args.ignored_resources == []
+    assert [r.name for r in args.scoring_strategy.resources] == ["cpu", "memory"]
+    assert NodeResourcesFitArgs.model_validate({"scoringStrategy": None}).scoring_strategy.type == "LeastAllocated"
+
+
+def test_scoring_a_few_rows_of_a_large_table_matches_scoring_all() -> None:
+    cache = cache_with([node(f"n{i}", cpu=str(2 + i), memory=f"{4 + i}Gi") for i in range(12)],
+                       [pod(f"old{i}", cpu="1", memory="1Gi", node_name=f"n{i}") for i in range(0, 12, 3)])
+    for strategy in ({"type": "LeastAllocated"}, {"type": "MostAllocated"}):
+        plugin = make(cache, {"scoringStrategy": strategy})
+        pi = info(pod("p", cpu="1500m", memory="2Gi"))
+        everything = dict(zip(cache.table.index, run_score(plugin, cache, pi), strict=True))
+        picked = ["n3", "n10"]
+        assert run_score(plugin, cache, pi, picked) == [everything[n] for n in picked]
+        # n3: cpu 5000m with 1000m used; least: cpu (5000-2500)*100/5000 = 50, memory (7-3)/7 -> 57; mean 53
+        if strategy["type"] == "LeastAllocated":
+            assert everything["n3"] == 53

@@ -1,0 +1,222 @@
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from builders import cache_with, info, node, pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.framework.interface import Code, CycleState
+from kubesched.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration, untolerated_taint
+
+FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,))
+
+
+def taint(key: str, effect: str, value: str = "") -> dict[str, str]:
+    return {"key": key, "value": value, "effect": effect}
+
+
+def tol(key: str = "", operator: str = "", value: str = "", effect: str = "") -> dict[str, str]:
+    out = {"key": key, "operator": operator, "value": value, "effect": effect}
+    return {k: v for k, v in out.items() if v}
+
+
+def tolerating(*tolerations: dict[str, Any]) -> PodInfo:
+    return info(pod("p", spec={"tolerations": list(tolerations)}))
+
+
+def filter_view(pi: PodInfo, cache: Cache) -> dict[str, tuple[str, str, str] | None]:
+    """Node name -> the untolerated taint it was rejected for (None: passes), checking the
+    reason of every rejected row on the way."""
+    table = cache.table
+    result = TaintToleration().filter(CycleState(), pi, table)
+    out: dict[str, tuple[str, str, str] | None] = {}
+    for row in table.rows():
+        code = 0 if result is None else int(result.codes[row])
+        if code == 0:
+            out[table.name_of(row)] = None
+        else:
+            assert result is not None
+            assert result.describe(code) == FAIL
+            out[table.name_of(row)] = untolerated_taint(table, code)
+    return out
+
+
+def tainted_cache() -> Cache:
+    return cache_with(
+        [
+            node("plain"),
+            node("gpu", taints=[taint("gpu", "NoSchedule", "nvidia")]),
+            node("evict", taints=[taint("maint", "NoExecute")]),
+            node("soft", taints=[taint("spot", "PreferNoSchedule", "yes")]),
+        ]
+    )
+
+
+def test_untolerated_noschedule_and_noexecute_reject_with_kube_reason() -> None:
+    out = filter_view(tolerating(), tainted_cache())
+    assert out == {
+        "plain": None,
+        "gpu": ("gpu", "nvidia", "NoSchedule"),
+        "evict": ("maint", "", "NoExecute"),
+        "soft": None,  # PreferNoSchedule never filters
+    }
+
+
+def test_reason_is_generic_whatever_the_taint_value() -> None:
+    # kube no longer prints the taint's key or value, empty or not.
+    cache = tainted_cache()
+    result = TaintToleration().filter(CycleState(), tolerating(), cache.table)
+    assert result is not None
+    for name in ("gpu", "evict"):
+        code, reasons = result.describe(int(result.codes[cache.table.row_of(name)]))
+        assert code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        assert reasons == ("node(s) had untolerated taint(s)",)
+
+
+@pytest.mark.parametrize(
+    ("toleration", "gpu_ok", "evict_ok"),
+    [
+        (tol(operator="Exists"), True, True),  # empty key + Exists tolerates every taint
+        (tol(operator="Exists", effect="NoSchedule"), True, False),  # ... of that effect only
+        (tol(operator="Exists", effect="NoExecute"), False, True),
+        (tol("gpu", "Equal", "nvidia", "NoSchedule"), True, False),
+        (tol("gpu", "Equal", "amd", "NoSchedule"), False, False),  # value must match
+        (tol("gpu", "", "nvidia", "NoSchedule"), True, False),  # no operator means Equal
+        (tol("gpu", "Equal", "nvidia"), True, False),  # empty effect matches any effect
+        (tol("gpu", "Exists"), True, False),  # Exists ignores the value
+        (tol("gpu", "Exists", effect="NoExecute"), False, False),  # wrong effect
+        (tol("maint", "Equal", "", "NoExecute"), False, True),  # empty taint value matches empty
+        (tol("maint", "Equal", "x", "NoExecute"), False, False),
+        (tol("maint", "Exists", effect="NoExecute") | {"tolerationSeconds": 30}, False, True),
+    ],
+)
+def test_toleration_forms(toleration: dict[str, Any], gpu_ok: bool, evict_ok: bool) -> None:
+    out = filter_view(tolerating(toleration), tainted_cache())
+    assert (out["gpu"] is None) == gpu_ok
+    assert (out["evict"] is None) == evict_ok
+    assert out["plain"] is None and out["soft"] is None
+
+
+def test_reports_the_first_untolerated_taint_in_node_order() -> None:
+    cache = cache_with(
+        [
+            node("n1", taints=[taint("b", "NoExecute"), taint("a", "NoSchedule")]),
+            node("n2", taints=[taint("a", "NoSchedule"), taint("b", "NoExecute")]),
+        ]
+    )
+    out = filter_view(tolerating(), cache)
+    assert out == {"n1": ("b", "", "NoExecute"), "n2": ("a", "", "NoSchedule")}
+    out = filter_view(tolerating(tol("b", "Exists")), cache)
+    assert out == {"n1": ("a", "", "NoSchedule"), "n2": ("a", "", "NoSchedule")}
+
+
+def test_filter_says_nothing_when_every_taint_is_tolerated_or_absent() -> None:
+    assert TaintToleration().filter(CycleState(), tolerating(), cache_with([node("x"), node("y")]).table) is None
+    cache = tainted_cache()
+    pi = tolerating(tol(operator="Exists"))
+    assert TaintToleration().filter(CycleState(), pi, cache.table) is None
+    assert TaintToleration().filter(CycleState(), tolerating(), cache_with([]).table) is None
+
+
+def test_taints_that_appear_later_are_seen_by_a_cached_pod() -> None:
+    cache = cache_with([node("x")])
+    pi = tolerating(tol("known", "Exists"))
+    plugin = TaintToleration()
+    assert plugin.filter(CycleState(), pi, cache.table) is None
+    cache.add_node(node("y", taints=[taint("known", "NoSchedule"), taint("new", "NoSchedule")]))
+    cache.update_node(node("x", taints=[taint("known", "NoSchedule")]))
+    out = filter_view(pi, cache)
+    assert out == {"x": None, "y": ("new", "", "NoSchedule")}
+
+
+def test_removed_tainted_node_is_not_reported() -> None:
+    cache = cache_with([node("x"), node("y", taints=[taint("t", "NoSchedule")])])
+    cache.remove_node("y")
+    assert TaintToleration().filter(CycleState(), tolerating(), cache.table) is None
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+def scores(pi: PodInfo, cache: Cache) -> tuple[dict[str, int], dict[str, int]]:
+    table = cache.table
+    rows = table.rows()
+    plugin = TaintToleration()
+    state = CycleState()
+    assert plugin.pre_score(state, pi, table, rows) is None
+    raw = plugin.score(state, pi, table, rows)
+    norm = plugin.normalize_score(state, pi, raw)
+    names = table.names_of(rows)
+    return dict(zip(names, raw.tolist(), strict=True)), dict(zip(names, norm.tolist(), strict=True))
+
+
+def soft_cache() -> Cache:
+    return cache_with(
+        [
+            node("three", taints=[taint("a", "PreferNoSchedule"), taint("b", "PreferNoSchedule", "1"),
+                                  taint("c", "PreferNoSchedule"), taint("hard", "NoSchedule")]),
+            node("one", taints=[taint("a", "PreferNoSchedule")]),
+            node("none", taints=[taint("hard", "NoSchedule")]),
+        ]
+    )
+
+
+def test_score_counts_untolerated_prefer_no_schedule_taints_reversed() -> None:
+    raw, norm = scores(tolerating(), soft_cache())
+    assert raw == {"three": 3, "one": 1, "none": 0}
+    # reverse normalization: 100 - count * 100 // max; 1 * 100 // 3 = 33
+    assert norm == {"three": 0, "one": 67, "none": 100}
+
+
+def test_score_considers_tolerations_with_prefer_effect_or_no_effect() -> None:
+    cache = soft_cache()
+    raw, norm = scores(tolerating(tol("a", "Exists", effect="PreferNoSchedule")), cache)
+    assert raw == {"three": 2, "one": 0, "none": 0}
+    assert norm == {"three": 0, "one": 100, "none": 100}
+    raw, _ = scores(tolerating(tol("b", "Equal", "1")), cache)  # empty effect tolerates PreferNoSchedule
+    assert raw == {"three": 2, "one": 1, "none": 0}
+    raw, _ = scores(tolerating(tol("b", "Equal", "2")), cache)  # value mismatch
+    assert raw == {"three": 3, "one": 1, "none": 0}
+    # A NoSchedule toleration never tolerates a PreferNoSchedule taint.
+    raw, _ = scores(tolerating(tol(operator="Exists", effect="NoSchedule")), cache)
+    assert raw == {"three": 3, "one": 1, "none": 0}
+    raw, norm = scores(tolerating(tol(operator="Exists")), cache)
+    assert raw == {"three": 0, "one": 0, "none": 0}
+    assert norm == {"three": 100, "one": 100, "none": 100}
+
+
+def test_score_hand_computed_halves() -> None:
+    cache = cache_with(
+        [
+            node("two", taints=[taint("a", "PreferNoSchedule"), taint("b", "PreferNoSchedule")]),
+            node("one", taints=[taint("b", "PreferNoSchedule")]),
+            node("zero"),
+        ]
+    )
+    raw, norm = scores(tolerating(), cache)
+    assert raw == {"two": 2, "one": 1, "zero": 0}
+    assert norm == {"two": 0, "one": 50, "zero": 100}
+
+
+def test_score_only_scores_the_given_rows_and_handles_none() -> None:
+    cache = soft_cache()
+    table = cache.table
+    plugin = TaintToleration()
+    rows = np.array([table.row_of("one"), table.row_of("three")])
+    assert plugin.score(CycleState(), tolerating(), table, rows).tolist() == [1, 3]
+    empty = np.zeros(0, dtype=np.int64)
+    assert plugin.score(CycleState(), tolerating(), table, empty).shape == (0,)
+    assert plugin.normalize_score(CycleState(), tolerating(), empty).shape == (0,)
+
+
+def test_plugin_metadata() -> None:
+    plugin = TaintToleration()
+    assert plugin.name == "TaintToleration"
+    assert plugin.has_normalize
+    events = {(e.resource, e.action) for e in plugin.events_to_register()}
+    assert events == {("Node", "Add"), ("Node", "UpdateNodeTaint")}
+    with pytest.raises(ValueError, match="takes no args"):
+        TaintToleration({"unexpected": 1})
