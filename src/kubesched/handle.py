@@ -3,7 +3,8 @@ preemption and binding need, without a plugin ever touching the scheduler itself
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,8 +64,17 @@ class FrameworkHandle:
     async def delete_pod(self, pi: PodInfo, reason: str) -> None:
         await self._scheduler.backend.delete_pod(pi, reason)
 
+    def spawn(self, coro: Coroutine[Any, Any, None], what: str = "background task") -> None:
+        """Runs a side effect from a synchronous extension point (PostFilter, Reserve) in the
+        background; the scheduler tracks it, so a simulation waits for it to finish."""
+        self._scheduler.spawn(coro, what)
+
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self._scheduler.backend.record_event(pi, type_, reason, message)
+
+    def record_preemption(self, victims: list[PodInfo]) -> None:
+        """Counts a preemption and its victims (metrics, decision record)."""
+        self._scheduler.record_preemption(victims)
 
     def nominate(self, pi: PodInfo, node: str | None) -> None:
         self._scheduler.nominator.nominate(pi, node)

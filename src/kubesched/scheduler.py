@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +95,9 @@ class Scheduler:
         self.nominator = Nominator()
         self.waiting: dict[str, WaitingPod] = {}
         self.in_flight: dict[str, QueuedPodInfo] = {}  # assumed pods whose binding cycle runs
+        self.current_record: DecisionRecord | None = None
         self.bindings: set[asyncio.Task[None]] = set()
+        self.background: set[asyncio.Task[None]] = set()
         self.stats = Stats()
         self.wakeup = asyncio.Event()
         registry = registry or default_registry()
@@ -222,6 +225,7 @@ class Scheduler:
         pod_cycle = self.queue.scheduling_cycle
         state = CycleState()
         record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table))
+        self.current_record = record
         node, diagnosis, error = self._schedule_pod(fwk, state, pi, record)
         if node is None:
             self._handle_failure(fwk, state, qpi, record, diagnosis, error, pod_cycle)
@@ -350,9 +354,11 @@ class Scheduler:
             result, status = fwk.run_post_filter(state, pi, diagnosis)
             if status is not None and status.reasons:
                 diagnosis.post_filter_msg = status.message()
-            if result is not None and result.nominated_node:
-                record.nominated = result.nominated_node
-                self.nominator.nominate(pi, result.nominated_node)
+            if result is not None and result.nominated_node is not None:
+                # A node nominates; "" clears an earlier nomination that preemption gave up on.
+                record.nominated = result.nominated_node or None
+                self.nominator.nominate(pi, result.nominated_node or None)
+                self.backend.set_nominated_node(pi, result.nominated_node or None)
             message = fit_error_message(
                 diagnosis.num_nodes, diagnosis.reasons.items(), diagnosis.pre_filter_msg, diagnosis.post_filter_msg
             )
@@ -456,6 +462,27 @@ class Scheduler:
             else:
                 await asyncio.sleep(0)
 
+    def record_preemption(self, victims: list[PodInfo]) -> None:
+        """Called by PostFilter plugins that evict pods, for stats and the decision record."""
+        self.stats.preemption_attempts += 1
+        self.stats.victims += len(victims)
+        if self.current_record is not None:
+            self.current_record.victims = tuple(v.key for v in victims)
+
+    def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
+        """Runs a side effect (a victim's deletion, a status patch) in the background, tracked so
+        that draining waits for it and a failure is logged rather than lost."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.background.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self.background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("%s failed: %s", what, t.exception())
+
+        task.add_done_callback(done)
+
     async def drain_bindings(self) -> None:
-        while self.bindings:
-            await asyncio.gather(*list(self.bindings), return_exceptions=True)
+        """Waits until no binding cycle or background side effect is running."""
+        while self.bindings or self.background:
+            await asyncio.gather(*self.bindings, *self.background, return_exceptions=True)

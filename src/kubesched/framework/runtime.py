@@ -282,15 +282,19 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
+        """The first PostFilter that succeeds wins. On failure the last result is still returned:
+        a plugin may use it to clear the pod's nomination (nominated_node == "")."""
         last: Status | None = None
+        last_result: PostFilterResult | None = None
         for plugin in self.post_filter:
             result, status = plugin.post_filter(state, pi, diagnosis)
             if status is None or status.code == Code.SUCCESS:
                 return result, None
+            last_result = result or last_result
             if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
-                return None, status
+                return last_result, status
             last = status
-        return None, last
+        return last_result, last
 
     # --- scoring -------------------------------------------------------------------------------------
 

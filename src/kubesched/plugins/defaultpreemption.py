@@ -4,9 +4,9 @@ The PostFilter of kube-scheduler's default profile, with its semantics:
 
 - Eligibility: a pod with preemptionPolicy Never never preempts. A pod nominated to a node by an
   earlier preemption does not preempt again while a lower-priority pod there is still terminating
-  because of that preemption (unless its nominated node is now rejected as unresolvable). Note
-  that the scheduler drops terminating pods from its cache, so in kubesched that second rule only
-  fires for pods the cache still holds.
+  because of that preemption (unless its nominated node is now rejected as unresolvable). The
+  scheduler drops terminating pods from its cache as soon as it hears of them, so here "still
+  terminating" also covers the victims whose deletion this plugin has started and not seen finish.
 - Candidates: only nodes that failed the Filters with Unschedulable; nodes rejected as
   UnschedulableAndUnresolvable, or cut by a PreFilter result, cannot be helped by evicting pods.
   They are dry-run in the order of the table starting at a random offset, until
@@ -20,9 +20,11 @@ The PostFilter of kube-scheduler's default profile, with its semantics:
 - The node is chosen as kube's pickOneNodeForPreemption: fewest PodDisruptionBudget violations,
   then the lowest highest-victim priority, the smallest sum of victim priorities, the fewest
   victims, the latest earliest start among the highest-priority victims, then the first.
-- The victims are deleted (pods still waiting at Permit are rejected instead), each gets a
-  "Preempted" event, lower-priority pods nominated to the node lose their nomination, and the
-  preemptor is nominated to the node.
+- The victims are deleted in the background through the handle (pods still waiting at Permit
+  are rejected instead), each gets a "Preempted" event ("Preempted by pod <uid> on node <node>",
+  posted by the backend with the deletion), lower-priority pods nominated to the node lose their
+  nomination, and the preemptor is nominated to the node. A preemptor that preemption cannot help
+  loses its own nomination.
 - Failures carry kube's messages, prefixed "preemption: ", e.g.
   "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
 
@@ -43,7 +45,7 @@ import asyncio
 import logging
 import math
 import random
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -306,8 +308,13 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         super().__init__(args or DefaultPreemptionArgs(), handle)
         # kube draws the dry run's start offset at random; a fixed seed keeps simulations repeatable.
         self.rng = random.Random(0)
-        # Deletions in flight: the loop holds tasks only weakly.
+        # Deletions in flight: the node of each victim being deleted, and the node each preemptor
+        # waits on with its count of pending deletions. Until its deletion completes a victim is
+        # still in the cache and counts as terminating, as kube's victims in graceful deletion do.
+        # `tasks` holds the deletions when the handle cannot spawn background work itself.
         self.tasks: set[asyncio.Task[None]] = set()
+        self.deleting: dict[str, str] = {}
+        self.waiting_on: dict[str, tuple[str, int]] = {}
 
     @property
     def _handle(self) -> _PreemptionHandle:
@@ -366,10 +373,9 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
             absent = num_nodes - run.examined
             if absent > 0:
                 reasons[NOT_HELPFUL] = reasons.get(NOT_HELPFUL, 0) + absent
-            if pi.pod.status.nominated_node_name:
-                # kube clears the nomination of a pod that preemption cannot help.
-                handle.nominate(pi, None)
-            return None, Status(Code.UNSCHEDULABLE, (fit_error_message(num_nodes, reasons.items()),))
+            # kube clears the nomination of a pod that preemption cannot help ("" = clear).
+            clear = PostFilterResult(nominated_node="") if pi.pod.status.nominated_node_name or self._nominated(pi) else None
+            return clear, Status(Code.UNSCHEDULABLE, (fit_error_message(num_nodes, reasons.items()),))
         best = pick_one_node(run.candidates)
         assert best is not None
         self.prepare(pi, best)
@@ -380,6 +386,8 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         if pi.preempt_never:
             return False, NOT_ELIGIBLE_NEVER
         nominated = pi.pod.status.nominated_node_name
+        if not nominated and pi.uid in self.waiting_on:
+            nominated = self.waiting_on[pi.uid][0]
         if not nominated:
             return True, ""
         table = self._handle.table
@@ -392,7 +400,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         if diagnosis.evaluated is not None and row < len(diagnosis.evaluated) and not diagnosis.evaluated[row]:
             return True, ""  # cut by a PreFilter result: kube's status for such nodes is unresolvable
         for other in table.pods[row].values():
-            if other.priority < pi.priority and _terminating_by_preemption(other.pod):
+            if other.priority < pi.priority and (other.uid in self.deleting or _terminating_by_preemption(other.pod)):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -567,11 +575,16 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
 
     # --- acting on the choice (kube's prepareCandidate) -----------------------------------------------------
 
+    def _nominated(self, pi: PodInfo) -> bool:
+        return any(p.uid == pi.uid for node in self._handle.table.names if node for p in self._handle.nominated_pods(node))
+
     def prepare(self, pi: PodInfo, best: Candidate) -> None:
         handle = self._handle
         message = preempted_message(pi, best.node)
+        if hasattr(handle, "record_preemption"):
+            handle.record_preemption(best.victims)
         for victim in best.victims:
-            if victim.pod.metadata.deletion_timestamp:
+            if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
                 continue  # already going away: no second delete
             waiting = handle.waiting_pod(victim.uid)
             if waiting is not None:
@@ -579,22 +592,42 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
                 waiting.reject(NAME, WAITING_POD_MESSAGE)
                 handle.record_event(victim, "Normal", PREEMPTED_REASON, message)
                 continue
-            self.spawn(handle.delete_pod(victim, message))
+            self.delete(pi, victim, best.node, message)
         # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
         for other in handle.nominated_pods(best.node):
             if other.priority < pi.priority:
                 handle.nominate(other, None)
 
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Runs a side effect in the background (PostFilter itself is synchronous)."""
+    def delete(self, preemptor: PodInfo, victim: PodInfo, node: str, message: str) -> None:
+        """Deletes a victim in the background (PostFilter itself is synchronous), through the
+        handle's `spawn` when it has one so that the scheduler tracks and drains the deletion."""
+        self.deleting[victim.uid] = node
+        _, pending = self.waiting_on.get(preemptor.uid, (node, 0))
+        self.waiting_on[preemptor.uid] = (node, pending + 1)
+        coro = self._delete(preemptor.uid, victim, message)
+        spawn = getattr(self.handle, "spawn", None)
+        if spawn is not None:
+            spawn(coro, f"preemption: deleting victim {victim.key}")
+            return
         task = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(task)
-        task.add_done_callback(self._finished)
+        task.add_done_callback(self._task_done)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    async def _delete(self, preemptor_uid: str, victim: PodInfo, message: str) -> None:
+        try:
+            await self._handle.delete_pod(victim, message)
+        finally:
+            self.deleting.pop(victim.uid, None)
+            node, pending = self.waiting_on.get(preemptor_uid, ("", 1))
+            if pending <= 1:
+                self.waiting_on.pop(preemptor_uid, None)
+            else:
+                self.waiting_on[preemptor_uid] = (node, pending - 1)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.error("preemption side effect failed: %s", task.exception(), exc_info=task.exception())
+            log.error("preemption: deleting a victim failed: %s", task.exception(), exc_info=task.exception())
 
 
 def _aggregate(errors: list[str]) -> str:

@@ -207,7 +207,7 @@ class SchedulingQueue:
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
         if self.initial_backoff <= 0:
             return 0.0
-        duration = self.initial_backoff * (2 ** max(qpi.attempts - 1, 0))
+        duration = self.initial_backoff * (2 ** min(max(qpi.attempts - 1, 0), 32))
         return min(duration, self.max_backoff)
 
     # --- moving pods back ------------------------------------------------------------------------

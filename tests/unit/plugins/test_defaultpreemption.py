@@ -4,6 +4,8 @@ with a profile of real plugins, checked against kube-scheduler's documented pree
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -18,6 +20,7 @@ from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, pa
 from kubesched.framework.interface import (
     Code,
     CycleState,
+    Diagnosis,
     PermitPlugin,
     Plugin,
     Status,
@@ -27,14 +30,18 @@ from kubesched.framework.runtime import Framework
 from kubesched.observe.record import DecisionRecord
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import (
+    NO_VICTIMS,
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
+    NOT_HELPFUL,
     Candidate,
     DefaultPreemption,
     DefaultPreemptionArgs,
     importance_key,
     pick_one_node,
+    preempted_message,
 )
+from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
@@ -66,6 +73,7 @@ REGISTRY = Registry(
         DefaultPreemption,
         DefaultBinder,
         HoldAtPermit,
+        InterPodAffinity,
     ]
 )
 PLUGINS = [
@@ -129,11 +137,14 @@ class Cluster:
         """Runs scheduling cycles, binding cycles, deletions and due timers until nothing moves."""
         for _ in range(rounds):
             self.clock.run_due()
-            while self.sched.schedule_one():
+            for _ in range(1000):
+                if not self.sched.schedule_one():
+                    break
                 await asyncio.sleep(0)
-            await self.sched.drain_bindings()
-            while self.plugin.tasks:
-                await asyncio.gather(*list(self.plugin.tasks))
+            if self.sched.bindings:
+                # Bounded: a binding held at Permit only moves on when the virtual clock does.
+                await asyncio.wait(list(self.sched.bindings), timeout=0.5)
+            await self.side_effects()
             await asyncio.sleep(0)
             if len(self.sched.queue):
                 continue
@@ -146,9 +157,13 @@ class Cluster:
     async def cycle(self) -> DecisionRecord:
         """One scheduling cycle, then the side effects it started."""
         assert self.sched.schedule_one()
-        while self.plugin.tasks:
-            await asyncio.gather(*list(self.plugin.tasks))
+        await self.side_effects()
         return self.sched.recorder.recent[-1]
+
+    async def side_effects(self) -> None:
+        """Waits for the deletions (and other background work) the last cycles started."""
+        while self.sched.background or self.plugin.tasks:
+            await asyncio.gather(*self.sched.background, *self.plugin.tasks)
 
     def node_of(self, name: str) -> str | None:
         for p in self.sim.pods.values():
@@ -600,3 +615,297 @@ async def test_nominated_preemptor_waits_for_terminating_victims() -> None:
     assert record.message.endswith("preemption: " + NOT_ELIGIBLE_TERMINATING + ".")
     assert c.preempted() == set()
 
+
+
+# --- how many nodes are dry-run ---------------------------------------------------------------------
+
+
+async def test_candidate_count_and_offset_limit_the_search() -> None:
+    # With room for one candidate, the dry run stops at the first node that works, starting at the
+    # offset: n1 would be the better choice (lower victim priority) but is never looked at.
+    cfg = make_config(preemption_args={"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1})
+    c = Cluster(
+        [node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2")],
+        [running("a", "n1", "2", 1), running("b", "n2", "2", 5), running("c", "n3", "2", 100)],
+        config=cfg,
+    )
+    c.plugin.offset = lambda n: 1  # type: ignore[method-assign]
+    c.add(pod("high", "2", priority=10))
+    record = await c.cycle()
+    assert record.nominated == "n2"
+    assert c.preempted() == {"b"}
+
+
+async def test_zero_candidates_wanted_finds_none() -> None:
+    # 3 nodes * 5% truncates to 0 and minCandidateNodesAbsolute is 0: kube dry-runs the nodes but
+    # keeps no candidate, so the nodes that would have been one count as not helped.
+    cfg = make_config(preemption_args={"minCandidateNodesPercentage": 5, "minCandidateNodesAbsolute": 0})
+    c = Cluster(
+        [node(f"n{i}", cpu="2") for i in range(3)],
+        [running("low0", "n0", "2", 1), running("low1", "n1", "2", 1), running("vip", "n2", "2", 100)],
+        config=cfg,
+    )
+    c.add(pod("high", "2", priority=10))
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message.endswith(
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling.."
+    )
+
+
+# --- the dry run itself ---------------------------------------------------------------------------------
+
+
+def _table_snapshot(c: Cluster) -> tuple[Any, ...]:
+    t = c.sched.cache.table
+    return (
+        t.requested[: t.size].copy().tolist(),
+        t.non_zero_requested[: t.size].copy().tolist(),
+        [sorted(p) for p in t.pods[: t.size]],
+        [dict(p) for p in t.ports[: t.size]],
+    )
+
+
+def _summary(run: Any) -> tuple[Any, ...]:
+    return (
+        [(cand.node, [v.key for v in cand.victims]) for cand in run.candidates],
+        sorted(run.reasons.items()),
+        run.errors,
+        run.examined,
+    )
+
+
+@pytest.mark.parametrize("seed", range(25))
+async def test_batched_dry_run_matches_node_by_node(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without PreFilter extensions the dry run evaluates many nodes per filter pass; it must choose
+    # exactly what kube's one-node-at-a-time SelectVictimsOnNode chooses, and leave the table as it was.
+    rng = random.Random(seed)
+    nodes = [node(f"n{i}", cpu=str(rng.choice([2, 4, 8])), pods=rng.choice([3, 110])) for i in range(10)]
+    pods: list[Pod] = []
+    counter = itertools.count()
+    for n in nodes:
+        free = int(n.status.allocatable["cpu"])
+        while free > 0 and rng.random() < 0.9:
+            cpu = rng.randint(1, min(free, 3))
+            free -= cpu
+            start = f"2024-0{rng.randint(1, 9)}-01T00:00:00Z" if rng.random() < 0.7 else None
+            name = f"p{next(counter)}"
+            pods.append(running(name, n.metadata.name, str(cpu), rng.randint(0, 10), start=start))
+    c = Cluster(nodes, pods)
+    for i in range(rng.randint(0, 3)):
+        nominee = info(pod(f"nom{i}", str(rng.randint(1, 2)), priority=rng.randint(0, 12)))
+        c.sched.nominator.nominate(nominee, f"n{rng.randrange(10)}")
+    preemptor = info(pod("high", str(rng.randint(1, 6)), priority=rng.randint(3, 12)))
+    state = CycleState()
+    _, _, status = c.fwk.run_pre_filter(state, preemptor)
+    assert status is None
+    plugin = c.plugin
+    assert not plugin.extensions_active(state)
+    order = list(range(10))
+    rng.shuffle(order)
+    wanted = rng.randint(1, 10)
+    before = _table_snapshot(c)
+    batched = _summary(plugin.dry_run(state, preemptor, order, wanted))
+    assert _table_snapshot(c) == before
+    monkeypatch.setattr(plugin, "extensions_active", lambda _state: True)
+    one_by_one = _summary(plugin.dry_run(state, preemptor, order, wanted))
+    assert _table_snapshot(c) == before
+    assert batched == one_by_one
+    # The search stops at `wanted` candidates, or examines every row trying.
+    assert len(batched[0]) == wanted or batched[3] == len(order)
+
+
+async def test_prefilter_extensions_get_each_node_its_own_state() -> None:
+    # The preemptor must spread evenly over zones with the web pods. On n-a both web pods have to go:
+    # only PodTopologySpread's RemovePod/AddPod extensions let the dry run see the zone's count drop
+    # and rise again. n-b needs its one pod evicted, which is the cheaper choice.
+    web = {"app": "web"}
+    c = Cluster(
+        [node("n-a", cpu="4", labels={"zone": "a"}), node("n-b", cpu="4", labels={"zone": "b"})],
+        [
+            running("w1", "n-a", "2", 1, labels=web, start="2024-01-01T00:00:00Z"),
+            running("w2", "n-a", "2", 1, labels=web, start="2024-02-01T00:00:00Z"),
+            running("x", "n-b", "4", 1),
+        ],
+    )
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": web},
+        }
+    ]
+    preemptor = pod("high", "2", priority=10, labels=web, spec={"topologySpreadConstraints": spread})
+    pi = info(preemptor)
+    state = CycleState()
+    assert c.fwk.run_pre_filter(state, pi)[2] is None
+    plugin = c.plugin
+    assert plugin.extensions_active(state)
+    before = _table_snapshot(c)
+    run = plugin.dry_run(state, pi, [0, 1], 2)
+    assert _table_snapshot(c) == before
+    assert _summary(run)[0] == [("n-a", ["default/w1", "default/w2"]), ("n-b", ["default/x"])]
+    # The shared cycle state is untouched by the per-node what-ifs.
+    again = plugin.dry_run(state, pi, [0, 1], 2)
+    assert _summary(again) == _summary(run)
+    # End to end the cheaper node wins and the pod lands there.
+    c.add(preemptor)
+    record = await c.cycle()
+    assert record.nominated == "n-b"
+    assert c.preempted() == {"x"}
+    await c.settle()
+    assert c.node_of("high") == "n-b"
+
+
+async def test_post_filter_without_nodes_is_an_error() -> None:
+    c = Cluster([])
+    pi = info(pod("high", "1", priority=10))
+    result, status = c.plugin.post_filter(CycleState(), pi, Diagnosis(0))
+    assert result is None
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == ("preemption: no nodes available",)
+
+
+def test_reason_constants() -> None:
+    assert NO_VICTIMS == "No preemption victims found for incoming pod"
+    assert NOT_HELPFUL == "Preemption is not helpful for scheduling"
+    assert NOT_ELIGIBLE_NEVER == "not eligible due to preemptionPolicy=Never."
+    assert preempted_message(info(pod("p")), "n9").startswith("Preempted by pod uid-p-")
+
+
+async def test_nominated_pods_must_not_be_relied_on() -> None:
+    # The preemptor needs a db pod on its node. The only one is merely nominated there (it may never
+    # arrive): counted, the node would fit after evicting `low`; not counted, it does not. kube asks
+    # both ways, so the node is no candidate and nothing is evicted.
+    cfg = make_config([*PLUGINS, "InterPodAffinity"])
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)], config=cfg)
+    db = pod("db", "0", priority=50, labels={"app": "db"})
+    db.status.nominated_node_name = "n1"
+    c.add(db)
+    c.sched.queue.delete(c.uid("db"))  # nominated, but not scheduled in this test
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    c.add(pod("high", "2", priority=10, spec={"affinity": affinity}))
+    record = await c.cycle()
+    assert record.pod == "default/high"
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 node(s) didn't match pod affinity rules.."
+    )
+
+
+async def test_nominated_pods_count_through_prefilter_extensions() -> None:
+    # A more important pod nominated to n1 refuses web pods beside it. The dry run adds it to the
+    # node through InterPodAffinity's AddPod extension, so n1 cannot host the web preemptor even with
+    # `low` gone: no candidate.
+    cfg = make_config([*PLUGINS, "InterPodAffinity"])
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)], config=cfg)
+
+    def anti(labels: dict[str, str]) -> dict[str, Any]:
+        term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+    guard = pod("guard", "0", priority=50, spec={"affinity": anti({"app": "web"})})
+    guard.status.nominated_node_name = "n1"
+    c.add(guard)
+    c.sched.queue.delete(c.uid("guard"))
+    c.add(pod("high", "2", priority=10, labels={"app": "web"}, spec={"affinity": anti({"app": "none"})}))
+    record = await c.cycle()
+    assert record.pod == "default/high"
+    assert record.nominated is None
+    assert c.preempted() == set()
+    assert record.message.endswith(
+        "preemption: 0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules.."
+    )
+
+
+async def test_no_second_preemption_while_victims_are_being_deleted() -> None:
+    # The victims' deletions run in the background. Until they complete the victims are still in the
+    # cache; like kube's victims in graceful termination they make the preemptor wait instead of
+    # preempting again (and deleting the same pods twice).
+    c = Cluster([node("n1", cpu="2"), node("n2", cpu="2")], [running("a", "n1", "2", 1), running("b", "n2", "2", 2)])
+    preemptor = pod("high", "2", priority=10)
+    c.add(preemptor)
+    pi = c.sched.queue.pods[c.uid("high")].pi
+    plugin = c.plugin
+
+    def attempt() -> tuple[Any, Status | None]:
+        state = CycleState()
+        assert c.fwk.run_pre_filter(state, pi)[2] is None
+        return plugin.post_filter(state, pi, Diagnosis(2))
+
+    result, status = attempt()
+    assert status is None and result is not None and result.nominated_node == "n1"
+    assert plugin.deleting == {c.uid("a"): "n1"}
+    result, status = attempt()  # the deletion has not run yet
+    assert result is None
+    assert status == Status(Code.UNSCHEDULABLE, ("preemption: " + NOT_ELIGIBLE_TERMINATING,), "DefaultPreemption")
+    assert len(c.sched.background) == 1
+    await c.side_effects()
+    assert c.preempted() == {"a"}
+    assert plugin.deleting == {} and plugin.waiting_on == {}
+    assert c.exists("b")
+
+
+async def test_deletes_without_a_spawning_handle(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A handle that cannot run background work: the plugin keeps the deletion task itself.
+    from kubesched.handle import FrameworkHandle
+
+    monkeypatch.delattr(FrameworkHandle, "spawn")
+    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
+    c.add(pod("high", "2", priority=10))
+    assert c.sched.schedule_one()
+    assert len(c.plugin.tasks) == 1 and not c.sched.background
+    await c.side_effects()
+    assert c.preempted() == {"low"}
+    assert c.plugin.deleting == {} and c.plugin.waiting_on == {}
+
+
+async def test_simulation_with_the_default_profile() -> None:
+    # The whole default profile on the simulator, from manifests: the high-priority pod evicts the
+    # two cheapest pods it needs gone and runs; the pod of the same priority is left alone.
+    from kubesched.backends.sim.engine import Simulation
+    from kubesched.backends.sim.manifests import load_objects
+    from kubesched.config import default_config
+
+    def manifest(name: str, cpu: str, priority_class: str | None = None, node_name: str = "") -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if node_name:
+            spec["nodeName"] = node_name
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+    objects = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 1},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "mid"}, "value": 5},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        manifest("a", "1", "low", "n1"),
+        manifest("b", "1", "low", "n1"),
+        manifest("c", "1", "mid", "n1"),
+        manifest("peer", "1", "high", "n1"),
+        manifest("urgent", "2", "high"),
+    ]
+    sim = Simulation(load_objects(objects), default_config())
+    result = await sim.run()
+    assert result.placements == {"default/urgent": "n1"}
+    assert sorted(result.preempted) == ["default/a", "default/b"]
+    assert result.events.get("Preempted") == 2
+    uid = next(p.pod.metadata.uid for p in sim.input.pods if p.pod.metadata.name == "urgent")
+    messages = {e.pod: e.message for e in sim.cluster.events if e.reason == "Preempted"}
+    assert messages == {
+        "default/a": f"Preempted by pod {uid} on node n1",
+        "default/b": f"Preempted by pod {uid} on node n1",
+    }

@@ -45,6 +45,7 @@ class SimCluster:
     binds: int = 0
     # Timers for future cluster changes (arrivals, completions): the run ends when none are left.
     external_pending: int = 0
+    last_external: float = 0.0
 
     def _sched(self) -> Scheduler:
         assert self.scheduler is not None, "SimCluster has no scheduler attached"
@@ -55,6 +56,7 @@ class SimCluster:
 
         def fire() -> None:
             self.external_pending -= 1
+            self.last_external = self.clock.now()
             action()  # type: ignore[operator]
 
         self.clock.call_at(when, fire)

@@ -16,6 +16,10 @@ from kubesched.framework.registry import Registry
 from kubesched.scheduler import Scheduler
 
 YIELD_EVERY = 64  # scheduling cycles between chances for binding tasks to run
+# Once no cluster change is left to come, pods still retrying (backoff, Permit timeouts,
+# the pool's periodic flush) get this much more virtual time, then the run ends: in a real
+# cluster they would retry forever, and nothing would change their fate.
+SETTLE_SECONDS = 900.0
 
 
 @dataclass
@@ -83,7 +87,9 @@ class Simulation:
             nxt = clock.next_time()
             if nxt is None:
                 break
-            if not sim.external_pending and not sched.queue.has_timed_work() and not sched.waiting:
+            if not sim.external_pending and (
+                not (sched.queue.has_timed_work() or sched.waiting) or nxt - sim.last_external > SETTLE_SECONDS
+            ):
                 break  # only pods that nothing will change are left
             clock.advance_to(nxt)
         wall = time.perf_counter() - started

@@ -1,0 +1,64 @@
+"""Run the real scheduler on small simulated clusters written as manifest dicts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubesched.backends.sim.engine import SimResult, Simulation
+from kubesched.backends.sim.manifests import load_objects
+from kubesched.config import default_config, parse_config
+
+
+def node(name: str, cpu: str = "4", memory: str = "32Gi", *, labels=None, taints=None, unschedulable=False, extra=None):
+    alloc = {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": taints or [], "unschedulable": unschedulable},
+        "status": {"allocatable": alloc, "capacity": alloc},
+    }
+
+
+def pod(name: str, cpu: str = "100m", memory: str = "100Mi", *, priority=None, labels=None, annotations=None,
+        scheduler=None, node_name=None, **spec: Any):
+    body: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        **spec,
+    }
+    if priority is not None:
+        body["priorityClassName"] = f"priority-{priority}"
+    if scheduler:
+        body["schedulerName"] = scheduler
+    if node_name:
+        body["nodeName"] = node_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}, "annotations": annotations or {}},
+        "spec": body,
+    }
+
+
+def priority_classes(objects: list[dict]) -> list[dict]:
+    """PriorityClasses for every `priority-<n>` class the pods name (admission resolves them)."""
+    names = {o["spec"].get("priorityClassName") for o in objects if o["kind"] == "Pod"}
+    names = {n for n in names if n and n.startswith("priority-")}
+    return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
+         "value": int(n.split("-", 1)[1])}
+        for n in sorted(names)
+    ]
+
+
+def run(objects: list[dict], config: dict | None = None, seed: int = 0) -> tuple[SimResult, Simulation]:
+    cfg = parse_config(config) if config else default_config()
+    objects = priority_classes(objects) + objects
+    sim = Simulation(load_objects(objects), cfg, seed=seed)
+    return asyncio.run(sim.run()), sim
+
+
+def profile_config(*profiles: dict, **top: Any) -> dict:
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": list(profiles), **top}
