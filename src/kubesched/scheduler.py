@@ -9,6 +9,7 @@ PostBind as an asyncio task while the next pod is already being scheduled.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Coroutine
@@ -96,7 +97,7 @@ class Scheduler:
         self.waiting: dict[str, WaitingPod] = {}
         self.in_flight: dict[str, QueuedPodInfo] = {}  # assumed pods whose binding cycle runs
         self.current_record: DecisionRecord | None = None
-        self.bindings: set[asyncio.Task[None]] = set()
+        self.bindings: dict[str, asyncio.Task[None]] = {}  # binding cycles by pod uid
         self.background: set[asyncio.Task[None]] = set()
         self.stats = Stats()
         self.wakeup = asyncio.Event()
@@ -408,8 +409,12 @@ class Scheduler:
         if waits:
             self.waiting[pi.uid] = WaitingPod(pi.uid, node, waits, self.clock)
         task = asyncio.get_running_loop().create_task(self._binding_cycle(fwk, state, qpi, node))
-        self.bindings.add(task)
-        task.add_done_callback(self.bindings.discard)
+        self.bindings[pi.uid] = task
+        task.add_done_callback(functools.partial(self._binding_done, pi.uid))
+
+    def _binding_done(self, uid: str, task: asyncio.Task[None]) -> None:
+        if self.bindings.get(uid) is task:  # a retry may already have started a new cycle
+            del self.bindings[uid]
 
     async def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, node: str) -> None:
         pi = qpi.pi
@@ -483,6 +488,17 @@ class Scheduler:
         task.add_done_callback(done)
 
     async def drain_bindings(self) -> None:
-        """Waits until no binding cycle or background side effect is running."""
-        while self.bindings or self.background:
-            await asyncio.gather(*self.bindings, *self.background, return_exceptions=True)
+        """Waits until every binding cycle and background side effect that can make progress now
+        has finished. A pod still held at Permit is not waited for: only an allow, a reject or
+        its timeout releases it, and in virtual time the timeout fires only once the caller
+        advances the clock."""
+        while True:
+            busy = [task for uid, task in self.bindings.items() if not self._held_at_permit(uid)]
+            busy.extend(self.background)
+            if not busy:
+                return
+            await asyncio.gather(*busy, return_exceptions=True)
+
+    def _held_at_permit(self, uid: str) -> bool:
+        waiting = self.waiting.get(uid)
+        return waiting is not None and not waiting.future.done()

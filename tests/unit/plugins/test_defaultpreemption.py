@@ -143,7 +143,7 @@ class Cluster:
                 await asyncio.sleep(0)
             if self.sched.bindings:
                 # Bounded: a binding held at Permit only moves on when the virtual clock does.
-                await asyncio.wait(list(self.sched.bindings), timeout=0.5)
+                await asyncio.wait(list(self.sched.bindings.values()), timeout=0.5)
             await self.side_effects()
             await asyncio.sleep(0)
             if len(self.sched.queue):

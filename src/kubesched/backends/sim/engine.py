@@ -92,10 +92,20 @@ class Simulation:
             ):
                 break  # only pods that nothing will change are left
             clock.advance_to(nxt)
+        await self._release_permit_holds(sched)
         wall = time.perf_counter() - started
         if self.progress is not None:
             self.progress(sim.binds, total)
         return self._result(sched, sim, owned, wall, clock.now(), cycles)
+
+    @staticmethod
+    async def _release_permit_holds(sched: Scheduler) -> None:
+        """Pods still held at Permit when the run ends are rejected, as their timeout would, so
+        they leave nothing reserved on a node and report why they are not placed."""
+        for waiting in list(sched.waiting.values()):
+            plugin = min(waiting.pending, default="")
+            waiting.reject(plugin, f"still waiting at Permit plugin {plugin} when the simulation ended")
+        await sched.drain_bindings()
 
     def _load(self, sim: SimCluster, sched: Scheduler) -> None:
         for ns in self.input.namespaces:
