@@ -148,7 +148,9 @@ class LeaderElection:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     resource_lock: str = "leases"
-    resource_name: str = "kube-scheduler"
+    # Not kube-scheduler's "kube-scheduler": sharing its Lease would make the two schedulers
+    # take turns instead of running side by side.
+    resource_name: str = "kubesched"
     resource_namespace: str = "kube-system"
 
 

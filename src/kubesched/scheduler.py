@@ -29,12 +29,14 @@ from kubesched.framework.registry import Registry, default_registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.waiting import WaitingPod
 from kubesched.handle import FrameworkHandle
+from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+PLUGIN_METRICS_EVERY = 10  # cycles per cycle whose plugins are timed one by one (kube samples 10%)
 TOP_NODES_RECORDED = 3
 
 NODE_ADD = ClusterEvent("Node", "Add")
@@ -86,12 +88,14 @@ class Scheduler:
         registry: Registry | None = None,
         seed: int | None = None,
         recorder: Recorder | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
         self.clock = clock
         self.cache = Cache()
         self.recorder = recorder or Recorder()
+        self.metrics = metrics or SchedulerMetrics()
         self.rng = np.random.default_rng(seed)
         self.nominator = Nominator()
         self.waiting: dict[str, WaitingPod] = {}
@@ -103,7 +107,7 @@ class Scheduler:
         self.wakeup = asyncio.Event()
         registry = registry or default_registry()
         self.frameworks: dict[str, Framework] = {
-            p.scheduler_name: Framework(p, registry, lambda f: FrameworkHandle(self, f), self.cache)
+            p.scheduler_name: Framework(p, registry, lambda f: FrameworkHandle(self, f), self.cache, self.metrics)
             for p in config.profiles
         }
         first = next(iter(self.frameworks.values()))
@@ -122,6 +126,30 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self.wakeup.set,
         )
+        self.metrics.add_gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means "
+            "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler "
+            "attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never "
+            "attempted to schedule because they are gated.",
+            ["queue"],
+            self._pending_pods,
+        )
+        self.metrics.add_counter_source(
+            "scheduler_queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            lambda: {key: float(n) for key, n in self.queue.incoming.items()},
+        )
+
+    def _pending_pods(self) -> dict[tuple[str, ...], float]:
+        counts = self.queue.counts()
+        return {
+            ("active",): float(counts.active),
+            ("backoff",): float(counts.backoff),
+            ("unschedulable",): float(counts.unschedulable),
+            ("gated",): float(counts.gated),
+        }
 
     # --- event handlers: what the backend reports ---------------------------------------------------
 
@@ -158,6 +186,16 @@ class Scheduler:
             if pod.status.nominated_node_name:
                 self.nominator.nominate(pi, pod.status.nominated_node_name)
             self.queue.add(pi)
+
+    def refresh_pending_pod(self, pod: Pod) -> None:
+        """A pending pod whose status alone changed (often our own PodScheduled patch): keep
+        the fresh status, but do not move the pod in the queue, as kube-scheduler does not."""
+        qpi = self.queue.pods.get(pod.metadata.uid or pod.key)
+        if qpi is None:
+            self.on_pod_update(pod)
+            return
+        qpi.pi.pod.status = pod.status
+        qpi.pi.pod.metadata.resource_version = pod.metadata.resource_version
 
     def on_pod_bound(self, pi: PodInfo, node: str) -> None:
         """A backend that knows the bound object is the scheduled one reports the bind with
@@ -225,6 +263,7 @@ class Scheduler:
         started = time.perf_counter()
         pod_cycle = self.queue.scheduling_cycle
         state = CycleState()
+        fwk.plugin_metrics = self.metrics if pod_cycle % PLUGIN_METRICS_EVERY == 1 else None
         record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table))
         self.current_record = record
         node, diagnosis, error = self._schedule_pod(fwk, state, pi, record)
@@ -234,6 +273,8 @@ class Scheduler:
             self._assume_and_bind(fwk, state, qpi, record, node, pod_cycle)
         record.duration = time.perf_counter() - started
         self.stats.cycle_seconds.append(record.duration)
+        if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
+            self.metrics.attempt(record.result, fwk.name, record.duration)
         self.recorder.add(record)
         return True
 
@@ -408,7 +449,7 @@ class Scheduler:
         self.in_flight[pi.uid] = qpi
         if waits:
             self.waiting[pi.uid] = WaitingPod(pi.uid, node, waits, self.clock)
-        task = asyncio.get_running_loop().create_task(self._binding_cycle(fwk, state, qpi, node))
+        task = asyncio.get_running_loop().create_task(self._binding_cycle(fwk, state, qpi, node, time.perf_counter()))
         self.bindings[pi.uid] = task
         task.add_done_callback(functools.partial(self._binding_done, pi.uid))
 
@@ -416,7 +457,7 @@ class Scheduler:
         if self.bindings.get(uid) is task:  # a retry may already have started a new cycle
             del self.bindings[uid]
 
-    async def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, node: str) -> None:
+    async def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, started: float) -> None:
         pi = qpi.pi
         status: Status | None = None
         try:
@@ -436,9 +477,14 @@ class Scheduler:
             self.cache.finish_binding(pi)
             fwk.run_post_bind(state, pi, node)
             self.stats.scheduled += 1
+            self.metrics.attempt("scheduled", fwk.name, time.perf_counter() - started)
+            if qpi.initial_attempt_timestamp is not None:
+                self.metrics.scheduled_after(qpi.attempts, self.clock.now() - qpi.initial_attempt_timestamp)
             self.backend.record_event(pi, "Normal", "Scheduled", f"Successfully assigned {pi.key} to {node}")
             return
         self.stats.bind_failures += 1
+        self.metrics.attempt("error", fwk.name, time.perf_counter() - started)
+        self.metrics.bind_failed(status.plugin or "unknown")
         fwk.run_unreserve(state, pi, node)
         self.cache.forget(pi)
         message = status.message() or "binding rejected"
@@ -471,13 +517,17 @@ class Scheduler:
         """Called by PostFilter plugins that evict pods, for stats and the decision record."""
         self.stats.preemption_attempts += 1
         self.stats.victims += len(victims)
+        self.metrics.preemption(len(victims))
         if self.current_record is not None:
             self.current_record.victims = tuple(v.key for v in victims)
 
     def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
         """Runs a side effect (a victim's deletion, a status patch) in the background, tracked so
         that draining waits for it and a failure is logged rather than lost."""
-        task = asyncio.get_running_loop().create_task(coro)
+        self.track(asyncio.get_running_loop().create_task(coro), what)
+
+    def track(self, task: asyncio.Task[None], what: str = "background task") -> None:
+        """Tracks a side effect a backend started itself, as `spawn` does."""
         self.background.add(task)
 
         def done(t: asyncio.Task[None]) -> None:

@@ -202,7 +202,7 @@ def test_default_globals_match_kube() -> None:
     assert config.pod_max_backoff_seconds == 10.0
     assert config.leader_election == LeaderElection(
         leader_elect=True, lease_duration=15.0, renew_deadline=10.0, retry_period=2.0,
-        resource_lock="leases", resource_name="kube-scheduler", resource_namespace="kube-system",
+        resource_lock="leases", resource_name="kubesched", resource_namespace="kube-system",
     )
     assert config.client_connection == ClientConnection(
         kubeconfig="", qps=50.0, burst=100, content_type="application/vnd.kubernetes.protobuf"

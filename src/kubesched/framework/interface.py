@@ -166,6 +166,15 @@ class ClusterEvent:
     resource: str  # "Node", "Pod", "Namespace", ...; "*" for any
     action: str  # "Add", "Update", "Delete", or an Update refinement such as "UpdateNodeLabel"; "*" for any
 
+    @property
+    def label(self) -> str:
+        """The event as kube-scheduler's metrics name it: NodeAdd, NodeTaintChange, AssignedPodDelete..."""
+        if self.action.startswith("Update") and len(self.action) > len("Update"):
+            return self.action.removeprefix("Update") + "Change"
+        if self.resource == "Pod":
+            return f"AssignedPod{self.action}"
+        return f"{self.resource}{self.action}"
+
     def covers(self, other: ClusterEvent) -> bool:
         if self.resource not in ("*", other.resource):
             return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,11 +46,26 @@ if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
     from kubesched.config import Profile
+    from kubesched.observe.metrics import SchedulerMetrics
 
 # kube-scheduler's adaptive sampling (schedule_one.go numFeasibleNodesToFind).
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 ALL_EVENTS = [ClusterEvent("*", "*")]
+# Status labels of the metrics, as kube-scheduler spells the codes.
+STATUS_LABEL = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+def status_label(status: Status | None) -> str:
+    return "Success" if status is None else STATUS_LABEL[status.code]
 
 
 class FrameworkError(RuntimeError):
@@ -107,8 +123,19 @@ class _NodeFilterAdapter:
 class Framework:
     """One profile: its plugins per extension point, weights, and how to run them."""
 
-    def __init__(self, profile: Profile, registry: Any, handle_factory: Callable[[Framework], Any], cache: Cache) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Any,
+        handle_factory: Callable[[Framework], Any],
+        cache: Cache,
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
         self.profile = profile
+        self.metrics = metrics
+        # Per-plugin timings are taken on a sample of cycles, as kube-scheduler does (10%):
+        # extension points are always timed. The scheduler sets this before each cycle.
+        self.plugin_metrics: SchedulerMetrics | None = None
         self.name = profile.scheduler_name
         self.cache = cache
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
@@ -168,40 +195,59 @@ class Framework:
         and a rejection/error status if one plugin refused the pod outright."""
         names: frozenset[str] | None = None
         narrowed_by: list[str] = []
+        metrics = self.plugin_metrics
+        started = perf_counter()
         for plugin in self.pre_filter:
+            t0 = perf_counter()
             result, status = plugin.pre_filter(state, pi)
             pname = plugin.name  # type: ignore[attr-defined]
+            if metrics is not None:
+                metrics.plugin(pname, "PreFilter", status_label(status), perf_counter() - t0)
             if status is not None:
                 if status.code == Code.SKIP:
                     state.skip_filter.add(pname)
                     continue
                 if status.code != Code.SUCCESS:
                     status.plugin = pname
+                    self._point("PreFilter", status, started)
                     return names, ", ".join(narrowed_by), status
             if isinstance(result, PreFilterResult) and result.node_names is not None:
                 names = result.node_names if names is None else names & result.node_names
                 narrowed_by.append(pname)
+        self._point("PreFilter", None, started)
         return names, ", ".join(narrowed_by), None
+
+    def _point(self, point: str, status: Status | None, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.extension_point(point, status_label(status), self.name, perf_counter() - started)
 
     def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> FilterOutcome:
         """Runs every Filter over the table, narrowing `alive` (modified in place)."""
         table = self.cache.table
         out = FilterOutcome(alive)
+        # Preemption's dry runs (explain=False) are not timed: they would swamp the cycle's figures.
+        metrics = self.plugin_metrics if explain else None
+        started = perf_counter()
         for plugin in self.filter:
             pname = plugin.name
             if pname in state.skip_filter:
                 continue
+            t0 = perf_counter()
             adapter = self.filter_adapters.get(pname)
             if adapter is not None:
                 codes, describe = adapter.run(state, pi, table, alive)
             else:
                 result = plugin.filter(state, pi, table)
                 if result is None:
+                    if metrics is not None:
+                        metrics.plugin(pname, "Filter", "Success", perf_counter() - t0)
                     continue
                 codes, describe = result.codes, result.describe
             codes = codes[: table.size]
             failed = alive & codes.view(np.bool_) if codes.dtype == np.uint8 else alive & (codes != 0)
             count = int(np.count_nonzero(failed))
+            if metrics is not None:
+                metrics.plugin(pname, "Filter", "Unschedulable" if count else "Success", perf_counter() - t0)
             if not count:
                 continue
             alive &= ~failed
@@ -210,6 +256,8 @@ class Framework:
                 self._explain(out, pname, codes, failed, describe)
             if not alive.any():
                 break
+        if explain:
+            self._point("Filter", out.error, started)
         return out
 
     def _explain(self, out: FilterOutcome, pname: str, codes: np.ndarray, failed: np.ndarray, describe: Callable) -> None:
@@ -286,34 +334,50 @@ class Framework:
         a plugin may use it to clear the pod's nomination (nominated_node == "")."""
         last: Status | None = None
         last_result: PostFilterResult | None = None
+        started = perf_counter()
         for plugin in self.post_filter:
+            t0 = perf_counter()
             result, status = plugin.post_filter(state, pi, diagnosis)
+            if self.plugin_metrics is not None:
+                self.plugin_metrics.plugin(plugin.name, "PostFilter", status_label(status), perf_counter() - t0)  # type: ignore[attr-defined]
             if status is None or status.code == Code.SUCCESS:
+                self._point("PostFilter", None, started)
                 return result, None
             last_result = result or last_result
             if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                self._point("PostFilter", status, started)
                 return last_result, status
             last = status
+        self._point("PostFilter", last, started)
         return last_result, last
 
     # --- scoring -------------------------------------------------------------------------------------
 
     def run_scores(self, state: CycleState, pi: PodInfo, rows: np.ndarray) -> ScoreOutcome | Status:
         table = self.cache.table
+        metrics = self.plugin_metrics
+        started = perf_counter()
         for plugin in self.pre_score:
+            t0 = perf_counter()
             status = plugin.pre_score(state, pi, table, rows)
+            if metrics is not None:
+                metrics.plugin(plugin.name, "PreScore", status_label(status), perf_counter() - t0)  # type: ignore[attr-defined]
             if status is not None:
                 if status.code == Code.SKIP:
                     state.skip_score.add(plugin.name)  # type: ignore[attr-defined]
                 elif status.code != Code.SUCCESS:
                     status.plugin = plugin.name  # type: ignore[attr-defined]
+                    self._point("PreScore", status, started)
                     return status
+        self._point("PreScore", None, started)
+        started = perf_counter()
         totals = np.zeros(rows.size, dtype=np.int64)
         by_plugin: list[tuple[str, np.ndarray]] = []
         for plugin, weight in self.score:
             pname = plugin.name
             if pname in state.skip_score:
                 continue
+            t0 = perf_counter()
             if isinstance(plugin, NodeScorePlugin):
                 scores = np.fromiter(
                     (plugin.score_node(state, pi, NodeInfo(table, int(r))) for r in rows), dtype=np.int64, count=rows.size
@@ -322,28 +386,37 @@ class Framework:
                 scores = plugin.score(state, pi, table, rows)
             if plugin.has_normalize:
                 scores = plugin.normalize_score(state, pi, scores)
+            if metrics is not None:
+                metrics.plugin(pname, "Score", "Success", perf_counter() - t0)
             weighted = scores * weight if weight != 1 else scores
             totals += weighted
             by_plugin.append((pname, weighted))
+        self._point("Score", None, started)
         return ScoreOutcome(rows, totals, by_plugin)
 
     # --- reserve, permit and the binding cycle ------------------------------------------------------
 
     def run_reserve(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        started = perf_counter()
         for plugin in self.reserve:
             status = plugin.reserve(state, pi, node)
             if status is not None and status.code != Code.SUCCESS:
                 status.plugin = plugin.name  # type: ignore[attr-defined]
+                self._point("Reserve", status, started)
                 return status
+        self._point("Reserve", None, started)
         return None
 
     def run_unreserve(self, state: CycleState, pi: PodInfo, node: str) -> None:
+        started = perf_counter()
         for plugin in reversed(self.reserve):
             plugin.unreserve(state, pi, node)
+        self._point("Unreserve", None, started)
 
     def run_permit(self, state: CycleState, pi: PodInfo, node: str) -> tuple[Status | None, dict[str, float]]:
         """Returns a rejection, or the plugins that asked to wait with their timeouts."""
         waits: dict[str, float] = {}
+        started = perf_counter()
         for plugin in self.permit:
             status, timeout = plugin.permit(state, pi, node)
             if status is None or status.code == Code.SUCCESS:
@@ -355,28 +428,39 @@ class Framework:
             status.plugin = pname
             if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 status = Status(Code.ERROR, status.reasons, pname)
+            self._point("Permit", status, started)
             return status, waits
+        self._point("Permit", Status(Code.WAIT) if waits else None, started)
         return None, waits
 
     async def run_pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        started = perf_counter()
         for plugin in self.pre_bind:
             status = await plugin.pre_bind(state, pi, node)
             if status is not None and status.code != Code.SUCCESS:
                 status.plugin = plugin.name  # type: ignore[attr-defined]
+                self._point("PreBind", status, started)
                 return status
+        self._point("PreBind", None, started)
         return None
 
     async def run_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        started = perf_counter()
         for plugin in self.bind:
             status = await plugin.bind(state, pi, node)
             if status is not None and status.code == Code.SKIP:
                 continue
             if status is not None and status.code != Code.SUCCESS:
                 status.plugin = plugin.name  # type: ignore[attr-defined]
+            self._point("Bind", status, started)
             return status
-        return Status.error("no bind plugin handled the pod")
+        status = Status.error("no bind plugin handled the pod")
+        self._point("Bind", status, started)
+        return status
 
     def run_post_bind(self, state: CycleState, pi: PodInfo, node: str) -> None:
+        started = perf_counter()
         for plugin in self.post_bind:
             plugin.post_bind(state, pi, node)
+        self._point("PostBind", None, started)
 

@@ -83,7 +83,7 @@ class SchedulingQueue:
 
     # --- state changes ---------------------------------------------------------------------------
 
-    def _set_where(self, qpi: QueuedPodInfo, where: str) -> None:
+    def _set_where(self, qpi: QueuedPodInfo, where: str, event: str = "") -> None:
         if qpi.where:
             self._counts[qpi.where] -= 1
             if qpi.where == "unschedulable":
@@ -99,41 +99,42 @@ class SchedulingQueue:
         qpi.version += 1
         if where:
             self._counts[where] += 1
-            self.incoming[(where, "")] = self.incoming.get((where, ""), 0) + 1
+            key = (where, event)
+            self.incoming[key] = self.incoming.get(key, 0) + 1
 
-    def _to_active(self, qpi: QueuedPodInfo) -> None:
-        self._set_where(qpi, "active")
+    def _to_active(self, qpi: QueuedPodInfo, event: str) -> None:
+        self._set_where(qpi, "active", event)
         heapq.heappush(self._active, (self._sort_key(qpi), next(self._seq), qpi.version, qpi))
         self._on_change()
 
-    def _to_backoff(self, qpi: QueuedPodInfo) -> None:
-        self._set_where(qpi, "backoff")
+    def _to_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+        self._set_where(qpi, "backoff", event)
         heapq.heappush(self._backoff, (qpi.backoff_expiry, next(self._seq), qpi.version, qpi))
         self._arm_backoff_timer(qpi.backoff_expiry)
 
-    def _to_pool(self, qpi: QueuedPodInfo) -> None:
-        self._set_where(qpi, "unschedulable")
+    def _to_pool(self, qpi: QueuedPodInfo, event: str) -> None:
+        self._set_where(qpi, "unschedulable", event)
         qpi.entered_pool = self.clock.now()
         self._unschedulable[qpi.pi.uid] = qpi
         self._pool_buckets.setdefault(qpi.unschedulable_plugins, {})[qpi.pi.uid] = qpi
         if self._pool_timer is None:
             self._pool_timer = self.clock.call_at(qpi.entered_pool + self.max_in_unschedulable, self._flush_pool)
 
-    def _requeue(self, qpi: QueuedPodInfo) -> None:
+    def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
         if qpi.backoff_expiry > self.clock.now():
-            self._to_backoff(qpi)
+            self._to_backoff(qpi, event)
         else:
-            self._to_active(qpi)
+            self._to_active(qpi, event)
 
-    def _admit(self, qpi: QueuedPodInfo) -> None:
+    def _admit(self, qpi: QueuedPodInfo, event: str) -> None:
         status = self._pre_enqueue(qpi.pi)
         if status is not None:
             qpi.gated_by = status
-            self._set_where(qpi, "gated")
+            self._set_where(qpi, "gated", event)
             self._gated[qpi.pi.uid] = qpi
             return
         qpi.gated_by = None
-        self._requeue(qpi)
+        self._requeue(qpi, event)
 
     # --- pods arriving, changing, leaving --------------------------------------------------------
 
@@ -143,7 +144,7 @@ class SchedulingQueue:
             return
         qpi = QueuedPodInfo(pi, timestamp=self.clock.now())
         self.pods[pi.uid] = qpi
-        self._admit(qpi)
+        self._admit(qpi, "PodAdd")
 
     def update(self, pi: PodInfo) -> None:
         qpi = self.pods.get(pi.uid)
@@ -152,12 +153,12 @@ class SchedulingQueue:
             return
         qpi.pi = pi
         if qpi.where == "gated":
-            self._admit(qpi)
+            self._admit(qpi, "PodUpdate")
         elif qpi.where == "unschedulable":
             # The pod itself changed: it may fit now (kube re-evaluates updated pods).
-            self._requeue(qpi)
+            self._requeue(qpi, "PodUpdate")
         elif qpi.where == "active":
-            self._to_active(qpi)  # re-sort; the stale heap entry is skipped by version
+            self._to_active(qpi, "PodUpdate")  # re-sort; the stale heap entry is skipped by version
 
     def delete(self, uid: str) -> QueuedPodInfo | None:
         qpi = self.pods.pop(uid, None)
@@ -200,9 +201,9 @@ class SchedulingQueue:
         qpi.timestamp = self.clock.now()
         qpi.backoff_expiry = qpi.timestamp + self.backoff_duration(qpi)
         if self._move_request_cycle >= pod_cycle or not qpi.unschedulable_plugins:
-            self._to_backoff(qpi)
+            self._to_backoff(qpi, "ScheduleAttemptFailure")
         else:
-            self._to_pool(qpi)
+            self._to_pool(qpi, "ScheduleAttemptFailure")
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
         if self.initial_backoff <= 0:
@@ -224,8 +225,9 @@ class SchedulingQueue:
         for plugins, bucket in self._pool_buckets.items():
             if self._interested(plugins, event):
                 moving.extend(bucket.values())
+        label = event.label
         for qpi in moving:
-            self._requeue(qpi)
+            self._requeue(qpi, label)
         return len(moving)
 
     def _interested(self, plugins: frozenset[str], event: ClusterEvent) -> bool:
@@ -242,7 +244,7 @@ class SchedulingQueue:
         for uid in uids:
             qpi = self.pods.get(uid)
             if qpi is not None and qpi.where in ("unschedulable", "backoff"):
-                self._to_active(qpi)
+                self._to_active(qpi, "ForceActivate")
 
     def _arm_backoff_timer(self, when: float) -> None:
         if when >= self._backoff_timer_at:
@@ -265,7 +267,7 @@ class SchedulingQueue:
                 self._arm_backoff_timer(expiry)
                 break
             heapq.heappop(self._backoff)
-            self._to_active(qpi)
+            self._to_active(qpi, "BackoffComplete")
 
     def _flush_pool(self) -> None:
         """Pods that sat in the pool longer than the limit get another try (kube: 5 min)."""
@@ -274,7 +276,7 @@ class SchedulingQueue:
         oldest_left = None
         for qpi in list(self._unschedulable.values()):
             if now - qpi.entered_pool >= self.max_in_unschedulable:
-                self._requeue(qpi)
+                self._requeue(qpi, "UnschedulableTimeout")
             elif oldest_left is None or qpi.entered_pool < oldest_left:
                 oldest_left = qpi.entered_pool
         if oldest_left is not None:
