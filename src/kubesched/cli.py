@@ -1,4 +1,4 @@
-"""Command line: kubesched simulate | bench | config validate."""
+"""Command line: kubesched run | simulate | bench | config validate."""
 
 from __future__ import annotations
 
@@ -164,6 +164,51 @@ def bench(
         json_out.write_text(json.dumps(figures, indent=2))
 
 
+@app.command()
+def run(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration (default profile if omitted).")] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option(help="kubeconfig file (default: in-cluster service account, else ~/.kube/config).")
+    ] = None,
+    bind_address: Annotated[str, typer.Option(help="Address of the /healthz /livez /readyz /metrics server.")] = "0.0.0.0",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port of that server (0: any free port).")] = 10251,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Schedule the pods of a real cluster whose schedulerName names one of the profiles."""
+    import logging
+    import signal
+
+    from kubesched.backends.kube.runner import KubeScheduler, RunError, RunOptions
+    from kubesched.client import KubeConfigError
+
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise fail(f"--log-level: unknown level {log_level!r} (debug, info, warning, error)")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            sched = KubeScheduler(RunOptions(cfg, kubeconfig, bind_address, port))
+        except KubeConfigError as exc:
+            raise fail(str(exc)) from None
+        try:
+            return await sched.run(stop)
+        except RunError as exc:
+            raise fail(str(exc)) from None
+
+    code = asyncio.run(main())
+    if code:
+        raise typer.Exit(code)
+
+
 @config_app.command("validate")
 def config_validate(path: Annotated[Path, typer.Argument(help="KubeSchedulerConfiguration YAML file.")]) -> None:
     """Check a configuration as the scheduler would read it; exit 2 with the reason if it is wrong."""
@@ -181,3 +226,7 @@ def config_validate(path: Annotated[Path, typer.Argument(help="KubeSchedulerConf
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -257,6 +257,32 @@ class PriorityClass(_Obj):
     preemption_policy: str | None = None
 
 
+# --- what selects pods: PodTopologySpread's system defaults spread by these -----------------
+
+
+class MapSelectorSpec(_Obj):
+    selector: dict[str, str] = msgspec.field(default_factory=dict)
+    type: str = ""
+
+
+class SelectsByMap(_Obj):
+    """A Service or ReplicationController, read only for its equality-based selector."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: MapSelectorSpec = msgspec.field(default_factory=MapSelectorSpec)
+
+
+class LabelSelectorSpec(_Obj):
+    selector: LabelSelector | None = None
+
+
+class SelectsByLabelSelector(_Obj):
+    """A ReplicaSet or StatefulSet, read only for its label selector."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: LabelSelectorSpec = msgspec.field(default_factory=LabelSelectorSpec)
+
+
 class ObjectError(ValueError):
     """An object that does not decode; the message names the object and the field."""
 

@@ -1,0 +1,1 @@
+"""The kube backend: schedules a real cluster through kube-apiserver."""

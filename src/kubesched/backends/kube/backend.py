@@ -1,0 +1,196 @@
+"""The kube backend's side effects: binds, victims' deletion, pod status and events.
+
+Everything here runs off the scheduling cycle. Writes that concern one pod are
+applied in the order the scheduler asked for them (a status patch saying the pod
+is unschedulable can never land after the bind that placed it), and a failed
+write is logged and counted, never raised into the scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.backends.kube.events import EventRecorder, micro_time
+from kubesched.client import ApiClient, ApiError
+from kubesched.framework.interface import Code, Status
+
+if TYPE_CHECKING:
+    from kubesched.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+
+
+def pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+class KubeBackend:
+    def __init__(self, client: ApiClient, events: EventRecorder) -> None:
+        self.client = client
+        self.events = events
+        self.scheduler: Scheduler | None = None
+        # The last write queued for each pod: the next one for that pod waits for it.
+        self._tails: dict[str, asyncio.Task[None]] = {}
+        self.binds = 0
+        self.bind_conflicts = 0
+        self.write_failures = 0
+
+    # --- ordering of writes to one pod ------------------------------------------------------------
+
+    def _then(self, pi: PodInfo, what: str, write: Callable[[], Awaitable[None]]) -> None:
+        previous = self._tails.get(pi.uid)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait({previous})
+            try:
+                await write()
+            except ApiError as exc:
+                if exc.status == 404:
+                    return  # the pod is gone: nothing left to update
+                self.write_failures += 1
+                log.warning("%s for pod %s failed: %s", what, pi.key, exc)
+
+        task = asyncio.get_running_loop().create_task(run(), name=f"{what} {pi.key}")
+        self._tails[pi.uid] = task
+        task.add_done_callback(functools.partial(self._forget_tail, pi.uid))
+        if self.scheduler is not None:
+            self.scheduler.track(task)
+
+    def _forget_tail(self, uid: str, task: asyncio.Task[None]) -> None:
+        if self._tails.get(uid) is task:
+            del self._tails[uid]
+
+    async def _settled(self, uid: str) -> None:
+        previous = self._tails.get(uid)
+        if previous is not None:
+            await asyncio.wait({previous})
+
+    # --- ClusterBackend -------------------------------------------------------------------------------
+
+    async def bind(self, pi: PodInfo, node: str) -> Status | None:
+        """POST the pods/binding subresource. The Binding carries the pod's uid, so a pod
+        deleted and recreated under the same name is never bound by mistake."""
+        await self._settled(pi.uid)
+        meta = pi.pod.metadata
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await self.client.post(pod_path(meta.namespace, meta.name) + "/binding", body=body)
+        except ApiError as exc:
+            return await self._bind_failed(pi, node, exc)
+        self.binds += 1
+        return None
+
+    async def _bind_failed(self, pi: PodInfo, node: str, exc: ApiError) -> Status | None:
+        meta = pi.pod.metadata
+        if exc.status == 404:
+            # Deleted meanwhile: the watch brings the deletion; nothing to retry.
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"binding rejected: {exc.message}",), "DefaultBinder")
+        if exc.status == 409:
+            self.bind_conflicts += 1
+            # A retried POST whose first try went through also answers 409: look before failing.
+            try:
+                current = await self.client.get(pod_path(meta.namespace, meta.name))
+            except ApiError:
+                current = None
+            if isinstance(current, dict):
+                same_pod = current.get("metadata", {}).get("uid") == meta.uid
+                bound_to = current.get("spec", {}).get("nodeName", "")
+                if same_pod and bound_to == node:
+                    self.binds += 1
+                    return None
+            # Bound elsewhere (by someone else) or replaced: the watch tells the cache where.
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"binding rejected: {exc.message}",), "DefaultBinder")
+        return Status(Code.ERROR, (f"binding rejected: {exc}",), "DefaultBinder")
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None:
+        """Evicts a preemption victim as kube-scheduler does: a DisruptionTarget condition
+        first (so its controller knows why), then the delete, preconditioned on its uid."""
+        meta = pi.pod.metadata
+        name = self.scheduler_name(pi)
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": micro_time()[:19] + "Z",
+        }
+        try:
+            await self.client.patch(
+                pod_path(meta.namespace, meta.name) + "/status",
+                body={"status": {"conditions": [condition]}},
+                content_type=STRATEGIC_MERGE,
+            )
+            await self.client.delete(
+                pod_path(meta.namespace, meta.name),
+                body={"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": meta.uid}},
+            )
+        except ApiError as exc:
+            if exc.status in (404, 409):  # already gone, or replaced by a new pod of that name
+                return
+            raise
+        self.events.record(pi, "Normal", "Preempted", reason, controller=name)
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
+        self.events.record(pi, type_, reason, message, controller=self.scheduler_name(pi))
+
+    def set_unschedulable(self, pi: PodInfo, message: str) -> None:
+        """PodScheduled=False, reason Unschedulable, with the kube-format message; skipped when
+        the pod already says exactly that (kube does not rewrite an unchanged condition)."""
+        for cond in pi.pod.status.conditions:
+            if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable" and cond.message == message:
+                return
+        meta = pi.pod.metadata
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": micro_time()[:19] + "Z",
+        }
+
+        async def write() -> None:
+            await self.client.patch(
+                pod_path(meta.namespace, meta.name) + "/status",
+                body={"metadata": {"uid": meta.uid}, "status": {"conditions": [condition]}},
+                content_type=STRATEGIC_MERGE,
+            )
+
+        self._then(pi, "setting PodScheduled=False", write)
+
+    def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
+        if (pi.pod.status.nominated_node_name or None) == node:
+            return
+        meta = pi.pod.metadata
+        pi.pod.status.nominated_node_name = node or ""
+
+        async def write() -> None:
+            await self.client.patch(
+                pod_path(meta.namespace, meta.name) + "/status",
+                body={"metadata": {"uid": meta.uid}, "status": {"nominatedNodeName": node}},
+                content_type=STRATEGIC_MERGE,
+            )
+
+        self._then(pi, "setting nominatedNodeName", write)
+
+    # --- helpers ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def scheduler_name(pi: PodInfo) -> str:
+        return pi.pod.spec.scheduler_name or "default-scheduler"
+
+    def stats(self) -> dict[str, Any]:
+        return {"binds": self.binds, "bind_conflicts": self.bind_conflicts, "write_failures": self.write_failures}

@@ -1,0 +1,175 @@
+"""What the kube backend watches, and how each watch event reaches the scheduler.
+
+One Reflector per resource (list, then watch; see kubesched.client.watch). The
+handlers translate events into the scheduler's on_* calls and drop the churn that
+cannot change a scheduling decision: kubelet heartbeats on nodes, and status-only
+updates of pending pods (kube-scheduler ignores those too, or its own
+PodScheduled=False patch would requeue the pod it just gave up on).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
+from kubesched.api.selectors import SelectorError, compile_label_selector
+from kubesched.client import ApiClient, Reflector
+from kubesched.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _without_version(obj: Any) -> Any:
+    return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, resource_version=""))
+
+
+class PodHandler:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: Pod) -> None:
+        self.scheduler.on_pod_add(obj)
+
+    def on_update(self, old: Pod, new: Pod) -> None:
+        if not new.spec.node_name and not old.spec.node_name and _only_status_changed(old, new):
+            # Keep the freshest object (its conditions decide whether a status patch is
+            # needed) without moving the pod in the queue.
+            self.scheduler.refresh_pending_pod(new)
+            return
+        self.scheduler.on_pod_update(new)
+
+    def on_delete(self, obj: Pod) -> None:
+        self.scheduler.on_pod_delete(obj.metadata.uid or obj.key)
+
+
+def _only_status_changed(old: Pod, new: Pod) -> bool:
+    if old.spec != new.spec:
+        return False
+    a, b = old.metadata, new.metadata
+    return (
+        a.labels == b.labels
+        and a.annotations == b.annotations
+        and a.deletion_timestamp == b.deletion_timestamp
+        and a.owner_references == b.owner_references
+        and a.uid == b.uid
+    )
+
+
+class NodeHandler:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: Node) -> None:
+        self.scheduler.on_node_add(obj)
+
+    def on_update(self, old: Node, new: Node) -> None:
+        # The typed Node keeps only what scheduling reads, so a heartbeat (a new
+        # lastHeartbeatTime, nothing else) compares equal once the version is ignored.
+        if _without_version(old) == _without_version(new):
+            return
+        self.scheduler.on_node_update(new)
+
+    def on_delete(self, obj: Node) -> None:
+        self.scheduler.on_node_delete(obj.metadata.name)
+
+
+class NamespaceHandler:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: Namespace) -> None:
+        self.scheduler.on_namespace(obj)
+
+    def on_update(self, old: Namespace, new: Namespace) -> None:
+        if old.metadata.labels != new.metadata.labels:
+            self.scheduler.on_namespace(new)
+
+    def on_delete(self, obj: Namespace) -> None:
+        pass  # its pods' deletions follow; namespaceSelectors simply stop matching it
+
+
+class SelectorHandler(Generic[T]):
+    """Services, ReplicationControllers, ReplicaSets and StatefulSets: PodTopologySpread's
+    system default constraints spread a pod among the pods its owners select."""
+
+    def __init__(self, scheduler: Scheduler, kind: str, selector_of: Callable[[T], LabelSelector | None]) -> None:
+        self.scheduler = scheduler
+        self.kind = kind
+        self.selector_of = selector_of
+
+    def on_add(self, obj: T) -> None:
+        meta = obj.metadata  # type: ignore[attr-defined]
+        raw = self.selector_of(obj)
+        cache = self.scheduler.cache
+        if raw is None:
+            cache.remove_workload_selector(self.kind, meta.namespace, meta.name)
+            return
+        try:
+            selector = compile_label_selector(raw)
+        except SelectorError as exc:
+            log.warning("ignoring the selector of %s %s/%s: %s", self.kind, meta.namespace, meta.name, exc)
+            return
+        cache.set_workload_selector(self.kind, meta.namespace, meta.name, selector)
+
+    def on_update(self, old: T, new: T) -> None:
+        self.on_add(new)
+
+    def on_delete(self, obj: T) -> None:
+        meta = obj.metadata  # type: ignore[attr-defined]
+        self.scheduler.cache.remove_workload_selector(self.kind, meta.namespace, meta.name)
+
+
+def _service_selector(svc: SelectsByMap) -> LabelSelector | None:
+    if not svc.spec.selector or svc.spec.type == "ExternalName":
+        return None
+    return LabelSelector(match_labels=dict(svc.spec.selector))
+
+
+def _map_selector(obj: SelectsByMap) -> LabelSelector | None:
+    return LabelSelector(match_labels=dict(obj.spec.selector)) if obj.spec.selector else None
+
+
+def _label_selector(obj: SelectsByLabelSelector) -> LabelSelector | None:
+    return obj.spec.selector
+
+
+@dataclass
+class Informers:
+    reflectors: list[Reflector[Any]]
+
+    @property
+    def synced(self) -> bool:
+        return all(r.synced.is_set() for r in self.reflectors)
+
+    def stats(self) -> dict[tuple[str, ...], float]:
+        out: dict[tuple[str, ...], float] = {}
+        for r in self.reflectors:
+            out[(r.name, "relist")] = float(r.relists)
+            out[(r.name, "watch_restart")] = float(r.watch_restarts)
+            out[(r.name, "decode_error")] = float(r.decode_errors)
+        return out
+
+
+def build_informers(client: ApiClient, scheduler: Scheduler) -> Informers:
+    """Nodes first: pods then land on rows that exist (the cache copes either way)."""
+    reflectors: list[Reflector[Any]] = [
+        Reflector(client, "/api/v1/nodes", Node, NodeHandler(scheduler), name="nodes"),
+        Reflector(client, "/api/v1/namespaces", Namespace, NamespaceHandler(scheduler), name="namespaces"),
+        Reflector(client, "/api/v1/pods", Pod, PodHandler(scheduler), name="pods"),
+        Reflector(client, "/api/v1/services", SelectsByMap, SelectorHandler(scheduler, "Service", _service_selector),
+                  name="services"),
+        Reflector(client, "/api/v1/replicationcontrollers", SelectsByMap,
+                  SelectorHandler(scheduler, "ReplicationController", _map_selector), name="replicationcontrollers"),
+        Reflector(client, "/apis/apps/v1/replicasets", SelectsByLabelSelector,
+                  SelectorHandler(scheduler, "ReplicaSet", _label_selector), name="replicasets"),
+        Reflector(client, "/apis/apps/v1/statefulsets", SelectsByLabelSelector,
+                  SelectorHandler(scheduler, "StatefulSet", _label_selector), name="statefulsets"),
+    ]
+    return Informers(reflectors)

@@ -1,0 +1,228 @@
+"""`kubesched run`: the scheduler on a real cluster, top to bottom.
+
+1. Connect (kubeconfig or the in-cluster service account) with the configured QPS/burst.
+2. Serve /healthz /livez /readyz /metrics.
+3. Start the informers and wait until every list has been delivered to the cache.
+4. With leader election, wait for the Lease; standbys keep their caches warm meanwhile.
+5. Schedule until told to stop (SIGTERM) or until leadership is lost. Losing it ends the
+   process with a non-zero code, as kube-scheduler does: a fresh start rebuilds
+   everything from the API rather than trusting a cache another leader has moved past.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+from kubesched.backends.kube.backend import KubeBackend
+from kubesched.backends.kube.events import EventRecorder
+from kubesched.backends.kube.informers import Informers, build_informers
+from kubesched.client import ApiClient, LeaderElector, load_connection
+from kubesched.clock import RealClock
+from kubesched.config import SchedulerConfig
+from kubesched.framework.registry import Registry
+from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.observe.server import HealthServer
+from kubesched.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+SYNC_LOG_EVERY = 10.0
+DRAIN_TIMEOUT = 10.0
+EXIT_LEADERSHIP_LOST = 1
+
+
+class RunError(RuntimeError):
+    """A problem of the setup (an address in use...), reported in one line."""
+
+
+@dataclass
+class RunOptions:
+    config: SchedulerConfig
+    kubeconfig: str | None = None
+    bind_address: str = "0.0.0.0"
+    port: int = 10251
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4()}")
+    registry: Registry | None = None
+
+
+class KubeScheduler:
+    """The parts of a running kubesched, wired together; `run` drives them."""
+
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
+        cfg = options.config
+        self.connection = load_connection(options.kubeconfig or cfg.client_connection.kubeconfig or None)
+        self.client = ApiClient(self.connection, qps=cfg.client_connection.qps, burst=cfg.client_connection.burst)
+        self.metrics = SchedulerMetrics()
+        self.events = EventRecorder(self.client, controller="kubesched", instance=options.identity)
+        self.backend = KubeBackend(self.client, self.events)
+        self.scheduler = Scheduler(cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics)
+        self.backend.scheduler = self.scheduler
+        self.informers: Informers = build_informers(self.client, self.scheduler)
+        le = cfg.leader_election
+        self.elector: LeaderElector | None = None
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                self.client,
+                le.resource_namespace,
+                le.resource_name,
+                options.identity,
+                lease_duration=le.lease_duration,
+                renew_deadline=le.renew_deadline,
+                retry_period=le.retry_period,
+                on_new_leader=lambda who: log.info("the leader is now %s", who),
+            )
+        self.server = HealthServer(self.metrics.registry())
+        self._register_observability()
+        self.leading = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- health and metrics ------------------------------------------------------------------------
+
+    def _register_observability(self) -> None:
+        elector = self.elector
+
+        def informers_synced() -> str | None:
+            waiting = [r.name for r in self.informers.reflectors if not r.synced.is_set()]
+            return f"waiting for the initial list of {', '.join(waiting)}" if waiting else None
+
+        def leadership_known() -> str | None:
+            if elector is None or elector.leadership_known.is_set():
+                return None
+            return "leadership not yet known"
+
+        def leader_healthy() -> str | None:
+            if elector is None or elector.healthy():
+                return None
+            return "failed to renew the leader lease in time"
+
+        self.server.add_live_check("leaderElection", leader_healthy)
+        self.server.add_ready_check("sched-handler-sync", informers_synced)
+        self.server.add_ready_check("leaderElection-known", leadership_known)
+        name = self.options.config.leader_election.resource_name
+        self.metrics.add_gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+            ["name"],
+            lambda: {(name,): 1.0 if self.leading.is_set() else 0.0},
+        )
+        self.metrics.add_counter_source(
+            "kubesched_watch_events_total",
+            "Reflector incidents by resource: relists (after 410 Gone or errors), watch restarts, undecodable objects.",
+            ["resource", "kind"],
+            self.informers.stats,
+        )
+        self.metrics.add_counter_source(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code and method.",
+            ["code", "method"],
+            lambda: {(str(code), method): float(n) for (method, code), n in self.client.requests_total.items()},
+        )
+        self.metrics.add_counter_source(
+            "kubesched_events_total",
+            "Events posted, dropped (queue full) and failed.",
+            ["result"],
+            lambda: {("posted",): float(self.events.posted), ("dropped",): float(self.events.dropped),
+                     ("failed",): float(self.events.failed)},
+        )
+
+    # --- lifecycle ----------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Runs until `stop` is set (exit code 0) or leadership is lost (exit code 1)."""
+        loop = asyncio.get_running_loop()
+        try:
+            try:
+                await self.server.start(self.options.bind_address, self.options.port)
+            except OSError as exc:
+                where = f"{self.options.bind_address}:{self.options.port}"
+                raise RunError(f"cannot serve /healthz and /metrics on {where}: {exc.strerror or exc}") from None
+            self.events.start()
+            if not self.options.config.delay_cache_until_active:
+                self._start_informers()
+            lost = asyncio.Event()
+            if self.elector is not None:
+                elector = self.elector
+                self._tasks.append(loop.create_task(elector.run(), name="leader-election"))
+                await _first(stop, elector.became_leader, elector.lost)
+                if stop.is_set():
+                    return 0
+                if elector.lost.is_set():
+                    log.error("leader election lost before leading")
+                    return EXIT_LEADERSHIP_LOST
+                lost = elector.lost
+            log.info("leading as %s", self.options.identity)
+            self.leading.set()
+            if self.options.config.delay_cache_until_active:
+                self._start_informers()
+            if not await self._wait_synced(stop, lost):
+                return EXIT_LEADERSHIP_LOST if lost.is_set() else 0
+            halt = asyncio.Event()
+            relay = loop.create_task(_relay(halt, stop, lost))
+            try:
+                await self.scheduler.run(halt)
+            finally:
+                relay.cancel()
+            if lost.is_set():
+                log.error("leader election lost: stopping so that a fresh start rebuilds from the API")
+                return EXIT_LEADERSHIP_LOST
+            await self._drain()
+            return 0
+        finally:
+            await self._shutdown()
+
+    def _start_informers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for reflector in self.informers.reflectors:
+            self._tasks.append(loop.create_task(reflector.run(), name=f"watch {reflector.name}"))
+
+    async def _wait_synced(self, stop: asyncio.Event, lost: asyncio.Event) -> bool:
+        """True once every informer has delivered its first list; False if stopped first."""
+        while not self.informers.synced:
+            waits = [r.synced for r in self.informers.reflectors if not r.synced.is_set()]
+            done = await _first(stop, lost, *waits, timeout=SYNC_LOG_EVERY)
+            if stop.is_set() or lost.is_set():
+                return False
+            if not done:
+                log.info("waiting for the initial list of %s", ", ".join(r.name for r in self.informers.reflectors
+                                                                          if not r.synced.is_set()))
+        log.info("caches synced: %d nodes, %d pods pending", len(self.scheduler.cache.table), len(self.scheduler.queue.pods))
+        return True
+
+    async def _drain(self) -> None:
+        try:
+            await asyncio.wait_for(self.scheduler.drain_bindings(), DRAIN_TIMEOUT)
+        except TimeoutError:
+            log.warning("stopping with binding cycles still running")
+
+    async def _shutdown(self) -> None:
+        # The elector first: cancelling it releases the Lease, so a standby takes over at once.
+        self._tasks.sort(key=lambda t: t.get_name() != "leader-election")
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.events.stop()
+        await self.client.close()
+        await self.server.stop()
+
+
+async def _first(*events: asyncio.Event, timeout: float | None = None) -> bool:
+    """Waits until one of the events is set; False on timeout."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        return bool(done)
+    finally:
+        for w in waiters:
+            w.cancel()
+
+
+async def _relay(target: asyncio.Event, *sources: asyncio.Event) -> None:
+    await _first(*sources)
+    target.set()
