@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit lint typecheck bench clean
+.PHONY: demo test unit integration k8s-bin lint typecheck bench bench-kube clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,11 +15,25 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/kubesched simulate
 
-test: $(STAMP) lint typecheck
+# The whole suite, integration tests included: they run against a real etcd, kube-apiserver and
+# kube-scheduler, which k8s-bin builds once (Go, through the module proxy) into ~/.cache/kubesched.
+test: $(STAMP) lint typecheck k8s-bin
 	$(BIN)/python -m pytest
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
+
+integration: $(STAMP) k8s-bin
+	$(BIN)/python -m pytest tests/integration
+
+# Builds the control-plane binaries if missing (seconds when they are there); envtest-style
+# KUBEBUILDER_ASSETS, when set, is used instead and nothing is built.
+k8s-bin:
+ifeq ($(strip $(KUBEBUILDER_ASSETS)),)
+	@tools/k8s/build.sh
+else
+	@echo "k8s-bin: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
+endif
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
@@ -29,6 +43,10 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/kubesched bench --nodes 5000 --pods 10000
+
+# Binding 1,000 pods onto 100 nodes through a real kube-apiserver: kubesched, then kube-scheduler.
+bench-kube: $(STAMP) k8s-bin
+	cd tests && ../$(BIN)/python -m integration.perf.bind_throughput
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

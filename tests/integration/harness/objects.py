@@ -1,0 +1,150 @@
+"""Builders for the objects integration tests create, and the steps a controller-less cluster needs.
+
+No kubelet and no node-lifecycle controller run against the harness's apiserver, so a node the
+tests create stays as they make it: `create_ready_node` posts the Node, clears the
+`node.kubernetes.io/not-ready` taint that the TaintNodesByCondition admission plugin adds on
+create, and writes status (capacity, allocatable, Ready) through the status subresource, which
+is the only way status is written (it is dropped on create).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from .rest import JSON, KINDS, ApiError, Kube, collection_path
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def node_manifest(
+    name: str, *, labels: dict[str, str] | None = None, taints: list[JSON] | None = None, unschedulable: bool = False
+) -> JSON:
+    spec: JSON = {"taints": taints or []}
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}},
+        "spec": spec,
+    }
+
+
+def node_status(*, cpu: str = "4", memory: str = "32Gi", pods: int = 110, extra: dict[str, str] | None = None, ready: bool = True) -> JSON:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi", **(extra or {})}
+    return {
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "reason": "KubeletReady" if ready else "KubeletNotReady",
+                "message": "set by the kubesched test harness",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
+        ],
+        "addresses": [{"type": "InternalIP", "address": "10.0.0.10"}],
+        "nodeInfo": {
+            "architecture": "amd64",
+            "operatingSystem": "linux",
+            "kubeletVersion": "v1.34.4",
+            "kubeProxyVersion": "",
+            "containerRuntimeVersion": "containerd://2.0.0",
+            "bootID": "",
+            "machineID": "",
+            "systemUUID": "",
+            "kernelVersion": "",
+            "osImage": "",
+        },
+    }
+
+
+def create_ready_node(
+    kube: Kube,
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "32Gi",
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[JSON] | None = None,
+    extra_resources: dict[str, str] | None = None,
+    ready: bool = True,
+) -> JSON:
+    """Create a schedulable node: POST, reset taints to `taints` (the admission plugin's not-ready
+    taint removed), PATCH status/ with capacity = allocatable and the Ready condition. Returns the node."""
+    kube.create("/api/v1/nodes", node_manifest(name, labels=labels, taints=taints))
+    kube.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": taints or []}})
+    return kube.patch(
+        f"/api/v1/nodes/{name}/status",
+        {"status": node_status(cpu=cpu, memory=memory, pods=pods, extra=extra_resources, ready=ready)},
+    )
+
+
+def pod_manifest(
+    name: str,
+    namespace: str,
+    *,
+    cpu: str | None = "100m",
+    memory: str | None = "128Mi",
+    scheduler_name: str | None = None,
+    labels: dict[str, str] | None = None,
+    node_name: str | None = None,
+    priority_class: str | None = None,
+    extra_spec: dict[str, Any] | None = None,
+) -> JSON:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    container: JSON = {"name": "main", "image": PAUSE_IMAGE}
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: JSON = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    if scheduler_name:
+        spec["schedulerName"] = scheduler_name
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    spec.update(extra_spec or {})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def create_pod(kube: Kube, name: str, namespace: str, **kwargs: Any) -> JSON:
+    return kube.create(f"/api/v1/namespaces/{namespace}/pods", pod_manifest(name, namespace, **kwargs))
+
+
+def wait_bound(kube: Kube, namespace: str, name: str, *, timeout: float = 30.0) -> str:
+    """Wait until the pod has spec.nodeName; returns the node name."""
+    pod = kube.wait_for(f"/api/v1/namespaces/{namespace}/pods/{name}", lambda p: bool(p["spec"].get("nodeName")), timeout=timeout)
+    return str(pod["spec"]["nodeName"])
+
+
+def delete_namespace(kube: Kube, name: str) -> None:
+    """Remove a namespace and what tests put in it, as the namespace controller would (none runs here).
+
+    Pods go first with a zero grace period (no kubelet confirms graceful deletions); then the
+    namespaced kinds the harness knows; then the namespace, finalized at once.
+    """
+    kube.request("DELETE", f"/api/v1/namespaces/{name}/pods", {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    for kind, (_, _, namespaced) in KINDS.items():
+        if namespaced and kind != "Pod":
+            try:
+                kube.request("DELETE", collection_path(kind, name), {"apiVersion": "v1", "kind": "DeleteOptions"})
+            except ApiError as e:  # a kind without deletecollection, or not served, must not break teardown
+                if e.status not in (404, 405):
+                    raise
+    ns = kube.delete(f"/api/v1/namespaces/{name}", missing_ok=True)
+    if not ns:
+        return
+    current = kube.get_or_none(f"/api/v1/namespaces/{name}")
+    if current is not None:
+        current.setdefault("spec", {})["finalizers"] = []
+        kube.replace(f"/api/v1/namespaces/{name}/finalize", current)
