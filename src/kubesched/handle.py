@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kubesched.cache.nodetable import NodeTable
     from kubesched.framework.runtime import Framework
     from kubesched.framework.waiting import WaitingPod
+    from kubesched.metrics.provider import UsageService
     from kubesched.scheduler import Scheduler
 
 
@@ -34,6 +35,11 @@ class FrameworkHandle:
 
     def now(self) -> float:
         return self._scheduler.clock.now()
+
+    @property
+    def usage(self) -> UsageService:
+        """Node usage from Prometheus and recently placed pods, for load-aware plugins."""
+        return self._scheduler.usage
 
     # --- filtering on behalf of PostFilter (preemption) -------------------------------------------
 

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,8 @@ from kubesched.framework.registry import Registry, default_registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.waiting import WaitingPod
 from kubesched.handle import FrameworkHandle
+from kubesched.metrics.prometheus import PrometheusTransport
+from kubesched.metrics.provider import USAGE_UPDATE, UsageService
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
@@ -89,6 +91,7 @@ class Scheduler:
         seed: int | None = None,
         recorder: Recorder | None = None,
         metrics: SchedulerMetrics | None = None,
+        prometheus: Callable[[str, float], PrometheusTransport] | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
@@ -105,6 +108,14 @@ class Scheduler:
         self.background: set[asyncio.Task[None]] = set()
         self.stats = Stats()
         self.wakeup = asyncio.Event()
+        # Node usage for load-aware plugins; `prometheus` makes the transport for an address and
+        # timeout (the simulator's answers from its own series; default: Prometheus's HTTP API).
+        self.usage = UsageService(
+            clock,
+            self.spawn,
+            (lambda a: prometheus(a.address, a.timeout)) if prometheus is not None else None,
+            self.metrics,
+        )
         registry = registry or default_registry()
         self.frameworks: dict[str, Framework] = {
             p.scheduler_name: Framework(p, registry, lambda f: FrameworkHandle(self, f), self.cache, self.metrics)
@@ -141,6 +152,12 @@ class Scheduler:
             ["queue", "event"],
             lambda: {key: float(n) for key, n in self.queue.incoming.items()},
         )
+        self.usage.on_refreshed = self._usage_refreshed
+        if self.usage.tracking:
+            self.usage.start()  # first refresh now, then every refreshInterval
+
+    def _usage_refreshed(self) -> None:
+        self.queue.move_on_event(USAGE_UPDATE)
 
     def _pending_pods(self) -> dict[tuple[str, ...], float]:
         counts = self.queue.counts()
@@ -181,6 +198,10 @@ class Scheduler:
             self.queue.delete(uid)
             self.nominator.remove(uid)
             self.cache.add_pod(pi)
+            if was is None and self.usage.tracking:
+                row = self.cache.table.index.get(pod.spec.node_name)
+                if row is not None:
+                    self.usage.pod_bound_elsewhere(pi, row)
             self.queue.move_on_event(POD_ADD if was is None or assumed else POD_UPDATE)
         elif self.responsible_for(pod) and not self.cache.is_assumed(uid):
             if pod.status.nominated_node_name:
@@ -214,6 +235,7 @@ class Scheduler:
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting at Permit")
         if self.cache.remove_pod(uid) is not None:
+            self.usage.pod_gone(uid)
             self.queue.move_on_event(POD_DELETE)
 
     def on_node_add(self, node: Node) -> None:
@@ -430,6 +452,8 @@ class Scheduler:
         pi = qpi.pi
         record.chosen = node
         self.cache.assume(pi, node)
+        if self.usage.tracking:
+            self.usage.pod_assumed(pi, self.cache.table.index[node])
         status = fwk.run_reserve(state, pi, node)
         waits: dict[str, float] = {}
         if status is None:
@@ -437,6 +461,7 @@ class Scheduler:
         if status is not None:
             fwk.run_unreserve(state, pi, node)
             self.cache.forget(pi)
+            self.usage.pod_gone(pi.uid)
             record.result = "error" if status.code == Code.ERROR else "unschedulable"
             record.message = status.message()
             self.backend.record_event(pi, "Warning", "FailedScheduling", record.message)
@@ -487,6 +512,7 @@ class Scheduler:
         self.metrics.bind_failed(status.plugin or "unknown")
         fwk.run_unreserve(state, pi, node)
         self.cache.forget(pi)
+        self.usage.pod_gone(pi.uid)
         message = status.message() or "binding rejected"
         self.backend.record_event(pi, "Warning", "FailedScheduling", message)
         record = self.recorder.latest.get(pi.key)

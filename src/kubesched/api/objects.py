@@ -224,7 +224,13 @@ class NodeCondition(_Obj):
     status: str
 
 
+class NodeAddress(_Obj):
+    type: str
+    address: str
+
+
 class NodeStatus(_Obj):
+    addresses: list[NodeAddress] = msgspec.field(default_factory=list)
     capacity: dict[str, Quantity] = msgspec.field(default_factory=dict)
     allocatable: dict[str, Quantity] = msgspec.field(default_factory=dict)
     images: list[ContainerImage] = msgspec.field(default_factory=list)

@@ -26,6 +26,7 @@ from kubesched.api.podinfo import PodInfo
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
+    from kubesched.metrics.provider import UsageService
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -200,6 +201,11 @@ class Handle(Protocol):
     def table(self) -> NodeTable: ...
 
     def now(self) -> float: ...
+
+    @property
+    def usage(self) -> UsageService: ...
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
 
     def run_filters_with_nominated(self, state: CycleState, pi: PodInfo) -> np.ndarray: ...
 

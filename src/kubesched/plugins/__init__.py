@@ -7,6 +7,7 @@ from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
+from kubesched.plugins.loadaware import LoadAware
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.nodename import NodeName
 from kubesched.plugins.nodeports import NodePorts
@@ -33,4 +34,5 @@ IN_TREE: list[type[Plugin]] = [
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,
+    LoadAware,
 ]

@@ -208,6 +208,7 @@ class KubeScheduler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.events.stop()
+        await self.scheduler.usage.close()
         await self.client.close()
         await self.server.stop()
 

@@ -1,0 +1,125 @@
+"""Plugin args shared by every load-aware plugin: where usage comes from, how old it may be,
+what missing usage means, and how a freshly placed pod is estimated until the metrics show it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from kubesched.api.quantity import QuantityError, parse_duration, to_int, to_milli
+from kubesched.metrics.queries import AGGREGATIONS, DEFAULT_QUERIES
+
+
+def _seconds(value: object) -> object:
+    """Durations are Go-style strings ("30s", "5m", "1m30s") or a number of seconds."""
+    if isinstance(value, str):
+        return parse_duration(value)
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+
+_CONFIG = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class PrometheusArgs(BaseModel):
+    """The Prometheus server and the queries that give each resource's node utilization (0..1)."""
+
+    model_config = _CONFIG
+
+    address: str = "http://prometheus-k8s.monitoring.svc:9090"
+    timeout: Seconds = 5.0
+    refresh_interval: Seconds = Field(30.0, alias="refreshInterval")
+    # The series label naming the node: its value is a node name or address, with or without ":port".
+    node_label: str = Field("instance", alias="nodeLabel")
+    queries: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_QUERIES))
+    bearer_token_file: str | None = Field(None, alias="bearerTokenFile")
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value.rstrip("/")
+
+    @field_validator("refresh_interval", "timeout")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be greater than 0")
+        return value
+
+    @field_validator("queries")
+    @classmethod
+    def _merge_defaults(cls, value: dict[str, str]) -> dict[str, str]:
+        merged = dict(DEFAULT_QUERIES)
+        for resource, query in value.items():
+            if not query.strip():
+                raise ValueError(f"queries.{resource}: must not be empty")
+            merged[resource] = query
+        return merged
+
+
+class UsageArgs(BaseModel):
+    """How a load-aware plugin reads usage: which aggregation over which window, when a value is
+    too old to trust, and what a node without a trustworthy value gets."""
+
+    model_config = _CONFIG
+
+    prometheus: PrometheusArgs = Field(default_factory=PrometheusArgs)
+    aggregation: str = "avg"
+    window: Seconds = 60.0
+    # Koordinator's default expiry: a node whose newest value is older than this has no usage.
+    stale_after: Seconds = Field(180.0, alias="staleAfter")
+    # FailOpen: such a node is neither filtered nor penalised (a neutral score); FailClosed: it is
+    # filtered out, and scores as the worst node.
+    missing_metrics: Literal["FailOpen", "FailClosed"] = Field("FailOpen", alias="missingMetrics")
+
+    @field_validator("aggregation")
+    @classmethod
+    def _check_aggregation(cls, value: str) -> str:
+        if value not in AGGREGATIONS:
+            raise ValueError(f"{value!r} is not one of {', '.join(AGGREGATIONS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _window_needed(self) -> UsageArgs:
+        if self.aggregation != "latest" and self.window <= 0:
+            raise ValueError(f"window: must be greater than 0 with aggregation {self.aggregation}")
+        return self
+
+
+def _millis(value: object) -> object:
+    try:
+        return to_milli(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _bytes(value: object) -> object:
+    try:
+        return to_int(value) if isinstance(value, str) else value
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class EstimationArgs(BaseModel):
+    """The usage a pod placed since the last sample is assumed to have: factor * max(request, limit)
+    per resource (Koordinator's estimator), or the default below for a container requesting nothing."""
+
+    model_config = _CONFIG
+
+    cpu_factor: float = Field(0.85, alias="cpuFactor", gt=0, le=10)
+    memory_factor: float = Field(0.70, alias="memoryFactor", gt=0, le=10)
+    default_cpu_millis: Annotated[int, BeforeValidator(_millis)] = Field(250, alias="defaultCPU", ge=0)
+    default_memory_bytes: Annotated[int, BeforeValidator(_bytes)] = Field(200 * 1024 * 1024, alias="defaultMemory", ge=0)
+    # A pod placed up to this long before a sample is not (fully) in it yet: the scrape interval,
+    # the rate window and the aggregation window delay it. Such a pod counts with its estimate as
+    # well. Default: the aggregation window plus 90 s (node-exporter's rate[1m] and a scrape).
+    settle_time: Seconds | None = Field(None, alias="settleTime")
+
+    def settle_for(self, usage: UsageArgs) -> float:
+        if self.settle_time is not None:
+            return self.settle_time
+        return (usage.window if usage.aggregation != "latest" else 0.0) + 90.0
