@@ -112,6 +112,10 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
         ("pods/s (wall)", "pods_per_second"),
         ("cycle p50 (ms)", "cycle_ms_p50"),
         ("cycle p99 (ms)", "cycle_ms_p99"),
+        ("pending p99 (s)", "pending_seconds_p99"),
+        ("cpu hotspots >80% (node-s)", "hotspot_node_seconds"),
+        ("node cpu util p99 (%)", "node_cpu_util_p99"),
+        ("node cpu util stddev (%)", "node_cpu_util_stddev"),
     ]
     for label, attr in rows:
         table.add_row(label, *[str(attr(r) if callable(attr) else getattr(r, attr)) for r in results])

@@ -2,7 +2,9 @@
 
 It plays the API server's part: a bind sets spec.nodeName and is reported back as a
 pod update, a delete removes the pod and reports it, a pod with a run duration
-succeeds when its time is up and frees its node.
+succeeds when its time is up and frees its node. It also plays the kubelets' part for
+the usage model (pods start using resources when bound, stop when they end) and notes
+when each pod was created and bound, for pending times.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, Status
 
 if TYPE_CHECKING:
+    from kubesched.backends.sim.usage import UsageModel
     from kubesched.scheduler import Scheduler
 
 
@@ -46,6 +49,10 @@ class SimCluster:
     # Timers for future cluster changes (arrivals, completions): the run ends when none are left.
     external_pending: int = 0
     last_external: float = 0.0
+    # Real resource usage of running pods, if modelled.
+    usage: UsageModel | None = None
+    created_at: dict[str, float] = field(default_factory=dict)  # uid -> virtual time of creation
+    bound_at: dict[str, float] = field(default_factory=dict)  # uid -> virtual time of the bind
 
     def _sched(self) -> Scheduler:
         assert self.scheduler is not None, "SimCluster has no scheduler attached"
@@ -75,6 +82,9 @@ class SimCluster:
         pod.status.conditions.append(PodCondition(type="PodScheduled", status="True"))
         pod.status.phase = "Running"
         self.binds += 1
+        self.bound_at[pi.uid] = self.clock.now()
+        if self.usage is not None:
+            self.usage.pod_started(pod, node, pi.requests if _plain(pod) else None)
         # The bound object is the same pod with a node: the scheduler reuses its PodInfo.
         self._sched().on_pod_bound(pi, node)
         duration = self.durations.get(pi.uid)
@@ -84,6 +94,8 @@ class SimCluster:
 
     async def delete_pod(self, pi: PodInfo, reason: str) -> None:
         if self.pods.pop(pi.uid, None) is not None:
+            if self.usage is not None:
+                self.usage.pod_stopped(pi.uid)
             self.preempted.append(pi.key)
             self.record_event(pi, "Normal", "Preempted", reason)
             self._sched().on_pod_delete(pi.uid)
@@ -117,6 +129,9 @@ class SimCluster:
             status=msgspec.structs.replace(pod.status, conditions=list(pod.status.conditions)),
         )
         self.pods[pod.metadata.uid] = pod
+        self.created_at.setdefault(pod.metadata.uid, self.clock.now())
+        if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed") and self.usage is not None:
+            self.usage.pod_started(pod, pod.spec.node_name)
         self._sched().on_pod_add(pod)
 
     def complete(self, uid: str) -> None:
@@ -125,4 +140,11 @@ class SimCluster:
             return
         pod.status.phase = "Succeeded"
         self.ran_on[uid] = pod.spec.node_name
+        if self.usage is not None:
+            self.usage.pod_stopped(uid)
         self._sched().on_pod_update(pod)
+
+
+def _plain(pod: Pod) -> bool:
+    """A pod whose scheduling requests are exactly what runs (no init containers, no overhead)."""
+    return not pod.spec.init_containers and not pod.spec.overhead

@@ -1,4 +1,10 @@
-"""Runs the real scheduler on a simulated cluster in virtual time and reports what happened."""
+"""Runs the real scheduler on a simulated cluster in virtual time and reports what happened.
+
+Besides placements, a run measures what placement did to the cluster's real load: the usage
+model (backends.sim.usage) samples every node's utilization each scrape interval, and a
+simulated Prometheus answers the scheduler's metric queries from those scrapes, with the lag a
+real installation has.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import ClusterInput
+from kubesched.backends.sim.prometheus import SimPrometheus
+from kubesched.backends.sim.usage import UsageModel
 from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
@@ -39,6 +49,14 @@ class SimResult:
     cycle_ms_p50: float
     cycle_ms_p99: float
     events: dict[str, int] = field(default_factory=dict)
+    # Real load (from the usage model's scrapes): node-seconds above 80% cpu, the p99 of
+    # node cpu utilization over nodes x scrapes (percent), its spread across nodes (stddev,
+    # percent, averaged over scrapes); and the p99 of our pods' pending time (created to bound,
+    # or to the end of the run if never bound), in virtual seconds.
+    hotspot_node_seconds: float = 0.0
+    node_cpu_util_p99: float = 0.0
+    node_cpu_util_stddev: float = 0.0
+    pending_seconds_p99: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -65,9 +83,34 @@ class Simulation:
     async def run(self) -> SimResult:
         clock = VirtualClock()
         sim = SimCluster(clock)
-        sched = Scheduler(self.config, sim, clock, registry=self.registry, seed=self.seed)
+        settings = self.input.settings
+        usage = UsageModel(
+            clock,
+            self.input.nodes,
+            seed=self.seed,
+            interval=settings.scrape_interval,
+            background=self.input.background,
+            pod_usage={
+                sp.pod.metadata.uid: (sp.usage_cpu, sp.usage_memory)
+                for sp in self.input.pods
+                if sp.usage_cpu is not None or sp.usage_memory is not None
+            },
+        )
+        prometheus = SimPrometheus(usage, clock, outages=settings.prometheus_outages)
+        sim.usage = usage
+        sched = Scheduler(
+            self.config,
+            sim,
+            clock,
+            registry=self.registry,
+            seed=self.seed,
+            prometheus=lambda address, timeout: prometheus,
+        )
         sim.scheduler = sched
-        self.scheduler, self.cluster = sched, sim
+        self.scheduler, self.cluster, self.usage, self.prometheus = sched, sim, usage, prometheus
+        # The scrape timers are the clock's own, not cluster changes: the run still ends when
+        # only they are left.
+        usage.start()
         self._load(sim, sched)
         owned = [p.pod for p in self.input.pods if not p.pod.spec.node_name and sched.responsible_for(p.pod)]
         total = len(owned)
@@ -75,6 +118,10 @@ class Simulation:
         cycles = 0
         while True:
             clock.run_due()
+            if sched.background:
+                # Work that timers started (metric refreshes) finishes at this instant of
+                # virtual time, before the next scheduling cycle.
+                await sched.drain_bindings()
             while sched.schedule_one():
                 cycles += 1
                 if cycles % YIELD_EVERY == 0:
@@ -93,6 +140,7 @@ class Simulation:
                 break  # only pods that nothing will change are left
             clock.advance_to(nxt)
         await self._release_permit_holds(sched)
+        usage.stop()
         wall = time.perf_counter() - started
         if self.progress is not None:
             self.progress(sim.binds, total)
@@ -147,6 +195,11 @@ class Simulation:
             unschedulable[key] = record.message if record is not None else "not attempted"
         scheduled = sum(1 for v in placements.values() if v)
         durations = sorted(sched.stats.cycle_seconds)
+        pending = [
+            sim.bound_at.get(pod.metadata.uid, virtual) - sim.created_at.get(pod.metadata.uid, virtual)
+            for pod in owned
+        ]
+        load = sim.usage.summary() if sim.usage is not None else None
 
         def pct(q: float) -> float:
             if not durations:
@@ -169,4 +222,8 @@ class Simulation:
             cycle_ms_p50=pct(0.50),
             cycle_ms_p99=pct(0.99),
             events=dict(sim.event_counts),
+            hotspot_node_seconds=load.hotspot_node_seconds if load else 0.0,
+            node_cpu_util_p99=load.node_cpu_util_p99 if load else 0.0,
+            node_cpu_util_stddev=load.node_cpu_util_stddev if load else 0.0,
+            pending_seconds_p99=round(float(np.percentile(pending, 99)), 3) if pending else 0.0,
         )

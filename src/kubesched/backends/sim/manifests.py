@@ -7,10 +7,10 @@ PodList, NodeList...) with `items`. Directories are read recursively (*.yaml, *.
 Namespaces defined after the pods that use them still apply.
 
 Kinds read: Node, Pod, Namespace, Service (v1), PriorityClass (scheduling.k8s.io),
-Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1).
-Workloads are expanded into the pods their controllers would create (see
-backends.sim.workloads). Other kinds are skipped with a warning in
-ClusterInput.warnings.
+Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1), and the
+ConfigMap named `kubesched-simulation` (below). Workloads are expanded into the pods their
+controllers would create (see backends.sim.workloads). Other kinds, and other ConfigMaps, are
+skipped with a warning in ClusterInput.warnings.
 
 What the API server would do on create is done here too:
 - namespaced objects without a namespace go to "default"; namespaces used but not
@@ -46,6 +46,20 @@ template's win). Durations are a number of seconds ("90", "2.5") or Go-style ("3
   `<generateName><5 chars>` or, with a fixed name, `<name>-<i>`. This is how a scenario
   declares "100 nodes like this" or "500 pods like this" (scheduler_perf's createNodes /
   createPods) without 100 documents.
+- `sim.kubesched.io/usage-cpu`, `sim.kubesched.io/usage-memory`: what the pod really uses
+  once running, e.g. `steady:800m`, `steady:60%` (of its request), `diurnal:500m,amplitude=0.5,
+  period=1h`, `bursty:300m,peak=1500m,duty=0.2,mean=5m`, `steady:uniform(300m,3)` (drawn per
+  pod from the seed). Default: its requests. The grammar is in backends.sim.usage.
+- `sim.kubesched.io/background-cpu`, `sim.kubesched.io/background-memory`: on a Node only: load
+  that kubesched does not schedule (system daemons, other tenants), same grammar, percents of
+  the node's allocatable; `steady:uniform(5%,60%)` with `count` gives uneven copies. Default: none.
+
+Scenario settings come from a ConfigMap named `kubesched-simulation` (any namespace, at most
+one), its `data` keys:
+
+- `scrapeInterval`: how often the simulated node-exporter is scraped (default 15s);
+- `prometheusOutages`: comma-separated virtual-time spans `START-END` (e.g. `10m-12m, 1h-1h5m`)
+  during which the simulated Prometheus refuses connections.
 
 Errors are ManifestError, one line naming the file, the document (1-based; `item n` inside a
 List), the object (kind, namespace/name) and the field.
@@ -68,13 +82,22 @@ from kubesched.api.podinfo import PodError, make_pod_info
 from kubesched.api.quantity import QuantityError, parse_duration, resource_value
 from kubesched.api.selectors import Selector
 from kubesched.backends.sim import workloads as wl
+from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
 
 SIM_ARRIVAL = "sim.kubesched.io/arrival"
 SIM_DURATION = "sim.kubesched.io/duration"
 SIM_ARRIVAL_INTERVAL = "sim.kubesched.io/arrival-interval"
 SIM_COUNT = "sim.kubesched.io/count"
-SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SIM_COUNT})
+SIM_USAGE_CPU = "sim.kubesched.io/usage-cpu"
+SIM_USAGE_MEMORY = "sim.kubesched.io/usage-memory"
+SIM_BACKGROUND_CPU = "sim.kubesched.io/background-cpu"
+SIM_BACKGROUND_MEMORY = "sim.kubesched.io/background-memory"
+SIM_USAGE = (SIM_USAGE_CPU, SIM_USAGE_MEMORY)
+SIM_BACKGROUND = (SIM_BACKGROUND_CPU, SIM_BACKGROUND_MEMORY)
+SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SIM_COUNT, *SIM_USAGE, *SIM_BACKGROUND})
+SIM_CONFIGMAP = "kubesched-simulation"
+SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages")
 
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
@@ -125,6 +148,18 @@ class SimPod:
     arrival: float = 0.0
     # Runs this long after binding, then Succeeds and frees its resources; None = forever.
     duration: float | None = None
+    # Real usage once running (sim.kubesched.io/usage-*); None = its requests.
+    usage_cpu: UsageSpec | None = None
+    usage_memory: UsageSpec | None = None
+
+
+@dataclass
+class SimSettings:
+    """Scenario-wide settings, from the `kubesched-simulation` ConfigMap."""
+
+    scrape_interval: float = DEFAULT_SCRAPE_INTERVAL
+    # Virtual-time spans [start, end) during which the simulated Prometheus refuses queries.
+    prometheus_outages: list[tuple[float, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -139,6 +174,9 @@ class ClusterInput:
     name: str = ""
     description: str = ""
     warnings: list[str] = field(default_factory=list)
+    # Node name -> (cpu, memory) background load (sim.kubesched.io/background-*), if any.
+    background: dict[str, tuple[UsageSpec | None, UsageSpec | None]] = field(default_factory=dict)
+    settings: SimSettings = field(default_factory=SimSettings)
 
 
 # --- reading files -------------------------------------------------------------------------------
@@ -331,6 +369,37 @@ def _timing(sim: dict[str, tuple[str, str]]) -> _Timing:
     return out
 
 
+def _usage_specs(sim: dict[str, tuple[str, str]], keys: tuple[str, str]) -> tuple[UsageSpec | None, UsageSpec | None]:
+    """The (cpu, memory) usage models named by `keys` among the simulation annotations."""
+    out: list[UsageSpec | None] = []
+    for key, resource in zip(keys, ("cpu", "memory"), strict=True):
+        if key not in sim:
+            out.append(None)
+            continue
+        value, where = sim[key]
+        try:
+            out.append(parse_usage(value, resource))
+        except UsageError as exc:
+            raise FieldError(where, f"invalid value {value!r}: {exc}") from None
+    return out[0], out[1]
+
+
+def _outages(value: str, where: str) -> list[tuple[float, float]]:
+    out = []
+    for part in value.split(","):
+        text = part.strip()
+        if not text:
+            continue
+        start_text, sep, end_text = text.partition("-")
+        if not sep:
+            raise FieldError(where, f"invalid outage {text!r}: write START-END, e.g. 10m-12m")
+        start, end = _seconds(start_text, where), _seconds(end_text, where)
+        if end <= start:
+            raise FieldError(where, f"invalid outage {text!r}: the end must be after the start")
+        out.append((start, end))
+    return out
+
+
 # --- the loader ------------------------------------------------------------------------------
 
 
@@ -345,6 +414,9 @@ class _Loader:
         self.warnings: list[str] = []
         self.namer = wl.Namer()
         self.generate_counters: dict[tuple[str, str, str], int] = {}
+        self.background: dict[str, tuple[UsageSpec | None, UsageSpec | None]] = {}
+        self.settings = SimSettings()
+        self.settings_origin: Origin | None = None
 
     # pass 1: sort objects by kind, check what every object needs ------------------------------
 
@@ -353,12 +425,16 @@ class _Loader:
         if not isinstance(kind, str) or not kind:
             raise ManifestError(f"{origin}: kind: Required value (every object needs apiVersion and kind)")
         group = _api_group(raw.get("apiVersion"))
+        meta_raw = raw.get("metadata")
+        if (kind == "ConfigMap" and group in (None, "") and isinstance(meta_raw, dict)
+                and meta_raw.get("name") == SIM_CONFIGMAP):
+            self._simulation_settings(origin, raw)
+            return
         if kind not in _GROUPS or (group is not None and group not in _GROUPS[kind]):
             label = f"{kind} ({raw.get('apiVersion')})" if raw.get("apiVersion") else kind
             count, first = self.skipped.get(label, (0, origin))
             self.skipped[label] = (count + 1, first)
             return
-        meta_raw = raw.get("metadata")
         # Best-effort identity for errors found while decoding the metadata itself.
         guess: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
         guess_ns = str(guess.get("namespace") or "")
@@ -388,6 +464,38 @@ class _Loader:
             self.seen[key] = origin
         self.docs[kind].append(doc)
         self.order.append(doc)
+
+    def _simulation_settings(self, origin: Origin, raw: dict[str, Any]) -> None:
+        meta_raw = raw["metadata"]
+        namespace = str(meta_raw.get("namespace") or "default")
+        doc = _Doc(origin, raw, "ConfigMap", namespace, SIM_CONFIGMAP, ObjectMeta(name=SIM_CONFIGMAP))
+        if self.settings_origin is not None:
+            raise doc.error(f"only one {SIM_CONFIGMAP} ConfigMap may be given; the first is at {self.settings_origin}")
+        self.settings_origin = origin
+        data = raw.get("data")
+        if data is None:
+            return
+        if not isinstance(data, dict):
+            raise doc.error(FieldError("data", f"expected a mapping, got {_type_name(data)}"))
+        for key, value in data.items():
+            where = f"data[{key}]"
+            if key not in SIM_SETTINGS_KEYS:
+                self.warnings.append(
+                    f"{origin}: {doc.describe()}: {where}: unknown setting (known: {', '.join(SIM_SETTINGS_KEYS)})"
+                )
+                continue
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise doc.error(FieldError(where, f"expected a string, got {_type_name(value)}"))
+            try:
+                if key == "scrapeInterval":
+                    seconds = _seconds(str(value), where)
+                    if seconds <= 0:
+                        raise FieldError(where, f"invalid duration {value!r}: must be above 0")
+                    self.settings.scrape_interval = seconds
+                else:
+                    self.settings.prometheus_outages = _outages(str(value), where)
+            except FieldError as exc:
+                raise doc.error(exc) from None
 
     # pass 2: build the cluster ----------------------------------------------------------------
 
@@ -440,6 +548,8 @@ class _Loader:
             priority_classes=classes,
             workload_selectors=selectors,
             warnings=self.warnings,
+            background=self.background,
+            settings=self.settings,
         )
 
     def _decode(self, doc: _Doc, kind: type[Any], raw: Any = None) -> Any:
@@ -544,10 +654,12 @@ class _Loader:
 
     def _nodes(self, doc: _Doc) -> list[Node]:
         try:
-            timing = _timing(wl.sim_annotations(doc.meta, "metadata"))
+            sim = wl.sim_annotations(doc.meta, "metadata")
+            timing = _timing(sim)
+            background = _usage_specs(sim, SIM_BACKGROUND)
         except FieldError as exc:
             raise doc.error(exc) from None
-        self._warn_unknown_sim(doc, doc.meta.annotations, "metadata")
+        self._warn_unknown_sim(doc, doc.meta.annotations, "metadata", node=True)
         names = self._names(doc, "Node", timing.count)
         out = []
         for name in names:
@@ -559,6 +671,8 @@ class _Loader:
             except FieldError as exc:
                 raise doc.error(exc) from None
             out.append(node)
+            if background != (None, None):
+                self.background[name] = background
         if out and not out[0].status.capacity and set(out[0].status.allocatable) == {"pods"}:
             self.warnings.append(
                 f"{doc.origin}: {doc.describe()} declares neither status.allocatable nor status.capacity: "
@@ -639,6 +753,7 @@ class _Loader:
         try:
             sim = wl.sim_annotations(doc.meta, "metadata")
             timing = _timing(sim)
+            cpu, memory = _usage_specs(sim, SIM_USAGE)
         except FieldError as exc:
             raise doc.error(exc) from None
         self._warn_unknown_sim(doc, doc.meta.annotations, "metadata")
@@ -653,7 +768,7 @@ class _Loader:
                 self._finish_pod(pod)
             except FieldError as exc:
                 raise doc.error(exc) from None
-            out.append(SimPod(pod, timing.arrival_of(i), timing.duration))
+            out.append(SimPod(pod, timing.arrival_of(i), timing.duration, cpu, memory))
         return out
 
     def _finish_pod(self, pod: Pod) -> None:
@@ -682,6 +797,7 @@ class _Loader:
     def _workload_pods(self, doc: _Doc, expansion: wl.Expansion) -> list[SimPod]:
         try:
             timing = _timing(expansion.sim)
+            cpu, memory = _usage_specs(expansion.sim, SIM_USAGE)
         except FieldError as exc:
             raise doc.error(exc) from None
         if timing.count is not None:
@@ -706,19 +822,25 @@ class _Loader:
                 self._finish_pod(pod)
             except FieldError as exc:
                 raise doc.error(f"pod {replica.manifest['metadata']['name']}: {exc}") from None
-            out.append(SimPod(pod, timing.arrival_of(replica.ordinal), timing.duration))
+            out.append(SimPod(pod, timing.arrival_of(replica.ordinal), timing.duration, cpu, memory))
         return out
 
-    def _warn_unknown_sim(self, doc: _Doc, annotations: Any, where: str) -> None:
+    def _warn_unknown_sim(self, doc: _Doc, annotations: Any, where: str, *, node: bool = False) -> None:
         if not isinstance(annotations, dict):
             return
         for key in annotations:
-            if isinstance(key, str) and key.startswith(wl.SIM_PREFIX) and key not in SIM_ANNOTATIONS:
+            if not isinstance(key, str) or not key.startswith(wl.SIM_PREFIX):
+                continue
+            prefix = f"{doc.origin}: {doc.describe()}: {where}.annotations[{key}]"
+            if key not in SIM_ANNOTATIONS:
                 known = ", ".join(sorted(SIM_ANNOTATIONS))
-                self.warnings.append(
-                    f"{doc.origin}: {doc.describe()}: {where}.annotations[{key}]: unknown simulation annotation "
-                    f"(known: {known})"
-                )
+                self.warnings.append(f"{prefix}: unknown simulation annotation (known: {known})")
+            elif node and key in SIM_USAGE:
+                alt = SIM_BACKGROUND[SIM_USAGE.index(key)]
+                self.warnings.append(f"{prefix}: ignored: usage applies to pods; a Node's load not from its pods is {alt}")
+            elif not node and key in SIM_BACKGROUND:
+                alt = SIM_USAGE[SIM_BACKGROUND.index(key)]
+                self.warnings.append(f"{prefix}: ignored: background load applies to Nodes; a pod's usage is {alt}")
 
 
 def _add_default_tolerations(tolerations: list[Toleration]) -> None:

@@ -20,6 +20,10 @@ _SCENARIOS: dict[str, str] = {
     ),
     "basic": "scheduler_perf SchedulingBasic: 100 nodes (4 CPU, 32Gi, 110 pods), 500 pause pods (100m, 500Mi)",
     "preemption": "5 nodes full of low-priority pods, then high-priority pods that must preempt them",
+    "flink-burst": (
+        "300 nodes, a third busy with load Kubernetes does not see; Flink jobs arrive in bursts of "
+        "TaskManagers whose real cpu swings far from their requests (hotspots for requests-only scoring)"
+    ),
 }
 
 
