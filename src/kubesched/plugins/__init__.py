@@ -5,9 +5,12 @@ from __future__ import annotations
 from kubesched.framework.interface import Plugin
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.hotvalue import HotValue
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.loadaware import LoadAware
+from kubesched.plugins.loadvariationriskbalancing import LoadVariationRiskBalancing
+from kubesched.plugins.multidimensionalscore import MultiDimensionalScore
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.nodename import NodeName
 from kubesched.plugins.nodeports import NodePorts
@@ -17,7 +20,9 @@ from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.prioritysort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
+from kubesched.plugins.slaqueuesort import SLAQueueSort
 from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.targetloadpacking import TargetLoadPacking
 
 IN_TREE: list[type[Plugin]] = [
     PrioritySort,
@@ -35,4 +40,9 @@ IN_TREE: list[type[Plugin]] = [
     ImageLocality,
     DefaultBinder,
     LoadAware,
+    TargetLoadPacking,
+    LoadVariationRiskBalancing,
+    MultiDimensionalScore,
+    HotValue,
+    SLAQueueSort,
 ]
