@@ -34,6 +34,10 @@ class PrometheusArgs(BaseModel):
     # The series label naming the node: its value is a node name or address, with or without ":port".
     node_label: str = Field("instance", alias="nodeLabel")
     queries: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_QUERIES))
+    # Optional per-pod usage (cpu in cores, memory in bytes, one series per pod with `namespace`
+    # and `pod` labels, e.g. cAdvisor's container_cpu_usage_seconds_total summed by pod). When
+    # set, a freshly placed pod counts with the larger of its estimate and what it is seen using.
+    pod_queries: dict[str, str] = Field(default_factory=dict, alias="podQueries")
     bearer_token_file: str | None = Field(None, alias="bearerTokenFile")
 
     @field_validator("address")
@@ -48,6 +52,16 @@ class PrometheusArgs(BaseModel):
     def _positive(cls, value: float) -> float:
         if value <= 0:
             raise ValueError("must be greater than 0")
+        return value
+
+    @field_validator("pod_queries")
+    @classmethod
+    def _check_pod_queries(cls, value: dict[str, str]) -> dict[str, str]:
+        for resource, query in value.items():
+            if resource not in ("cpu", "memory"):
+                raise ValueError(f"podQueries.{resource}: only cpu and memory are estimated per pod")
+            if not query.strip():
+                raise ValueError(f"podQueries.{resource}: must not be empty")
         return value
 
     @field_validator("queries")

@@ -4,7 +4,8 @@ Metrics trail reality by the scrape interval, the rate window and the refresh in
 60 s in practice). A burst scheduled inside that gap would all see the same cold node. So every
 pod placed on a node is remembered with the time it was placed, and until the node's newest
 sample is at least `settle_time` younger than that, the pod counts on the node with an estimate
-of its usage. The per-node sums come from one `np.bincount` over the recent placements, never a
+of its usage: a factor of its request or limit, or what it is already seen using if that is
+more (with `podQueries` configured). The per-node sums come from one `np.bincount` over the recent placements, never a
 loop over nodes.
 """
 
@@ -88,6 +89,10 @@ class FreshPods:
         self.alive = np.zeros(capacity, dtype=bool)
         # cpu request, cpu limit (millicores), memory request, memory limit (bytes)
         self.amounts = np.zeros((capacity, 4), dtype=np.float64)
+        # cpu (millicores) and memory (bytes) the pod was last seen using; 0 until known
+        self.observed = np.zeros((capacity, 2), dtype=np.float64)
+        self.keys: dict[str, str] = {}  # namespace/name -> uid
+        self._key_of: dict[str, str] = {}
         self.version = 0
 
     def __len__(self) -> int:
@@ -101,6 +106,9 @@ class FreshPods:
         if i is None:
             i = self._take()
             self.slot[pi.uid] = i
+            self.keys[pi.key] = pi.uid
+            self._key_of[pi.uid] = pi.key
+            self.observed[i] = 0.0
         fp = footprint(pi)
         self.row[i] = row
         self.placed_at[i] = when
@@ -111,6 +119,7 @@ class FreshPods:
     def removed(self, uid: str) -> None:
         i = self.slot.pop(uid, None)
         if i is not None:
+            self.keys.pop(self._key_of.pop(uid, ""), None)
             self.alive[i] = False
             self._free.append(i)
             self.version += 1
@@ -133,8 +142,16 @@ class FreshPods:
             self.placed_at = np.concatenate([self.placed_at, np.full(grow, -np.inf)])
             self.alive = np.concatenate([self.alive, np.zeros(grow, dtype=bool)])
             self.amounts = np.concatenate([self.amounts, np.zeros((grow, 4))])
+            self.observed = np.concatenate([self.observed, np.zeros((grow, 2))])
         self.size += 1
         return self.size - 1
+
+    def observe(self, cpu: dict[str, float], memory: dict[str, float]) -> None:
+        """What the tracked pods are seen using, by namespace/name (millicores, bytes)."""
+        for key, uid in self.keys.items():
+            i = self.slot[uid]
+            self.observed[i] = (cpu.get(key, self.observed[i, 0]), memory.get(key, self.observed[i, 1]))
+        self.version += 1
 
     def not_yet_sampled(self, sampled_at: np.ndarray, settle_time: float) -> np.ndarray:
         """Slots of pods the node's newest sample may not show: placed after it, or less than
@@ -157,5 +174,9 @@ class FreshPods:
         top_mem = np.maximum(a[:, 2], a[:, 3])
         cpu = np.where(top_cpu > 0, top_cpu * args.cpu_factor, float(args.default_cpu_millis))
         mem = np.where(top_mem > 0, top_mem * args.memory_factor, float(args.default_memory_bytes))
+        # Koordinator's rule: never less than what the pod is seen using.
+        seen = self.observed[slots]
+        cpu = np.maximum(cpu, seen[:, 0])
+        mem = np.maximum(mem, seen[:, 1])
         r = self.row[slots]
         return np.bincount(r, weights=cpu, minlength=rows)[:rows], np.bincount(r, weights=mem, minlength=rows)[:rows]

@@ -85,7 +85,7 @@ class UsageProvider:
         transport: PrometheusTransport,
         clock: Clock,
         spawn: Callable[[Coroutine[Any, Any, None], str], None],
-        on_refresh: Callable[[], None] | None = None,
+        on_refresh: Callable[[UsageProvider], None] | None = None,
     ) -> None:
         self.args = args
         self.transport = transport
@@ -103,6 +103,8 @@ class UsageProvider:
         self._columns: dict[Series, tuple[tuple[int, int], Column]] = {}
         self._started = False
         self._on_refresh = on_refresh
+        # Per-pod usage by resource, keyed "namespace/name" (cpu in millicores, memory in bytes).
+        self.pod_usage: dict[str, dict[str, float]] = {r: {} for r in args.pod_queries}
 
     # --- what plugins ask for -------------------------------------------------------------------
 
@@ -158,9 +160,19 @@ class UsageProvider:
         started = time.perf_counter()
         try:
             items = list(self.series.items())
-            answers = await asyncio.gather(*(self._query(data.query) for _, data in items))
+            pod_items = list(self.args.pod_queries.items())
+            answers = await asyncio.gather(
+                *(self._query(data.query) for _, data in items), *(self._query(q) for _, q in pod_items)
+            )
             now = self.clock.now()
             problems = []
+            for (resource, _q), answer in zip(pod_items, answers[len(items) :], strict=True):
+                if isinstance(answer, str):
+                    self.failures[f"pod:{resource}"] = self.failures.get(f"pod:{resource}", 0) + 1
+                    problems.append(answer)
+                else:
+                    self._store_pods(resource, answer)
+            answers = answers[: len(items)]
             for (series, data), answer in zip(items, answers, strict=True):
                 if isinstance(answer, str):
                     data.error = answer
@@ -173,7 +185,7 @@ class UsageProvider:
             self.refreshes += 1
             self.version += 1
             if self._on_refresh is not None:
-                self._on_refresh()
+                self._on_refresh(self)
         finally:
             self._running = False
             self.last_duration = time.perf_counter() - started
@@ -198,6 +210,15 @@ class UsageProvider:
             key = node_key(node)
             data.values[key] = s.value
             data.fetched[key] = now
+
+    def _store_pods(self, resource: str, samples: list[Sample]) -> None:
+        scale = 1000.0 if resource == "cpu" else 1.0  # cores to millicores
+        usage = {}
+        for s in samples:
+            ns, name = s.labels.get("namespace"), s.labels.get("pod")
+            if ns and name:
+                usage[f"{ns}/{name}"] = s.value * scale
+        self.pod_usage[resource] = usage
 
     def _set_problem(self, problem: str, now: float) -> None:
         if problem and not self.problem:
@@ -255,7 +276,7 @@ class UsageService:
         if p is None:
             if not self.providers and self._metrics is not None:
                 self._register(self._metrics)
-            p = UsageProvider(args, self._transport(args), self.clock, self._spawn, self._prune)
+            p = UsageProvider(args, self._transport(args), self.clock, self._spawn, self._refreshed)
             self.providers[key] = p
             self.tracking = True
         return p
@@ -280,6 +301,11 @@ class UsageService:
     def pod_gone(self, uid: str) -> None:
         if self.fresh.slot:
             self.fresh.removed(uid)
+
+    def _refreshed(self, provider: UsageProvider) -> None:
+        if provider.pod_usage:
+            self.fresh.observe(provider.pod_usage.get("cpu", {}), provider.pod_usage.get("memory", {}))
+        self._prune()
 
     def _prune(self) -> None:
         self.fresh.forget_before(self.clock.now() - FRESH_HORIZON)

@@ -57,3 +57,15 @@ def test_pods_bound_by_others_are_placed_at_their_condition_time() -> None:
     assert scheduled_at(p, now=500.0, wall_now=wall) == 470.0
     assert scheduled_at(pi("y"), now=500.0, wall_now=wall) == -np.inf
     assert scheduled_at(pi("z", scheduled="yesterday"), now=500.0, wall_now=wall) == -np.inf
+
+
+def test_observed_usage_raises_an_estimate_never_lowers_it() -> None:
+    f = FreshPods()
+    f.placed(pi("a", {"cpu": "1"}), row=0, when=10.0)
+    f.placed(pi("b", {"cpu": "1"}), row=1, when=10.0)
+    f.observe({"ns/a": 2500.0, "ns/b": 100.0}, {})
+    slots = f.not_yet_sampled(np.array([0.0, 0.0]), settle_time=90.0)
+    cpu, _ = f.estimated_per_row(slots, EstimationArgs(), rows=2)
+    assert cpu.tolist() == [2500.0, 850.0]
+    f.removed("a")
+    assert f.keys == {"ns/b": "b"}

@@ -139,3 +139,25 @@ async def test_one_provider_per_source() -> None:
     h = Harness()
     assert h.service.provider(PrometheusArgs()) is h.provider
     assert h.service.provider(PrometheusArgs(address="http://other:9090")) is not h.provider
+
+
+async def test_pod_queries_feed_observed_usage_of_fresh_pods() -> None:
+    from kubesched.metrics.prometheus import Sample
+
+    from .test_fresh import pi
+
+    h = Harness(podQueries={"cpu": "sum by (namespace, pod) (rate(container_cpu_usage_seconds_total[1m]))"})
+    h.provider.require(Series("cpu"))
+    h.service.fresh.placed(pi("a", {"cpu": "100m"}), row=0, when=0.0)
+
+    async def answer(promql: str) -> list[Sample]:
+        if "container_cpu" in promql:
+            return [Sample({"namespace": "ns", "pod": "a"}, 1.5, 0.0), Sample({"pod": "no-namespace"}, 9.0, 0.0)]
+        return []
+
+    h.prom.query = answer  # type: ignore[method-assign]
+    await h.provider.refresh()
+    assert h.provider.pod_usage["cpu"] == {"ns/a": 1500.0}
+    assert h.service.fresh.observed[h.service.fresh.slot["a"]].tolist() == [1500.0, 0.0]
+    with pytest.raises(ValueError, match="only cpu and memory"):
+        PrometheusArgs(podQueries={"gpu": "x"})
