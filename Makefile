@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration k8s-bin lint typecheck bench bench-kube clean
+.PHONY: demo test unit integration k8s-bin prometheus-bin lint typecheck bench bench-kube clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,14 +16,15 @@ demo: $(STAMP)
 	$(BIN)/kubesched simulate
 
 # The whole suite, integration tests included: they run against a real etcd, kube-apiserver and
-# kube-scheduler, which k8s-bin builds once (Go, through the module proxy) into ~/.cache/kubesched.
-test: $(STAMP) lint typecheck k8s-bin
+# kube-scheduler, which k8s-bin builds once (Go, through the module proxy) into ~/.cache/kubesched,
+# and a real Prometheus server, which prometheus-bin installs (the Debian package) if missing.
+test: $(STAMP) lint typecheck k8s-bin prometheus-bin
 	$(BIN)/python -m pytest
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
-integration: $(STAMP) k8s-bin
+integration: $(STAMP) k8s-bin prometheus-bin
 	$(BIN)/python -m pytest tests/integration
 
 # Builds the control-plane binaries if missing (seconds when they are there); envtest-style
@@ -34,6 +35,11 @@ ifeq ($(strip $(KUBEBUILDER_ASSETS)),)
 else
 	@echo "k8s-bin: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 endif
+
+# Makes sure a Prometheus server binary is there (PROMETHEUS_BIN, /usr/bin/prometheus or PATH); as
+# root with apt-get, installs the Debian package prometheus if not; otherwise says what to install and fails.
+prometheus-bin:
+	@tools/prometheus/ensure.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

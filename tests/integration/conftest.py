@@ -8,7 +8,8 @@
 
 Everything collected under tests/integration is marked `integration`. Without the binaries the
 tests are skipped with a reason saying to run `make k8s-bin`, except under CI=true, where they
-fail: a CI run must never pass by skipping the real control plane.
+fail: a CI run must never pass by skipping the real control plane. The same holds for the
+Prometheus server of tests/integration/metrics (its fixtures are in that directory's conftest).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from integration.harness.binaries import BinariesMissing, find_binaries, in_ci, require_binaries
 from integration.harness.controlplane import ControlPlane
 from integration.harness.objects import create_ready_node, delete_namespace
+from integration.harness.prometheus import PrometheusMissing, find_prometheus
 from integration.harness.rest import JSON, Kube
 
 _HERE = Path(__file__).parent
@@ -45,11 +47,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    fail = " -> integration tests FAIL (CI=true)" if in_ci() else ""
     try:
-        return f"control plane binaries: {find_binaries().origin}"
+        lines = [f"control plane binaries: {find_binaries().origin}"]
     except BinariesMissing as e:
-        return f"control plane binaries: missing ({e}){' -> integration tests FAIL (CI=true)' if in_ci() else ''}"
+        lines = [f"control plane binaries: missing ({e}){fail}"]
+    try:
+        lines.append(f"prometheus: {find_prometheus()}")
+    except PrometheusMissing as e:
+        lines.append(f"prometheus: missing ({e}){fail}")
+    return lines
 
 
 @pytest.fixture(scope="session")

@@ -179,6 +179,14 @@ class UsageProvider:
                     self.failures[series.label] = self.failures.get(series.label, 0) + 1
                     problems.append(answer)
                     continue
+                if not answer:
+                    # Often a Prometheus that just restarted, or a query that matches nothing:
+                    # the values held go on aging, and it is said.
+                    answer_problem = f"{self.transport.address}: no series for {data.query!r}"
+                    data.error = answer_problem
+                    self.failures[series.label] = self.failures.get(series.label, 0) + 1
+                    problems.append(answer_problem)
+                    continue
                 data.error = ""
                 self._store(data, answer, now)
             self._set_problem("; ".join(dict.fromkeys(problems)), now)

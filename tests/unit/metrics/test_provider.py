@@ -161,3 +161,10 @@ async def test_pod_queries_feed_observed_usage_of_fresh_pods() -> None:
     assert h.service.fresh.observed[h.service.fresh.slot["a"]].tolist() == [1500.0, 0.0]
     with pytest.raises(ValueError, match="only cpu and memory"):
         PrometheusArgs(podQueries={"gpu": "x"})
+
+
+async def test_an_empty_answer_is_a_problem_too() -> None:
+    h = Harness()
+    h.provider.require(Series("cpu"))
+    await h.provider.refresh()  # FakePrometheus has no values: an empty vector
+    assert "no series for" in h.provider.problem and h.provider.failures == {"cpu": 1}
