@@ -157,6 +157,9 @@ async def test_usage_provider_refreshes_fails_and_recovers(node_exporter: NodeEx
         provider.require(s)
     table = node_table(*CPU, "node-without-exporter")
     sources = {(("source", prometheus.url),)}
+    # The averaged subquery answers once one of its 15 s steps has a full rate window: until then
+    # the answer is empty, which the provider reports as a problem (checked after the restart).
+    await asyncio.to_thread(prometheus.wait_for_series, averaged.render(FAST_CPU), len(CPU))
     try:
         await provider.refresh()
         assert provider.problem == "" and provider.refreshes == 1 and not provider.failures
@@ -196,8 +199,10 @@ async def test_usage_provider_refreshes_fails_and_recovers(node_exporter: NodeEx
 
         # Recovery on the same address.
         await asyncio.to_thread(prometheus.start)
-        await provider.refresh()
-        assert provider.problem == "" and provider.problem_since is None
+        # A Prometheus that just restarted may answer with no series until it has scraped again:
+        # that is reported as a problem too, until the background refreshes get data.
+        await asyncio.wait_for(_until(lambda: provider.problem == ""), timeout=20)
+        assert provider.problem_since is None
         assert list(exposition(metrics, "kubesched_usage_available").values()) == [1.0]
         # Right after the restart the 5 s window still holds the gap: rate() under-states idle time.
         await asyncio.to_thread(wait_settled, prometheus, FAST_CPU, CPU)
