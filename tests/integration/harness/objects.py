@@ -10,6 +10,7 @@ is the only way status is written (it is dropped on create).
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 
 from .rest import JSON, KINDS, ApiError, Kube, collection_path
@@ -118,7 +119,16 @@ def pod_manifest(
 
 
 def create_pod(kube: Kube, name: str, namespace: str, **kwargs: Any) -> JSON:
-    return kube.create(f"/api/v1/namespaces/{namespace}/pods", pod_manifest(name, namespace, **kwargs))
+    # The Priority admission plugin reads PriorityClasses from an informer: one created a moment
+    # ago may not be there yet, and the pod is refused with 403 until it is.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return kube.create(f"/api/v1/namespaces/{namespace}/pods", pod_manifest(name, namespace, **kwargs))
+        except ApiError as e:
+            if e.status != 403 or "no PriorityClass with name" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def wait_bound(kube: Kube, namespace: str, name: str, *, timeout: float = 30.0) -> str:
