@@ -35,6 +35,14 @@ class NodeLoad:
     age: np.ndarray
 
 
+@dataclass(slots=True)
+class _Base:
+    measured: dict[str, np.ndarray]
+    extra: dict[Series, np.ndarray]
+    oldest_fetch: np.ndarray
+    complete: np.ndarray  # every series has a value
+
+
 class LoadReader:
     def __init__(
         self,
@@ -60,47 +68,80 @@ class LoadReader:
             self.provider.require(series)
         self._reported_since: float | None = None
         self.settle = estimation.settle_for(usage)
+        self._base_cache: tuple[tuple[int, int, int], _Base] | None = None
+        self._masked: tuple[_Base, np.ndarray, dict[str, np.ndarray], dict[Series, np.ndarray]] | None = None
+        self._inverse_key: tuple[int, int] | None = None
+        self._inverse: dict[str, np.ndarray] = {}
+        self._pod_cache: tuple[tuple[str, int, int], dict[str, np.ndarray]] | None = None
 
     def read(self, table: NodeTable) -> NodeLoad:
         now = self.service.clock.now()
-        n = table.capacity
-        oldest_fetch = np.full(n, np.inf)
-        measured: dict[str, np.ndarray] = {}
-        for resource, series in self.main.items():
-            col = self.provider.column(series, table)
-            measured[resource] = col.value
-            oldest_fetch = np.minimum(oldest_fetch, col.fetched)
-        extra = {}
-        for series in self.extra:
-            col = self.provider.column(series, table)
-            extra[series] = col.value
-            oldest_fetch = np.minimum(oldest_fetch, col.fetched)
-        age = now - oldest_fetch
-        valid = age <= self.usage.stale_after
-        for values in (*measured.values(), *extra.values()):
-            valid &= ~np.isnan(values)
-        measured = {r: np.where(valid, v, np.nan) for r, v in measured.items()}
-        extra = {s: np.where(valid, v, np.nan) for s, v in extra.items()}
+        base = self._base(table)
+        valid = ((now - base.oldest_fetch) <= self.usage.stale_after) & base.complete
+        masked = self._masked
+        if masked is None or masked[0] is not base or not np.array_equal(masked[1], valid):
+            measured = {r: np.where(valid, v, np.nan) for r, v in base.measured.items()}
+            extra = {s: np.where(valid, v, np.nan) for s, v in base.extra.items()}
+            self._masked = masked = (base, valid, measured, extra)
+        _, valid, measured, extra = masked
         estimated = dict(measured)
         fresh = self.service.fresh
         if len(fresh):
             # The newest fetch that covers the node: later placements are not in it.
-            sampled = np.where(valid, oldest_fetch, np.inf)
+            sampled = np.where(valid, base.oldest_fetch, np.inf)
             slots = fresh.not_yet_sampled(sampled, self.settle)
             if slots.size:
-                cpu, mem = fresh.estimated_per_row(slots, self.estimation, n)
+                cpu, mem = fresh.estimated_per_row(slots, self.estimation, table.capacity)
                 for resource, amount in ((CPU, cpu), (MEMORY, mem)):
                     if resource in estimated:
-                        estimated[resource] = estimated[resource] + _fraction(amount, table, resource)
-        return NodeLoad(measured, estimated, extra, valid, age)
+                        estimated[resource] = estimated[resource] + amount * self._inverse_allocatable(table, resource)
+        return NodeLoad(measured, estimated, extra, valid, now - base.oldest_fetch)
+
+    def _base(self, table: NodeTable) -> _Base:
+        """The provider's answers as columns, rebuilt only when an answer or the nodes change."""
+        key = (self.provider.version, table.node_generation, table.capacity)
+        if self._base_cache is not None and self._base_cache[0] == key:
+            return self._base_cache[1]
+        oldest_fetch = np.full(table.capacity, np.inf)
+        complete = np.ones(table.capacity, dtype=bool)
+        columns = {series: self.provider.column(series, table) for series in (*self.main.values(), *self.extra)}
+        for col in columns.values():
+            oldest_fetch = np.minimum(oldest_fetch, col.fetched)
+            complete &= ~np.isnan(col.value)
+        measured = {resource: columns[series].value for resource, series in self.main.items()}
+        extra = {series: columns[series].value for series in self.extra}
+        base = _Base(measured, extra, oldest_fetch, complete)
+        self._base_cache = (key, base)
+        return base
+
+    def _inverse_allocatable(self, table: NodeTable, resource: str) -> np.ndarray:
+        """1 / allocatable per row (0 where a node has none), cached while the nodes stay the same."""
+        key = (table.node_generation, table.capacity)
+        if self._inverse_key != key:
+            self._inverse = {}
+            self._inverse_key = key
+        inv = self._inverse.get(resource)
+        if inv is None:
+            col = table.resource_index.get(resource)
+            inv = np.zeros(table.capacity)
+            if col is not None:
+                alloc = table.allocatable[:, col].astype(np.float64)
+                np.divide(1.0, alloc, out=inv, where=alloc > 0)
+            self._inverse[resource] = inv
+        return inv
 
     def pod_fraction(self, pi: PodInfo, table: NodeTable) -> dict[str, np.ndarray]:
-        """The incoming pod's estimated usage as a fraction of each node's allocatable."""
+        """The incoming pod's estimated usage as a fraction of each node's allocatable (computed
+        once per pod and node layout: Filter and Score both ask)."""
+        key = (pi.uid, table.node_generation, table.capacity)
+        if self._pod_cache is not None and self._pod_cache[0] == key:
+            return self._pod_cache[1]
         cpu, mem = estimate(footprint(pi), self.estimation)
         out = {}
         for resource, amount in ((CPU, cpu), (MEMORY, mem)):
             if resource in self.main:
-                out[resource] = _fraction(np.full(table.capacity, amount), table, resource)
+                out[resource] = amount * self._inverse_allocatable(table, resource)
+        self._pod_cache = (key, out)
         return out
 
     def report_problem(self, pi: PodInfo, effect: str) -> None:
@@ -113,11 +154,3 @@ class LoadReader:
         self.handle.record_event(
             pi, "Warning", "UsageMetricsUnavailable", f"node usage from {p.args.address} unavailable: {p.problem}; {effect}"
         )
-
-
-def _fraction(amount: np.ndarray, table: NodeTable, resource: str) -> np.ndarray:
-    col = table.resource_index.get(resource)
-    if col is None:
-        return np.zeros(table.capacity)
-    alloc = table.allocatable[:, col].astype(np.float64)
-    return np.divide(amount[: table.capacity], alloc, out=np.zeros(table.capacity), where=alloc > 0)
