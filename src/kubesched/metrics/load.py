@@ -15,7 +15,7 @@ import numpy as np
 
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import Handle
+from kubesched.framework.interface import CycleState, Handle
 from kubesched.metrics.args import EstimationArgs, UsageArgs
 from kubesched.metrics.fresh import estimate, footprint
 from kubesched.metrics.provider import UsageProvider, UsageService
@@ -73,6 +73,29 @@ class LoadReader:
         self._inverse_key: tuple[int, int] | None = None
         self._inverse: dict[str, np.ndarray] = {}
         self._pod_cache: tuple[tuple[str, int, int], dict[str, np.ndarray]] | None = None
+
+    def cycle_load(self, state: CycleState, table: NodeTable, plugin: str) -> NodeLoad:
+        """`read` once per scheduling cycle: Filter and Score, PreScore and Score share it."""
+        load: NodeLoad | None = state.read(plugin)
+        if load is None:
+            load = self.read(table)
+            state.write(plugin, load)
+        return load
+
+    def fill_missing(self, scores: np.ndarray, missing: np.ndarray, pi: PodInfo, plugin: str, closed_effect: str = "") -> None:
+        """Scores of nodes without fresh usage, in place, as `missingMetrics` says: FailOpen, the
+        mean of the others (rounded), so they are neither preferred nor avoided; FailClosed, 0.
+        Says so in an event, once per outage."""
+        if not missing.any():
+            return
+        if self.usage.missing_metrics == "FailOpen":
+            known = scores[~missing]
+            scores[missing] = np.floor(known.mean() + 0.5) if known.size else 0.0
+            effect = f"{plugin} scores nodes without fresh usage as the mean of the others (missingMetrics: FailOpen)"
+        else:
+            scores[missing] = 0.0
+            effect = closed_effect or f"{plugin} scores nodes without fresh usage 0 (missingMetrics: FailClosed)"
+        self.report_problem(pi, effect)
 
     def read(self, table: NodeTable) -> NodeLoad:
         now = self.service.clock.now()

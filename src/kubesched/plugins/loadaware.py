@@ -35,12 +35,14 @@ from kubesched.framework.interface import (
     ScorePlugin,
 )
 from kubesched.metrics.args import EstimationArgs, UsageArgs
-from kubesched.metrics.load import LoadReader, NodeLoad
+from kubesched.metrics.load import LoadReader
 from kubesched.metrics.provider import USAGE_UPDATE
 
 NAME = "LoadAware"
 THRESHOLDS_ANNOTATION = "kubesched.io/usage-thresholds"
 NO_METRICS = "node(s) had no fresh usage metrics"
+OPEN_EFFECT = f"{NAME} passes nodes without fresh usage and scores them as the mean of the others (missingMetrics: FailOpen)"
+CLOSED_EFFECT = f"{NAME} filters out nodes without fresh usage (missingMetrics: FailClosed)"
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +117,8 @@ class LoadAware(Plugin, FilterPlugin, ScorePlugin, EnqueueExtensions):
         # New usage samples, a freed node, or a node's thresholds changing may let the pod in.
         return [USAGE_UPDATE, ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
 
-    def _load(self, state: CycleState, table: NodeTable) -> NodeLoad:
-        load: NodeLoad | None = state.read(NAME)
-        if load is None:
-            load = self.reader.read(table)
-            state.write(NAME, load)
-        return load
-
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
-        load = self._load(state, table)
+        load = self.reader.cycle_load(state, table, NAME)
         pod = self.reader.pod_fraction(pi, table)
         codes = np.zeros(table.capacity, dtype=np.uint8)
         reasons: dict[int, tuple[Code, tuple[str, ...]]] = {}
@@ -138,13 +133,13 @@ class LoadAware(Plugin, FilterPlugin, ScorePlugin, EnqueueExtensions):
             if not self._fail_open and missing.any():
                 codes[missing] = 255
                 reasons[255] = (Code.UNSCHEDULABLE, (NO_METRICS,))
-            self.reader.report_problem(pi, self._effect())
+            self.reader.report_problem(pi, OPEN_EFFECT if self._fail_open else CLOSED_EFFECT)
         if not reasons:
             return None
         return FilterResult.from_reasons(codes, reasons)
 
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
-        load = self._load(state, table)
+        load = self.reader.cycle_load(state, table, NAME)
         pod = self.reader.pod_fraction(pi, table)
         a: LoadAwareArgs = self.args
         total = np.zeros(len(rows))
@@ -156,18 +151,8 @@ class LoadAware(Plugin, FilterPlugin, ScorePlugin, EnqueueExtensions):
             total += w * np.clip(1.0 - after, 0.0, 1.0) * MAX_NODE_SCORE
             weight += w
         scores = total / weight
-        missing = ~load.valid[rows]
-        if missing.any():
-            known = scores[~missing]
-            neutral = float(known.mean()) if self._fail_open and known.size else 0.0
-            scores[missing] = neutral
-            self.reader.report_problem(pi, self._effect())
+        self.reader.fill_missing(scores, ~load.valid[rows], pi, NAME, CLOSED_EFFECT)
         return scores.astype(np.int64)
-
-    def _effect(self) -> str:
-        if self._fail_open:
-            return f"{NAME} passes nodes without fresh usage and scores them neutrally (missingMetrics: FailOpen)"
-        return f"{NAME} filters out nodes without fresh usage (missingMetrics: FailClosed)"
 
     def _row_limits(self, table: NodeTable) -> dict[str, np.ndarray]:
         """Threshold per resource per row (inf: none), with the nodes' annotation overrides."""

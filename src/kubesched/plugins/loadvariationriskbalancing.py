@@ -36,7 +36,7 @@ from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
 from kubesched.metrics.args import EstimationArgs, Seconds, UsageArgs
-from kubesched.metrics.load import LoadReader, NodeLoad
+from kubesched.metrics.load import LoadReader
 from kubesched.metrics.queries import Series
 
 NAME = "LoadVariationRiskBalancing"
@@ -78,19 +78,11 @@ class LoadVariationRiskBalancing(Plugin, ScorePlugin):
         a: LoadVariationRiskBalancingArgs = self.args
         self.stddev = {r: Series(r, "stddev", a.window) for r in RESOURCES}
         self.reader = LoadReader(handle, a, a.estimation, RESOURCES, extra=list(self.stddev.values()))
-        self._fail_open = a.missing_metrics == "FailOpen"
-
-    def _load(self, state: CycleState, table: NodeTable) -> NodeLoad:
-        load: NodeLoad | None = state.read(NAME)
-        if load is None:
-            load = self.reader.read(table)
-            state.write(NAME, load)
-        return load
 
     def worst_risk(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         """The highest risk over cpu and memory for each of `rows` (NaN: no usable metrics)."""
         a: LoadVariationRiskBalancingArgs = self.args
-        load = self._load(state, table)
+        load = self.reader.cycle_load(state, table, NAME)
         worst = np.zeros(len(rows))
         for resource in RESOURCES:
             alloc = table.allocatable[rows, table.resource_index[resource]].astype(np.float64)
@@ -106,13 +98,5 @@ class LoadVariationRiskBalancing(Plugin, ScorePlugin):
         worst = self.worst_risk(state, pi, table, rows)
         missing = np.isnan(worst)
         scores = np.floor((1.0 - np.nan_to_num(worst, nan=1.0)) * MAX_NODE_SCORE + 0.5)
-        if missing.any():
-            known = scores[~missing]
-            scores[missing] = np.floor(known.mean() + 0.5) if self._fail_open and known.size else 0.0
-            self.reader.report_problem(pi, self._effect())
+        self.reader.fill_missing(scores, missing, pi, NAME)
         return scores.astype(np.int64)
-
-    def _effect(self) -> str:
-        if self._fail_open:
-            return f"{NAME} scores nodes without fresh usage as the mean of the others (missingMetrics: FailOpen)"
-        return f"{NAME} scores nodes without fresh usage 0 (missingMetrics: FailClosed)"

@@ -47,7 +47,7 @@ from kubesched.api.selectors import Requirement, Selector
 from kubesched.cache.nodetable import ABSENT, LabelColumn, NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
 from kubesched.metrics.args import EstimationArgs, UsageArgs
-from kubesched.metrics.load import LoadReader, NodeLoad
+from kubesched.metrics.load import LoadReader
 from kubesched.plugins.resourcescoring import qualified_name_error
 
 NAME = "MultiDimensionalScore"
@@ -131,10 +131,7 @@ class MultiDimensionalScore(Plugin, ScorePlugin):
         """100 - utilization % with the pod, per weighted resource, for `rows`."""
         if self.reader is None:
             return {}
-        load: NodeLoad | None = state.read(NAME)
-        if load is None:
-            load = self.reader.read(table)
-            state.write(NAME, load)
+        load = self.reader.cycle_load(state, table, NAME)
         pod = self.reader.pod_fraction(pi, table)
         valid = load.valid[rows]
         out = {}

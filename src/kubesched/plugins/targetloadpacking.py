@@ -108,14 +108,6 @@ class TargetLoadPacking(Plugin, ScorePlugin):
         super().__init__(args or TargetLoadPackingArgs(), handle)
         a: TargetLoadPackingArgs = self.args
         self.reader = LoadReader(handle, a, EstimationArgs.model_validate({"settleTime": a.settle_time}), [CPU])
-        self._fail_open = a.missing_metrics == "FailOpen"
-
-    def _load(self, state: CycleState, table: NodeTable) -> NodeLoad:
-        load: NodeLoad | None = state.read(NAME)
-        if load is None:
-            load = self.reader.read(table)
-            state.write(NAME, load)
-        return load
 
     def _predict(self, request: np.ndarray, limit: np.ndarray) -> np.ndarray:
         a: TargetLoadPackingArgs = self.args
@@ -138,7 +130,7 @@ class TargetLoadPacking(Plugin, ScorePlugin):
 
     def utilization(self, state: CycleState, pi: PodInfo, table: NodeTable) -> np.ndarray:
         """U per row of the table, in percent (NaN: no usable metrics, inf: no allocatable CPU)."""
-        load = self._load(state, table)
+        load = self.reader.cycle_load(state, table, NAME)
         fp = footprint(pi)
         pod = float(self._predict(np.array([fp.cpu_request]), np.array([fp.cpu_limit]))[0])
         alloc = table.allocatable[:, table.resource_index[CPU]].astype(np.float64)
@@ -149,15 +141,6 @@ class TargetLoadPacking(Plugin, ScorePlugin):
         a: TargetLoadPackingArgs = self.args
         util = self.utilization(state, pi, table)[rows]
         scores = target_score(util, float(a.target_utilization))
-        load: NodeLoad = state.read(NAME)
-        missing = ~load.valid[rows]
-        if missing.any():
-            known = scores[~missing]
-            scores[missing] = np.floor(known.mean() + 0.5) if self._fail_open and known.size else 0.0
-            self.reader.report_problem(pi, self._effect())
+        load = self.reader.cycle_load(state, table, NAME)
+        self.reader.fill_missing(scores, ~load.valid[rows], pi, NAME)
         return scores.astype(np.int64)
-
-    def _effect(self) -> str:
-        if self._fail_open:
-            return f"{NAME} scores nodes without fresh usage as the mean of the others (missingMetrics: FailOpen)"
-        return f"{NAME} scores nodes without fresh usage 0 (missingMetrics: FailClosed)"
