@@ -118,6 +118,11 @@ def _bytes(value: object) -> object:
         raise ValueError(str(exc)) from None
 
 
+# Resource quantities in args: "250m" or 0.25 CPU as millicores, "200Mi" as bytes.
+Millicores = Annotated[int, BeforeValidator(_millis)]
+Bytes = Annotated[int, BeforeValidator(_bytes)]
+
+
 class EstimationArgs(BaseModel):
     """The usage a pod placed since the last sample is assumed to have: factor * max(request, limit)
     per resource (Koordinator's estimator), or the default below for a container requesting nothing."""
@@ -126,8 +131,8 @@ class EstimationArgs(BaseModel):
 
     cpu_factor: float = Field(0.85, alias="cpuFactor", gt=0, le=10)
     memory_factor: float = Field(0.70, alias="memoryFactor", gt=0, le=10)
-    default_cpu_millis: Annotated[int, BeforeValidator(_millis)] = Field(250, alias="defaultCPU", ge=0)
-    default_memory_bytes: Annotated[int, BeforeValidator(_bytes)] = Field(200 * 1024 * 1024, alias="defaultMemory", ge=0)
+    default_cpu_millis: Millicores = Field(250, alias="defaultCPU", ge=0)
+    default_memory_bytes: Bytes = Field(200 * 1024 * 1024, alias="defaultMemory", ge=0)
     # A pod placed up to this long before a sample is not (fully) in it yet: the scrape interval,
     # the rate window and the aggregation window delay it. Such a pod counts with its estimate as
     # well. Default: the aggregation window plus 90 s (node-exporter's rate[1m] and a scrape).

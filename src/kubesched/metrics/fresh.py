@@ -93,7 +93,6 @@ class FreshPods:
         self.observed = np.zeros((capacity, 2), dtype=np.float64)
         self.keys: dict[str, str] = {}  # namespace/name -> uid
         self._key_of: dict[str, str] = {}
-        self.version = 0
 
     def __len__(self) -> int:
         return len(self.slot)
@@ -114,7 +113,6 @@ class FreshPods:
         self.placed_at[i] = when
         self.alive[i] = True
         self.amounts[i] = (fp.cpu_request, fp.cpu_limit, fp.memory_request, fp.memory_limit)
-        self.version += 1
 
     def removed(self, uid: str) -> None:
         i = self.slot.pop(uid, None)
@@ -122,7 +120,6 @@ class FreshPods:
             self.keys.pop(self._key_of.pop(uid, ""), None)
             self.alive[i] = False
             self._free.append(i)
-            self.version += 1
 
     def forget_before(self, when: float) -> None:
         """Drops pods placed before `when`: every sample from now on includes them."""
@@ -151,7 +148,6 @@ class FreshPods:
         for key, uid in self.keys.items():
             i = self.slot[uid]
             self.observed[i] = (cpu.get(key, self.observed[i, 0]), memory.get(key, self.observed[i, 1]))
-        self.version += 1
 
     def not_yet_sampled(self, sampled_at: np.ndarray, settle_time: float) -> np.ndarray:
         """Slots of pods the node's newest sample may not show: placed after it, or less than

@@ -97,7 +97,6 @@ class UsageProvider:
         self.failures: dict[str, int] = {}  # by series label
         self.problem = ""  # what is wrong right now, "" when the last refresh answered in full
         self.problem_since: float | None = None
-        self.last_duration = 0.0
         self._timer: Timer | None = None
         self._running = False
         self._columns: dict[Series, tuple[tuple[int, int], Column]] = {}
@@ -157,7 +156,6 @@ class UsageProvider:
         if not self.series:
             return
         self._running = True
-        started = time.perf_counter()
         try:
             items = list(self.series.items())
             pod_items = list(self.args.pod_queries.items())
@@ -196,7 +194,6 @@ class UsageProvider:
                 self._on_refresh(self)
         finally:
             self._running = False
-            self.last_duration = time.perf_counter() - started
 
     async def _query(self, promql: str) -> list[Sample] | str:
         try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kubesched.api.quantity import parse_duration
+
 # node-exporter's series, as every kube-prometheus installation has them.
 DEFAULT_QUERIES: dict[str, str] = {
     "cpu": '1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[1m]))',
@@ -17,16 +19,6 @@ DEFAULT_QUERIES: dict[str, str] = {
 }
 
 AGGREGATIONS = ("latest", "avg", "max", "stddev", "p50", "p90", "p95", "p99")
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-
-
-def parse_duration(text: str) -> float:
-    """Prometheus-style duration ("30s", "5m", "1h30m") in seconds; ValueError if it is not one."""
-    m = _DURATION.match(text.strip())
-    if not text.strip() or m is None or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration such as 30s, 5m or 1h")
-    hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
-    return float(hours * 3600 + minutes * 60 + seconds)
 
 
 def format_duration(seconds: float) -> str:

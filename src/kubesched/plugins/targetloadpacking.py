@@ -34,29 +34,17 @@ gives such a node the mean score of the nodes that have metrics, FailClosed give
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import numpy as np
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from kubesched.api.podinfo import CPU, PodInfo
-from kubesched.api.quantity import QuantityError, to_milli
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
-from kubesched.metrics.args import EstimationArgs, Seconds, UsageArgs
+from kubesched.metrics.args import EstimationArgs, Millicores, Seconds, UsageArgs
 from kubesched.metrics.fresh import footprint
 from kubesched.metrics.load import LoadReader, NodeLoad
 
 NAME = "TargetLoadPacking"
-
-
-def _millicores(value: object) -> object:
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        try:
-            return to_milli(value)
-        except QuantityError as exc:
-            raise ValueError(str(exc)) from None
-    return value
 
 
 class DefaultRequests(BaseModel):
@@ -64,7 +52,7 @@ class DefaultRequests(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    cpu: Annotated[int, BeforeValidator(_millicores)] = Field(1000, ge=0)
+    cpu: Millicores = Field(1000, ge=0)
 
 
 class TargetLoadPackingArgs(UsageArgs):

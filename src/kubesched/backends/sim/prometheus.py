@@ -30,10 +30,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kubesched.api.quantity import parse_duration
 from kubesched.backends.sim.usage import UsageModel
 from kubesched.clock import VirtualClock
 from kubesched.metrics.prometheus import PrometheusError, Sample
-from kubesched.metrics.queries import parse_duration, parse_rendered
+from kubesched.metrics.queries import parse_rendered
 
 LOOKBACK = 300.0  # Prometheus's default lookback delta for instant vectors
 _EPS = 1e-9
