@@ -205,6 +205,11 @@ class ApiClient:
     def closed(self) -> bool:
         return self._closed
 
+    async def _headers(self) -> dict[str, str]:
+        """Headers of every request: the credential's Authorization, refreshed when it must be."""
+        auth = await self.config.auth_header()
+        return {"Authorization": auth} if auth else {}
+
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
             raise RuntimeError("ApiClient is closed")
@@ -266,12 +271,9 @@ class ApiClient:
         auth_refreshed = False
         while True:
             await self.limiter.acquire()
-            headers: dict[str, str] = {}
+            headers = await self._headers()
             if data is not None:
                 headers["Content-Type"] = content_type
-            auth = await self.config.auth_header()
-            if auth:
-                headers["Authorization"] = auth
             session = self._get_session()
             started = time.monotonic()
             try:
@@ -374,10 +376,7 @@ class ApiClient:
         client_timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=read_timeout)
         auth_refreshed = False
         while True:
-            headers: dict[str, str] = {}
-            auth = await self.config.auth_header()
-            if auth:
-                headers["Authorization"] = auth
+            headers = await self._headers()
             session = self._get_session()
             started = time.monotonic()
             try:

@@ -297,16 +297,8 @@ class Reflector(Generic[T]):
             if n % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
         for key, obj in items.items():
-            prev = store.get(key)
-            store[key] = obj
-            if prev is None:
-                self._call(self.handler.on_add, obj)
-            elif _uid(prev) and _uid(obj) and _uid(prev) != _uid(obj):
-                # Deleted and re-created under the same name while we were not watching.
-                self._call(self.handler.on_delete, prev)
-                self._call(self.handler.on_add, obj)
-            elif not _rv(obj) or _rv(prev) != _rv(obj):
-                self._call(self.handler.on_update, prev, obj)
+            # An object whose resourceVersion is unchanged since we last saw it did not change.
+            self._store(key, obj, skip_unchanged=True)
             n += 1
             if n % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
@@ -374,19 +366,23 @@ class Reflector(Generic[T]):
         if rv:
             self.resource_version = rv
         key = self._key(obj)
-        store = self.store
         if kind == "DELETED":
-            store.pop(key, None)
+            self.store.pop(key, None)
             self._call(self.handler.on_delete, obj)
             return
-        prev = store.get(key)
-        store[key] = obj
+        self._store(key, obj, skip_unchanged=False)
+
+    def _store(self, key: str, obj: T, *, skip_unchanged: bool) -> None:
+        """Puts an added or modified object in the store and tells the handler what happened."""
+        prev = self.store.get(key)
+        self.store[key] = obj
         if prev is None:
             self._call(self.handler.on_add, obj)
         elif _uid(prev) and _uid(obj) and _uid(prev) != _uid(obj):
+            # Deleted and re-created under the same name while we were not watching.
             self._call(self.handler.on_delete, prev)
             self._call(self.handler.on_add, obj)
-        else:
+        elif not skip_unchanged or not _rv(obj) or _rv(prev) != _rv(obj):
             self._call(self.handler.on_update, prev, obj)
 
     # --- helpers -------------------------------------------------------------------------------------
