@@ -44,15 +44,24 @@ case "${1:-}" in
     *) echo "build.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
 
+# True when running `$1 --version` prints the line $2 exactly. The whole output is read first and
+# matched afterwards: piping it into `grep -q` would let grep exit at the first match, the binary
+# die of SIGPIPE on its next line, and pipefail report a failure for a binary that is right.
+reports_version() {
+    local out
+    out="$("$1" --version 2>/dev/null)" || return 1
+    grep -qxF -- "$2" <<<"$out"
+}
+
 # True when the three binaries in $1 exist, run, and report the pinned versions.
 binaries_ok() {
     local dir="$1" b
     for b in etcd kube-apiserver kube-scheduler; do
         [[ -x "$dir/$b" ]] || return 1
     done
-    "$dir/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION" || return 1
-    "$dir/kube-scheduler" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION" || return 1
-    "$dir/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}" || return 1
+    reports_version "$dir/kube-apiserver" "Kubernetes $KUBE_VERSION" || return 1
+    reports_version "$dir/kube-scheduler" "Kubernetes $KUBE_VERSION" || return 1
+    reports_version "$dir/etcd" "etcd Version: ${ETCD_VERSION#v}" || return 1
 }
 
 if [[ $force == 0 ]] && binaries_ok "$DEST"; then

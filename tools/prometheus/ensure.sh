@@ -7,7 +7,15 @@
 # 127.0.0.1); otherwise this says what to install and fails.
 set -euo pipefail
 
-found() { echo "prometheus-bin: $1 ($("$1" --version 2>&1 | head -n 1))"; exit 0; }
+# The first line of `$1 --version`, read whole before it is cut: `| head -n 1` under pipefail fails
+# when the binary dies of SIGPIPE writing its second line after head has exited.
+first_version_line() {
+    local out
+    out="$("$1" --version 2>&1)" || true
+    printf '%s\n' "${out%%$'\n'*}"
+}
+
+found() { echo "prometheus-bin: $1 ($(first_version_line "$1"))"; exit 0; }
 
 if [[ -n "${PROMETHEUS_BIN:-}" ]]; then
     [[ -f "$PROMETHEUS_BIN" && -x "$PROMETHEUS_BIN" ]] && found "$PROMETHEUS_BIN"
@@ -41,4 +49,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends prometheus
 [[ -x /usr/bin/prometheus ]] || { echo "prometheus-bin: the package did not install /usr/bin/prometheus" >&2; exit 1; }
-"/usr/bin/prometheus" --version 2>&1 | head -n 1
+first_version_line /usr/bin/prometheus
