@@ -17,6 +17,7 @@ Deliberate differences from kube-scheduler:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from kubesched.api.quantity import parse_duration
+from kubesched.configcheck import build_check, check_numbers
 from kubesched.configmerge import (
     ConfigError,
     Entry,
@@ -36,6 +38,7 @@ from kubesched.configmerge import (
 )
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
 from kubesched.framework.registry import Registry, RegistryError, default_registry
+from kubesched.metrics.args import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, go_duration
 
 __all__ = [
     "API_VERSION",
@@ -85,12 +88,18 @@ REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GC
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
+_FLOAT32_MAX = 3.4028234663852886e38
+# client-go's leaderelection.JitterFactor.
+LEADER_JITTER_FACTOR = 1.2
 # A message in kube's field.Error form, "<field path>: Invalid value: ...", as args validators may write.
 _KUBE_FIELD_ERROR = re.compile(
     r"([A-Za-z_][\w.\[\]]*): (?=(?:invalid value|unsupported value|required value|duplicate value|forbidden"
     r"|too many|too long|not found)\b)",
     re.IGNORECASE,
 )
+
+# A validator's message that starts with the field it is about: "window: must be ...".
+_FIELD_PREFIX = re.compile(r"([A-Za-z_][\w]*(?:(?:\.[A-Za-z_][\w]*)|\[\d+\])*): ")
 
 _TOP_FIELDS = (
     "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
@@ -136,6 +145,8 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None
     # The class behind each plugin name used in the profile, as resolved by the registry.
     plugin_classes: dict[str, type[Plugin]] = field(default_factory=dict)
+    # Where each plugin's args were written (profiles[i].pluginConfig[j].args), for messages.
+    args_paths: dict[str, str] = field(default_factory=dict)
 
     def names(self, point: str) -> list[str]:
         return [ref.name for ref in self.plugins.get(point, ())]
@@ -201,7 +212,10 @@ def load_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     data = _parse_yaml(text, str(path))
     if data is None:
         raise ConfigError(f"{path}: the file is empty; expected a {KIND}")
-    return parse_config(data, registry)
+    cfg = parse_config(data, registry)
+    # What simulate and run do next: build the scheduler. A plugin that cannot start fails here.
+    build_check(cfg, registry)
+    return cfg
 
 
 def default_config(registry: Registry | None = None) -> SchedulerConfig:
@@ -223,7 +237,7 @@ def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig
     if top.get("parallelism") is not None:
         cfg.parallelism = _int(top["parallelism"], "parallelism", _INT32)
     if cfg.parallelism <= 0:
-        raise ConfigError(f"parallelism: should be an integer value greater than zero, got {cfg.parallelism}")
+        raise _invalid("parallelism", str(cfg.parallelism), "should be an integer value greater than zero")
     cfg.percentage_of_nodes_to_score = _percentage(top, "percentageOfNodesToScore", "percentageOfNodesToScore", 0)
     _backoff(top, cfg)
     cfg.leader_election = _leader_election(top.get("leaderElection"))
@@ -292,11 +306,23 @@ def _show(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, float) and not math.isfinite(value):
+        # As YAML spells them, which is how they reached us.
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        # Python refuses to print integers of thousands of digits; nobody wants to read one either.
+        return f"an integer of about {value.bit_length() * 30103 // 100000 + 1} digits"
     try:
         text = json.dumps(value)
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _invalid(path: str, value: str, detail: str) -> ConfigError:
+    """kube's field.Invalid as apimachinery prints it: `<path>: Invalid value: <value>: <detail>`;
+    `value` is already rendered (a Go duration, a number, a quoted string)."""
+    return ConfigError(f"{path}: Invalid value: {value}: {detail}")
 
 
 def _fields(data: Any, path: str, known: Iterable[str], gone: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -347,9 +373,41 @@ def _duration(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ConfigError(f"{path}: must be a duration such as \"15s\", got {_show(value)}")
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    if math.isnan(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
+        # Go's durations are int64 nanoseconds: time.ParseDuration refuses anything longer.
+        raise ConfigError(f"{path}: invalid duration {_show(value)}: must be no longer than {MAX_DURATION_TEXT}")
+    return seconds
+
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def dns1123_label_error(value: str) -> str:
+    """apimachinery's IsDNS1123Label message for a namespace name, "" when valid."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not _DNS1123_LABEL.fullmatch(value):
+        return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+                "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+    return ""
+
+
+def dns1123_subdomain_error(value: str) -> str:
+    """apimachinery's IsDNS1123Subdomain message for an object name, "" when valid."""
+    if len(value) > 253:
+        return "must be no more than 253 characters"
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+        return ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+                "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    return ""
 
 
 def _percentage(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> int | None:
@@ -357,7 +415,7 @@ def _percentage(raw: Mapping[str, Any], key: str, path: str, default: int | None
         return default
     value = _int(raw[key], path, _INT32)
     if not 0 <= value <= 100:
-        raise ConfigError(f"{path}: must be between 0 and 100, got {value}")
+        raise _invalid(path, str(value), "not in valid range [0-100]")
     return value
 
 
@@ -380,18 +438,21 @@ def _check_type_meta(top: Mapping[str, Any]) -> None:
 
 
 def _backoff(top: Mapping[str, Any], cfg: SchedulerConfig) -> None:
-    # Whole seconds, as kube's int64 fields.
-    if top.get("podInitialBackoffSeconds") is not None:
-        initial = _int(top["podInitialBackoffSeconds"], "podInitialBackoffSeconds")
-        if initial <= 0:
-            raise ConfigError(f"podInitialBackoffSeconds: must be greater than 0, got {initial}")
-        cfg.pod_initial_backoff_seconds = float(initial)
-    if top.get("podMaxBackoffSeconds") is not None:
-        cfg.pod_max_backoff_seconds = float(_int(top["podMaxBackoffSeconds"], "podMaxBackoffSeconds"))
+    # Whole seconds, as kube's int64 fields; kube turns them into durations, so they end where
+    # Go's durations do (beyond that kube's backoff silently wraps around).
+    for key, attr in (("podInitialBackoffSeconds", "pod_initial_backoff_seconds"),
+                      ("podMaxBackoffSeconds", "pod_max_backoff_seconds")):
+        if top.get(key) is None:
+            continue
+        seconds = _int(top[key], key)
+        if key == "podInitialBackoffSeconds" and seconds <= 0:
+            raise _invalid(key, str(seconds), "must be greater than 0")
+        if seconds > MAX_DURATION_SECONDS:
+            raise _invalid(key, str(seconds), f"must be at most {int(MAX_DURATION_SECONDS)} (the longest duration kube holds)")
+        setattr(cfg, attr, float(seconds))
     if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
-        raise ConfigError(
-            "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds "
-            f"({cfg.pod_initial_backoff_seconds:g}), got {cfg.pod_max_backoff_seconds:g}"
+        raise _invalid(
+            "podMaxBackoffSeconds", f"{cfg.pod_max_backoff_seconds:.0f}", "must be greater than or equal to PodInitialBackoffSeconds"
         )
 
 
@@ -412,17 +473,28 @@ def _leader_election(raw: Any) -> LeaderElection:
             setattr(le, attr, data[key])
     if not le.leader_elect:
         return le
+    # component-base's ValidateLeaderElectionConfiguration, then kube-scheduler's own lock rule.
     for key, attr in (("leaseDuration", "lease_duration"), ("renewDeadline", "renew_deadline"),
                       ("retryPeriod", "retry_period")):
         if getattr(le, attr) <= 0:
-            raise ConfigError(f"{path}.{key}: must be greater than zero, got {_show(data.get(key))}")
-    if le.lease_duration < le.renew_deadline:
-        raise ConfigError(
-            f"{path}.leaseDuration: must be greater than renewDeadline ({le.renew_deadline:g}s), "
-            f"got {le.lease_duration:g}s"
-        )
+            raise _invalid(f"{path}.{key}", go_duration(getattr(le, attr)), "must be greater than zero")
+    if le.lease_duration <= le.renew_deadline:
+        # kube shows renewDeadline's value here, not leaseDuration's.
+        raise _invalid(f"{path}.leaseDuration", go_duration(le.renew_deadline), "must be greater than `RenewDeadline`")
     if le.resource_lock != "leases":
-        raise ConfigError(f'{path}.resourceLock: must be "leases", got {_show(le.resource_lock)}')
+        raise _invalid(f"{path}.resourceLock", _show(le.resource_lock), 'resourceLock value must be "leases"')
+    # client-go's NewLeaderElector refuses this at start: retries are jittered up to 20% late.
+    if le.renew_deadline <= LEADER_JITTER_FACTOR * le.retry_period:
+        raise _invalid(f"{path}.renewDeadline", go_duration(le.renew_deadline), "must be greater than retryPeriod*JitterFactor")
+    # The Lease stores the duration as leaseDurationSeconds, an int32: the API server refuses more.
+    if le.lease_duration > _INT32[1]:
+        raise _invalid(f"{path}.leaseDuration", go_duration(le.lease_duration),
+                       f"must be at most {_INT32[1]}s (the Lease's leaseDurationSeconds is a 32-bit integer)")
+    for key, attr, check in (("resourceNamespace", "resource_namespace", dns1123_label_error),
+                             ("resourceName", "resource_name", dns1123_subdomain_error)):
+        problem = check(getattr(le, attr))
+        if problem:
+            raise _invalid(f"{path}.{key}", _show(getattr(le, attr)), problem)
     return le
 
 
@@ -439,12 +511,15 @@ def _client_connection(raw: Any) -> ClientConnection:
     if qps is not None:
         if isinstance(qps, bool) or not isinstance(qps, (int, float)):
             raise ConfigError(f"{path}.qps: must be a number, got {_show(qps)}")
+        # kube's qps is a float32: a JSON number beyond it does not decode there.
+        if not (isinstance(qps, int) or math.isfinite(qps)) or abs(qps) > _FLOAT32_MAX:
+            raise _invalid(f"{path}.qps", _show(qps), "must be a finite number within the range of a 32-bit float")
         # kube treats 0 as "not set" and applies the scheduler's own default.
         cc.qps = float(qps) or cc.qps
     if data.get("burst") is not None:
         burst = _int(data["burst"], f"{path}.burst", _INT32)
         if burst < 0:
-            raise ConfigError(f"{path}.burst: must be non-negative, got {burst}")
+            raise _invalid(f"{path}.burst", str(burst), "must be non-negative")
         cc.burst = burst or cc.burst
     return cc
 
@@ -459,11 +534,11 @@ def _extenders(raw: Any) -> list[dict[str, Any]]:
         if ext.get("prioritizeVerb"):
             weight = _int(ext.get("weight") or 0, f"{path}.weight")
             if weight <= 0:
-                raise ConfigError(f"{path}.weight: must have a positive weight applied to it, got {weight}")
+                raise _invalid(f"{path}.weight", str(weight), "must have a positive weight applied to it")
         if ext.get("bindVerb"):
             binders += 1
     if binders > 1:
-        raise ConfigError(f"extenders: only one extender can implement bind, found {binders}")
+        raise _invalid("extenders", f'"found {binders} extenders implementing bind"', "only one extender can implement bind")
     return [dict(ext) for ext in extenders]
 
 
@@ -504,7 +579,7 @@ def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:
         raise ConfigError(f"{path}.plugins.bind: at least one bind plugin is needed for profile {name!r}")
 
     used = {ref.name for refs in resolved.values() for ref in refs}
-    configured = _plugin_config(data.get("pluginConfig"), f"{path}.pluginConfig", registry, classes)
+    configured, args_paths = _plugin_config(data.get("pluginConfig"), f"{path}.pluginConfig", registry, classes)
     args: dict[str, BaseModel] = {}
     for plugin in sorted(used):
         cls = classes[plugin]
@@ -520,6 +595,7 @@ def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:
         plugin_args=args,
         percentage_of_nodes_to_score=percentage,
         plugin_classes={n: classes[n] for n in sorted(used)},
+        args_paths={n: args_paths[n] for n in sorted(used) if n in args_paths},
     )
 
 
@@ -568,9 +644,10 @@ def _resolve(name: str, path: str, registry: Registry) -> type[Plugin]:
 
 def _plugin_config(
     raw: Any, path: str, registry: Registry, classes: dict[str, type[Plugin]]
-) -> dict[str, BaseModel | None]:
-    """Validated args per plugin name for every pluginConfig entry."""
+) -> tuple[dict[str, BaseModel | None], dict[str, str]]:
+    """Validated args per plugin name for every pluginConfig entry, and where each was written."""
     out: dict[str, BaseModel | None] = {}
+    paths: dict[str, str] = {}
     first: dict[str, int] = {}
     for i, item in enumerate(_list(raw, path)):
         where = f"{path}[{i}]"
@@ -586,7 +663,8 @@ def _plugin_config(
         cls = classes.get(name) or _resolve(name, f"{where}.name", registry)
         classes.setdefault(name, cls)
         out[name] = _plugin_args(cls, name, entry.get("args"), f"{where}.args")
-    return out
+        paths[name] = f"{where}.args"
+    return out, paths
 
 
 def _plugin_args(cls: type[Plugin], name: str, raw: Any, path: str) -> BaseModel | None:
@@ -609,9 +687,15 @@ def _plugin_args(cls: type[Plugin], name: str, raw: Any, path: str) -> BaseModel
 
 def _validate_args(model: type[BaseModel], args: Mapping[str, Any], path: str) -> BaseModel:
     try:
-        return model.model_validate(args)
+        validated = model.model_validate(args)
     except ValidationError as exc:
         raise _args_error(exc, path) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply") from None
+    except Exception as exc:  # a validator failing in a way pydantic does not catch (a user's plugin, an overflow)
+        raise ConfigError(f"{path}: cannot be read: {type(exc).__name__}: {_show(str(exc))}") from None
+    check_numbers(validated, path, _show)
+    return validated
 
 
 def _args_error(exc: ValidationError, path: str) -> ConfigError:
@@ -627,15 +711,17 @@ def _args_error(exc: ValidationError, path: str) -> ConfigError:
     else:
         msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         kube_style = _KUBE_FIELD_ERROR.match(msg)
-        if kube_style:
-            # The validator wrote kube's "<field path>: Invalid value: ..." form: join its path to
-            # ours, without repeating a segment both name.
-            inner = kube_style.group(1)
+        named = kube_style or _FIELD_PREFIX.match(msg)
+        if named:
+            # The validator named a field inside its own ("<field path>: ..."; kube's form is
+            # "<field path>: Invalid value: ..."): join its path to ours, without repeating a
+            # segment both name.
+            inner = named.group(1)
             head = re.split(r"[.\[]", inner, maxsplit=1)[0]
             if loc and loc[-1] == f".{head}":
                 loc.pop()
             loc.append(f".{inner}")
-            msg = msg[kube_style.end(1) + 2:]
+            msg = msg[named.end(1) + 2:]
         text = f"{path}{''.join(loc)}: {msg}"
         # Messages that already show the value are left alone.
         if not (kube_style or isinstance(value, (Mapping, list)) or "got " in msg):

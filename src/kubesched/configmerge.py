@@ -18,7 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubesched.framework.interface import EXTENSION_POINTS, Plugin
+from kubesched.framework.interface import EXTENSION_POINTS, MAX_NODE_SCORE, Plugin
+
+# kube's framework.MaxTotalScore: the sum of weight * MaxNodeScore over a profile's score plugins
+# must fit, or a node's total could wrap around.
+MAX_TOTAL_SCORE = 2**63 - 1
 
 
 class ConfigError(ValueError):
@@ -92,6 +96,12 @@ def expand_profile(
                     from_multi.append(entry.name)
         order = [n for n in explicit if n in overrides] + from_multi + [n for n in explicit if n not in overrides]
         result[point] = [(n, weights.get(n, 1) if point == "score" else 0) for n in order]
+    total = 0
+    for _, weight in result["score"]:
+        total += weight * MAX_NODE_SCORE
+        if total > MAX_TOTAL_SCORE:
+            # kube-scheduler's own words when building the framework.
+            raise ConfigError(f"{path}.score: total score of Score plugins could overflow")
     return result
 
 

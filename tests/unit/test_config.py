@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import math
 import textwrap
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kubesched.config import (
@@ -479,12 +481,13 @@ def test_load_from_yaml_file(tmp_path: Path) -> None:
                   scoringStrategy:
                     type: MostAllocated
         """))
-    config = load_config(path, registry())
+    # Files load with the real plugins: load_config builds the scheduler, which stand-ins cannot run.
+    config = load_config(path)
     assert config.profiles[0].scheduler_name == "kubesched"
     assert not config.leader_election.leader_elect
     assert ("ImageLocality", 1) not in scores(config)
     assert scores(config)[-1] == (SAMPLE, 2)
-    assert load_config(str(path), registry()) == config
+    assert load_config(str(path)) == config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -495,7 +498,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def file_refused(path: Path | str) -> str:
     with pytest.raises(ConfigError) as info:
-        load_config(path, registry())
+        load_config(path)
     return str(info.value)
 
 
@@ -569,40 +572,40 @@ def test_type_meta(data: dict[str, Any], message: str) -> None:
     [
         ({"parallelizm": 4}, "parallelizm: unknown field (known fields: apiVersion, kind, parallelism,"),
         ({"healthzBindAddress": "0.0.0.0:10251"}, "healthzBindAddress: unknown field (removed in"),
-        ({"parallelism": 0}, "parallelism: should be an integer value greater than zero, got 0"),
-        ({"parallelism": -3}, "parallelism: should be an integer value greater than zero, got -3"),
+        ({"parallelism": 0}, "parallelism: Invalid value: 0: should be an integer value greater than zero"),
+        ({"parallelism": -3}, "parallelism: Invalid value: -3: should be an integer value greater than zero"),
         ({"parallelism": "8"}, 'parallelism: must be an integer, got "8"'),
         ({"parallelism": 2.5}, "parallelism: must be an integer, got 2.5"),
         ({"parallelism": True}, "parallelism: must be an integer, got true"),
         ({"parallelism": 2**31}, "parallelism: out of range for a 32-bit integer, got 2147483648"),
-        ({"percentageOfNodesToScore": 101}, "percentageOfNodesToScore: must be between 0 and 100, got 101"),
-        ({"percentageOfNodesToScore": -1}, "percentageOfNodesToScore: must be between 0 and 100, got -1"),
-        ({"podInitialBackoffSeconds": 0}, "podInitialBackoffSeconds: must be greater than 0, got 0"),
+        ({"percentageOfNodesToScore": 101}, "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]"),
+        ({"percentageOfNodesToScore": -1}, "percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]"),
+        ({"podInitialBackoffSeconds": 0}, "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0"),
         ({"podInitialBackoffSeconds": 1.5}, "podInitialBackoffSeconds: must be an integer, got 1.5"),
         ({"podMaxBackoffSeconds": 0},
-         "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds (1), got 0"),
+         "podMaxBackoffSeconds: Invalid value: 0: must be greater than or equal to PodInitialBackoffSeconds"),
         ({"podInitialBackoffSeconds": 30},
-         "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds (30), got 10"),
+         "podMaxBackoffSeconds: Invalid value: 10: must be greater than or equal to PodInitialBackoffSeconds"),
         ({"enableProfiling": "yes please"}, 'enableProfiling: must be true or false, got "yes please"'),
         ({"profiles": {"schedulerName": "x"}}, "profiles: must be a list, got a mapping"),
         ({"leaderElection": []}, "leaderElection: must be a mapping, got a list"),
         ({"leaderElection": {"leaseDuration": "5s"}},
-         "leaderElection.leaseDuration: must be greater than renewDeadline (10s), got 5s"),
-        ({"leaderElection": {"retryPeriod": "0s"}}, 'leaderElection.retryPeriod: must be greater than zero, got "0s"'),
+         "leaderElection.leaseDuration: Invalid value: 10s: must be greater than `RenewDeadline`"),
+        ({"leaderElection": {"retryPeriod": "0s"}}, "leaderElection.retryPeriod: Invalid value: 0s: must be greater than zero"),
         ({"leaderElection": {"renewDeadline": "soon"}}, "leaderElection.renewDeadline: invalid duration 'soon'"),
         ({"leaderElection": {"leaseDuration": {}}}, 'leaderElection.leaseDuration: must be a duration such as "15s"'),
         ({"leaderElection": {"resourceLock": "endpointsleases"}},
-         'leaderElection.resourceLock: must be "leases", got "endpointsleases"'),
+         'leaderElection.resourceLock: Invalid value: "endpointsleases": resourceLock value must be "leases"'),
         ({"leaderElection": {"leaderElect": "true"}}, 'leaderElection.leaderElect: must be true or false, got "true"'),
         ({"leaderElection": {"lockName": "x"}}, "leaderElection.lockName: unknown field"),
-        ({"clientConnection": {"burst": -1}}, "clientConnection.burst: must be non-negative, got -1"),
+        ({"clientConnection": {"burst": -1}}, "clientConnection.burst: Invalid value: -1: must be non-negative"),
         ({"clientConnection": {"qps": "fast"}}, 'clientConnection.qps: must be a number, got "fast"'),
         ({"clientConnection": {"kubeconfig": 3}}, "clientConnection.kubeconfig: must be a string, got 3"),
         ({"clientConnection": {"timeout": 3}}, "clientConnection.timeout: unknown field"),
         ({"extenders": [{"urlPrefix": "http://e", "prioritizeVerb": "p"}]},
-         "extenders[0].weight: must have a positive weight applied to it, got 0"),
+         "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it"),
         ({"extenders": [{"bindVerb": "b"}, {"bindVerb": "b"}]},
-         "extenders: only one extender can implement bind, found 2"),
+         'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind'),
         ({"extenders": ["http://e"]}, 'extenders[0]: must be a mapping, got "http://e"'),
     ],
 )
@@ -652,7 +655,7 @@ def test_queue_sort_args_must_agree_across_profiles() -> None:
     [
         ({"name": "x"}, "profiles[0].name: unknown field (known fields: schedulerName, percentageOfNodesToScore,"),
         ({"schedulerName": 7}, "profiles[0].schedulerName: must be a string, got 7"),
-        ({"percentageOfNodesToScore": 120}, "profiles[0].percentageOfNodesToScore: must be between 0 and 100, got 120"),
+        ({"percentageOfNodesToScore": 120}, "profiles[0].percentageOfNodesToScore: Invalid value: 120: not in valid range [0-100]"),
         ({"plugins": {"filters": {}}}, "profiles[0].plugins.filters: unknown field (known fields: multiPoint, preEnqueue,"),
         ({"plugins": {"filter": {"enable": []}}}, "profiles[0].plugins.filter.enable: unknown field"),
         ({"plugins": {"filter": {"enabled": {"name": "NodeName"}}}},
@@ -863,3 +866,173 @@ def test_with_the_in_tree_plugins() -> None:
     ]}]), reg)
     fit: Any = tuned.profiles[0].plugin_args["NodeResourcesFit"]
     assert fit.scoring_strategy.type == "MostAllocated"
+
+
+# --- numbers out of range, and configurations that would fail only once the scheduler runs ---------
+
+
+def load_refused(tmp_path: Path, data: dict[str, Any], reg: Registry | None = None) -> str:
+    """The message load_config gives for `data` written as YAML (.inf and .nan as YAML spells them),
+    read with the real plugins unless `reg` is given."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as info:
+        load_config(path, reg)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"clientConnection": {"qps": math.inf}},
+         "clientConnection.qps: Invalid value: .inf: must be a finite number within the range of a 32-bit float"),
+        ({"clientConnection": {"qps": math.nan}},
+         "clientConnection.qps: Invalid value: .nan: must be a finite number within the range of a 32-bit float"),
+        ({"clientConnection": {"qps": 1e308}},
+         "clientConnection.qps: Invalid value: 1e+308: must be a finite number within the range of a 32-bit float"),
+        ({"clientConnection": {"burst": 2**31}}, "clientConnection.burst: out of range for a 32-bit integer, got 2147483648"),
+        ({"leaderElection": {"leaseDuration": math.inf}},
+         "leaderElection.leaseDuration: invalid duration .inf: must be no longer than 2562047h47m16.854775807s"),
+        ({"leaderElection": {"retryPeriod": math.nan}},
+         "leaderElection.retryPeriod: invalid duration .nan: must be no longer than 2562047h47m16.854775807s"),
+        ({"leaderElection": {"leaseDuration": "3000000h"}},
+         'leaderElection.leaseDuration: invalid duration "3000000h": must be no longer than 2562047h47m16.854775807s'),
+        ({"leaderElection": {"leaseDuration": 10**400}},
+         "leaderElection.leaseDuration: invalid duration an integer of about 401 digits: must be no longer than"),
+        ({"leaderElection": {"leaseDuration": "10s"}},
+         "leaderElection.leaseDuration: Invalid value: 10s: must be greater than `RenewDeadline`"),
+        ({"leaderElection": {"renewDeadline": -3}}, "leaderElection.renewDeadline: Invalid value: -3s: must be greater than zero"),
+        ({"leaderElection": {"retryPeriod": "9s"}},
+         "leaderElection.renewDeadline: Invalid value: 10s: must be greater than retryPeriod*JitterFactor"),
+        ({"leaderElection": {"leaseDuration": "600000h"}},
+         "leaderElection.leaseDuration: Invalid value: 600000h0m0s: must be at most 2147483647s (the Lease's "
+         "leaseDurationSeconds is a 32-bit integer)"),
+        ({"leaderElection": {"resourceName": "Kube Sched"}},
+         'leaderElection.resourceName: Invalid value: "Kube Sched": a lowercase RFC 1123 subdomain must consist of'),
+        ({"leaderElection": {"resourceNamespace": "kube.system"}},
+         'leaderElection.resourceNamespace: Invalid value: "kube.system": a lowercase RFC 1123 label must consist of'),
+        ({"podInitialBackoffSeconds": 2**40, "podMaxBackoffSeconds": 2**41},
+         "podInitialBackoffSeconds: Invalid value: 1099511627776: must be at most 9223372036 (the longest duration"),
+        ({"podMaxBackoffSeconds": 2**63 - 1},
+         "podMaxBackoffSeconds: Invalid value: 9223372036854775807: must be at most 9223372036"),
+        ({"podMaxBackoffSeconds": 2**63}, "podMaxBackoffSeconds: out of range for a 64-bit integer, got 9223372036854775808"),
+    ],
+)
+def test_numbers_out_of_range_at_top_level(fields: dict[str, Any], message: str) -> None:
+    assert refused(cfg(**fields)).startswith(message)
+
+
+def test_lease_timing_at_kubes_limits_is_accepted() -> None:
+    # Just above JitterFactor * retryPeriod, and the longest lease a Lease can hold.
+    config = parse(leaderElection={"leaseDuration": f"{2**31 - 1}s", "renewDeadline": "2401ms", "retryPeriod": "2s"})
+    assert config.leader_election.renew_deadline == pytest.approx(2.401)
+    assert config.leader_election.lease_duration == 2**31 - 1
+
+
+def test_huge_values_are_cut_in_messages() -> None:
+    message = refused(cfg(leaderElection={"resourceLock": "x" * 10_000}))
+    assert len(message) < 200
+
+
+def test_total_score_must_fit_int64() -> None:
+    from kubesched.configmerge import Entry, PluginSet, expand_profile
+
+    classes = {p.name: p for p in STANDINS}
+    points = {point: PluginSet() for point in fw.EXTENSION_POINTS}
+    points["score"] = PluginSet([Entry("ImageLocality", 2**62), Entry("TaintToleration", 2**62)])
+    with pytest.raises(ConfigError) as info:
+        expand_profile(points, PluginSet(), classes, "profiles[0].plugins")
+    assert str(info.value) == "profiles[0].plugins.score: total score of Score plugins could overflow"
+
+
+class NumbersArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    factors: dict[str, float] = Field(default_factory=dict)
+    counts: list[int] = Field(default_factory=list)
+
+
+def test_every_number_in_args_is_finite_and_fits_int64() -> None:
+    reg = Registry([*STANDINS, _plugin("Numbers", fw.ScorePlugin, args=NumbersArgs)])
+
+    def args_refused(args: dict[str, Any]) -> str:
+        return refused(cfg(profiles=[{
+            "plugins": {"multiPoint": {"enabled": [{"name": "Numbers"}]}},
+            "pluginConfig": [{"name": "NodeResourcesFit"}, {"name": "Numbers", "args": args}],
+        }]), reg)
+
+    assert args_refused({"factors": {"a": 1.0, "b": math.inf}}) == (
+        "profiles[0].pluginConfig[1].args.factors.b: Invalid value: .inf: must be a finite number"
+    )
+    assert args_refused({"factors": {"a": -math.inf}}).endswith("factors.a: Invalid value: -.inf: must be a finite number")
+    assert args_refused({"factors": {"a": math.nan}}).endswith("factors.a: Invalid value: .nan: must be a finite number")
+    assert args_refused({"counts": [1, 2**63]}) == (
+        "profiles[0].pluginConfig[1].args.counts[1]: Invalid value: 9223372036854775808: must fit in a 64-bit integer"
+    )
+
+
+@pytest.mark.parametrize(
+    ("plugin", "args", "message"),
+    [
+        ("LoadAware", {"window": math.inf},
+         "args.window: must be a duration no longer than 2562047h47m16.854775807s, got .inf"),
+        ("LoadAware", {"window": math.nan}, "args.window: must be a duration, not NaN, got .nan"),
+        ("LoadAware", {"staleAfter": "3000000h"}, "args.staleAfter: must be a duration no longer than"),
+        ("LoadAware", {"staleAfter": 10**400}, "args.staleAfter: must be a duration no longer than"),
+        ("LoadAware", {"window": "25h"}, "args.window: must be at most 24h0m0s, got 25h0m0s"),
+        ("LoadAware", {"window": "200ms"}, "args.window: must be at least 1s with aggregation avg, got 200ms"),
+        ("LoadAware", {"prometheus": {"refreshInterval": "100ms"}}, "args.prometheus.refreshInterval: must be at least 1s"),
+        ("LoadAware", {"prometheus": {"timeout": math.inf}}, "args.prometheus.timeout: must be a duration no longer than"),
+        ("LoadAware", {"estimation": {"settleTime": "11m"}},
+         "args.estimation.settleTime: must be at most 10m0s (placements are remembered that long), got 11m0s"),
+        ("LoadAware", {"estimation": {"defaultCPU": "1e10000000"}}, "args.estimation.defaultCPU: "),
+        ("LoadAware", {"estimation": {"defaultMemory": "99999999999999999999"}}, "args.estimation.defaultMemory: "),
+        ("LoadAware", {"estimation": {"cpuFactor": math.inf}}, "args.estimation.cpuFactor: "),
+        ("LoadAware", {"thresholds": {"cpu": math.nan}}, "args.thresholds.cpu: nan is not a percentage between 0 and 100"),
+        ("LoadAware", {"resourceWeights": {"cpu": 2**70}},
+         "args.resourceWeights.cpu: Invalid value: 1180591620717411303424: must fit in a 64-bit integer"),
+        ("SLAQueueSort", {"tiers": {"gold": 2**64}}, "args.tiers.gold: Invalid value: 18446744073709551616: must fit"),
+        ("HotValue", {"penaltyPerUnit": math.inf}, "args.penaltyPerUnit: "),
+        ("TargetLoadPacking", {"defaultRequestsMultiplier": math.nan}, "args.defaultRequestsMultiplier: "),
+    ],
+)
+def test_plugin_args_out_of_range(tmp_path: Path, plugin: str, args: dict[str, Any], message: str) -> None:
+    point = "queueSort" if plugin == "SLAQueueSort" else "multiPoint"
+    plugins: dict[str, Any] = {point: {"enabled": [{"name": plugin}]}}
+    if point == "queueSort":
+        plugins[point]["disabled"] = [{"name": "*"}]
+    data = cfg(profiles=[{"plugins": plugins, "pluginConfig": [{"name": plugin, "args": args}]}])
+    assert load_refused(tmp_path, data).startswith(f"profiles[0].pluginConfig[0].{message}")
+
+
+class Exploding(fw.Plugin, fw.ScorePlugin):
+    """Valid args, and a constructor that fails: only building the scheduler finds it."""
+
+    name = "Exploding"
+    Args = OtherSortArgs
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        raise RuntimeError("cannot reach the thing I need")
+
+
+def test_load_config_builds_every_plugin(tmp_path: Path) -> None:
+    from kubesched.framework.registry import default_registry
+
+    reg = default_registry()
+    reg.register(Exploding)
+    data = cfg(profiles=[{
+        "plugins": {"multiPoint": {"enabled": [{"name": "Exploding"}]}},
+        "pluginConfig": [{"name": "Exploding", "args": {"reverse": True}}],
+    }])
+    assert parse_config(data, reg).profiles[0].names("score")[-1] == "Exploding"  # decoding alone is fine
+    assert load_refused(tmp_path, data, reg) == (
+        "profiles[0].pluginConfig[0].args: plugin 'Exploding' cannot be built from this configuration: "
+        "cannot reach the thing I need"
+    )
+    del data["profiles"][0]["pluginConfig"]
+    assert load_refused(tmp_path, data, reg).startswith("profiles[0].plugins: plugin 'Exploding' cannot be built")
+
+
+@pytest.mark.parametrize("name", ["default", "load-aware", "trimaran", "trimaran-risk"])
+def test_example_profiles_load_and_build(name: str) -> None:
+    config = load_config(Path(__file__).parents[2] / "examples" / "profiles" / f"{name}.yaml")
+    assert config.profiles[0].scheduler_name == "default-scheduler"

@@ -3,6 +3,8 @@ what missing usage means, and how a freshly placed pod is estimated until the me
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -10,15 +12,67 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from kubesched.api.quantity import QuantityError, parse_duration, to_int, to_milli
 from kubesched.metrics.queries import AGGREGATIONS, DEFAULT_QUERIES
 
+# kube's durations are Go's time.Duration, int64 nanoseconds: nothing longer than this is a duration
+# there, and timers, subquery ranges and timestamps built from a longer one overflow here.
+MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
+MAX_DURATION_TEXT = "2562047h47m16.854775807s"
+# The longest aggregation window: a subquery reads window/15s points per node on every refresh
+# (5,760 at a day), and usage averaged over more than a day says little about a node's load now.
+MAX_WINDOW_SECONDS = 86400.0
+# Querying Prometheus more often than every second only loads it: it scrapes far less often.
+MIN_REFRESH_SECONDS = 1.0
+# How long placements are remembered (metrics.provider.FRESH_HORIZON, restated here because the
+# provider imports this module): a pod must settle into the metrics before it is forgotten.
+FRESH_HORIZON_SECONDS = 600.0
+
 
 def _seconds(value: object) -> object:
-    """Durations are Go-style strings ("30s", "5m", "1m30s") or a number of seconds."""
-    if isinstance(value, str):
-        return parse_duration(value)
-    return value
+    """Durations are Go-style strings ("30s", "5m", "1m30s") or a number of seconds; either way a
+    finite number of seconds no longer than kube's longest duration."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return value  # pydantic refuses it with its own type message
+    try:
+        seconds = parse_duration(value)
+    except OverflowError:  # an int too large for a float
+        seconds = math.inf
+    if math.isnan(seconds):
+        raise ValueError("must be a duration, not NaN")
+    if seconds > MAX_DURATION_SECONDS or seconds == -math.inf:
+        raise ValueError(f"must be a duration no longer than {MAX_DURATION_TEXT}")
+    return seconds
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds as Go's time.Duration.String() prints them ("15s", "1m30s", "1.5s", "500ms",
+    "2h0m0s"), which is how kube shows a metav1.Duration in a message."""
+    ns = round(seconds * 1e9)
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns == 0:
+        return "0s"
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return sign + _decimal(ns, size) + unit
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = _decimal(rest, 1_000_000_000) + "s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{frac:0{digits}d}".rstrip("0")
 
 _CONFIG = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -52,6 +106,13 @@ class PrometheusArgs(BaseModel):
     def _positive(cls, value: float) -> float:
         if value <= 0:
             raise ValueError("must be greater than 0")
+        return value
+
+    @field_validator("refresh_interval")
+    @classmethod
+    def _not_too_often(cls, value: float) -> float:
+        if value < MIN_REFRESH_SECONDS:
+            raise ValueError("must be at least 1s")
         return value
 
     @field_validator("pod_queries")
@@ -101,21 +162,37 @@ class UsageArgs(BaseModel):
     def _window_needed(self) -> UsageArgs:
         if self.aggregation != "latest" and self.window <= 0:
             raise ValueError(f"window: must be greater than 0 with aggregation {self.aggregation}")
+        # The subquery range is written in whole seconds: a shorter window would read as 0s.
+        if self.aggregation != "latest" and self.window < 1:
+            raise ValueError(f"window: must be at least 1s with aggregation {self.aggregation}, got {go_duration(self.window)}")
+        if self.window > MAX_WINDOW_SECONDS:
+            raise ValueError(f"window: must be at most 24h0m0s, got {go_duration(self.window)}")
         return self
 
 
-def _millis(value: object) -> object:
+_INT64_MAX = 2**63 - 1
+
+
+def _quantity(value: object, convert: Callable[[str | int | float], int]) -> object:
+    """A quantity as kube's int64 Value()/MilliValue(): anything beyond int64 is refused here, as
+    the API server refuses it, rather than overflowing the numpy columns it is added to."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return value
     try:
-        return to_milli(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
+        result = convert(value)
+    except (QuantityError, ArithmeticError, ValueError) as exc:  # decimal.Overflow is an ArithmeticError
+        raise ValueError(str(exc) or f"cannot read quantity {value!r}") from None
+    if abs(result) > _INT64_MAX:
+        raise ValueError("quantity too large (beyond a 64-bit integer)")
+    return result
+
+
+def _millis(value: object) -> object:
+    return _quantity(value, to_milli)
 
 
 def _bytes(value: object) -> object:
-    try:
-        return to_int(value) if isinstance(value, str) else value
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
+    return _quantity(value, to_int) if isinstance(value, str) else value
 
 
 # Resource quantities in args: "250m" or 0.25 CPU as millicores, "200Mi" as bytes.
@@ -137,6 +214,15 @@ class EstimationArgs(BaseModel):
     # the rate window and the aggregation window delay it. Such a pod counts with its estimate as
     # well. Default: the aggregation window plus 90 s (node-exporter's rate[1m] and a scrape).
     settle_time: Seconds | None = Field(None, alias="settleTime")
+
+    @field_validator("settle_time")
+    @classmethod
+    def _remembered(cls, value: float | None) -> float | None:
+        # A placement is forgotten after FRESH_HORIZON_SECONDS: a longer settle time would stop
+        # counting the pod before the metrics show it.
+        if value is not None and value > FRESH_HORIZON_SECONDS:
+            raise ValueError(f"must be at most 10m0s (placements are remembered that long), got {go_duration(value)}")
+        return value
 
     def settle_for(self, usage: UsageArgs) -> float:
         if self.settle_time is not None:
