@@ -8,11 +8,15 @@ types read any real object.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 Quantity = str | int | float
+# Go's int32 / int64 fields: a number outside them cannot be decoded by the API server, so it is a
+# decode error here too, naming the field (and never reaches int64 numpy columns or scoring).
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 
 class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
@@ -70,7 +74,7 @@ class NodeSelector(_Obj):
 
 
 class PreferredSchedulingTerm(_Obj):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -91,7 +95,7 @@ class PodAffinityTerm(_Obj):
 
 
 class WeightedPodAffinityTerm(_Obj):
-    weight: int
+    weight: Int32
     pod_affinity_term: PodAffinityTerm
 
 
@@ -113,15 +117,15 @@ class Toleration(_Obj):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class TopologySpreadConstraint(_Obj):
-    max_skew: int
+    max_skew: Int32
     topology_key: str
     when_unsatisfiable: str
     label_selector: LabelSelector | None = None
-    min_domains: int | None = None
+    min_domains: Int32 | None = None
     node_affinity_policy: str | None = None
     node_taints_policy: str | None = None
     match_label_keys: list[str] = msgspec.field(default_factory=list)
@@ -136,8 +140,8 @@ class ResourceRequirements(_Obj):
 
 
 class ContainerPort(_Obj):
-    container_port: int = 0
-    host_port: int = 0
+    container_port: Int32 = 0
+    host_port: Int32 = 0
     host_ip: str = msgspec.field(default="", name="hostIP")
     protocol: str = "TCP"
     name: str = ""
@@ -160,7 +164,7 @@ class PodSpec(_Obj):
     init_containers: list[Container] = msgspec.field(default_factory=list)
     node_name: str = ""
     scheduler_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str = ""
     preemption_policy: str | None = None
     node_selector: dict[str, str] = msgspec.field(default_factory=dict)
@@ -171,6 +175,7 @@ class PodSpec(_Obj):
     scheduling_gates: list[PodSchedulingGate] = msgspec.field(default_factory=list)
     host_network: bool = False
     restart_policy: str = ""
+    active_deadline_seconds: Int64 | None = None
 
 
 class PodCondition(_Obj):
@@ -216,7 +221,7 @@ class NodeSpec(_Obj):
 
 class ContainerImage(_Obj):
     names: list[str] = msgspec.field(default_factory=list)
-    size_bytes: int = 0
+    size_bytes: Int64 = 0
 
 
 class NodeCondition(_Obj):
@@ -258,7 +263,7 @@ class PriorityClass(_Obj):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str | None = None
 

@@ -2,71 +2,197 @@
 
 CPU is kept in millicores and everything else in base units (bytes, counts),
 which is how kube-scheduler compares them (MilliValue for cpu, Value otherwise).
+
+Parsing follows apimachinery's ParseQuantity: a signed decimal number, then at most one suffix
+(binary Ki..Ei, decimal n u m k M G T P E, or an exponent e3 / E-2); values are rounded up
+(away from zero) to a whole nano, as kube does. Everything is exact integer arithmetic on
+nano-units, so no Decimal context can overflow or round.
+
+Range: the API server stores quantities with arbitrary precision (only binary ones, like 16Ei,
+are capped at 2^63-1) and accepts `1e30`, but
+kube-scheduler reads them as int64 (MilliValue / Value), which wraps. Here a quantity whose
+scheduler integer does not fit in int64 (2^63-1 millicores for cpu, 2^63-1 units otherwise) is
+refused with QuantityError, so no such number reaches scheduling.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass
+from decimal import Decimal
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
-_PATTERN = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+INT64_MAX = 2**63 - 1
+NANO = 10**9
+OUT_OF_RANGE = "quantity is out of range"
+_BINARY_CAP = INT64_MAX * NANO
+
+_BINARY_EXP = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_SUFFIX_OF_EXP = {exp: suffix for suffix, exp in _DECIMAL_EXP.items()}
+_BINARY_SUFFIXES = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+_NUMBER = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)$", re.DOTALL)
+_EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
+# Magnitudes beyond 10^_HUGE_DIGITS are far outside int64 in any unit; they are not materialised
+# (1e1000000 would be a million-digit integer), only flagged.
+_HUGE_DIGITS = 40
+_SUFFIX_SHAPE = re.compile(r"^[eEinumkKMGTP]*[-+]?[0-9]*$")
+FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+SUFFIX_ERROR = "unable to parse quantity's suffix"
+
+DECIMAL_SI = "DecimalSI"
+BINARY_SI = "BinarySI"
+DECIMAL_EXPONENT = "DecimalExponent"
 
 
 class QuantityError(ValueError):
-    """A quantity string that Kubernetes would refuse."""
+    """A quantity string that Kubernetes would refuse, or one too large to schedule with.
+    `reason` is the message without the offending value."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A parsed quantity: exact value in nano-units (None when astronomically large) and the
+    format kube keeps for printing it back."""
+
+    nanos: int | None
+    format: str
+    negative: bool = False
+
+    @property
+    def huge(self) -> bool:
+        return self.nanos is None
+
+    def canonical(self) -> str:
+        """Quantity.String(): the canonical form kube prints in messages (1500m, 512Mi, 1e3)."""
+        if self.nanos is None:
+            return "-inf" if self.negative else "+inf"
+        return canonical_nanos(self.nanos, self.format)
+
+
+def _shown(value: object) -> str:
+    # Quantity errors must not echo a 10 MB value whole (same cut as validation.field.shown).
+    text = repr(value)
+    return text if len(text) <= 100 else text[:100] + f"...({len(text) - 100} more)"
+
+
+def _error(reason: str, value: object) -> QuantityError:
+    exc = QuantityError(f"{reason}, got {_shown(value)}")
+    exc.reason = reason
+    return exc
+
+
+def parse(value: str | int | float) -> Quantity:
+    """Parse as apimachinery's ParseQuantity does (and Quantity.UnmarshalJSON for numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _error("quantity must be a number or string", value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _error("quantity must be finite", value)
+        text = repr(value)
+    else:
+        text = str(value).strip()
+    m = _NUMBER.match(text)
+    if m is None or not (m.group(2) or m.group(3)):
+        raise _error(FORMAT_ERROR, value)
+    sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    exp10, exp2 = 0, 0
+    if suffix in _BINARY_EXP:
+        fmt, exp2 = BINARY_SI, 10 * _BINARY_EXP[suffix]
+    elif suffix in _DECIMAL_EXP:
+        fmt, exp10 = DECIMAL_SI, _DECIMAL_EXP[suffix]
+    elif (em := _EXPONENT.match(suffix)) is not None:
+        digits_of_exp = em.group(1)
+        fmt, exp10 = DECIMAL_EXPONENT, int(digits_of_exp) if len(digits_of_exp) < 12 else _clamp_exponent(digits_of_exp)
+    elif _SUFFIX_SHAPE.match(suffix):
+        raise _error(SUFFIX_ERROR, value)
+    else:
+        raise _error(FORMAT_ERROR, value)
+    digits = (whole + frac).lstrip("0")
+    negative = sign == "-"
+    if not digits:
+        return Quantity(0, fmt)
+    scale = exp10 - len(frac)  # value = int(digits) * 10^scale * 2^exp2
+    magnitude = len(digits) + scale + exp2 * 0.30103  # ~log10 of the value
+    if magnitude > _HUGE_DIGITS:
+        if fmt == BINARY_SI:
+            return Quantity(-_BINARY_CAP if negative else _BINARY_CAP, fmt, negative)
+        return Quantity(None, fmt, negative)
+    if magnitude < -_HUGE_DIGITS:
+        nanos = 1  # non-zero values below a nano round up to one nano, as kube rounds them
+    else:
+        num = int(digits) * (2**exp2)
+        shift = scale + 9
+        nanos = num * 10**shift if shift >= 0 else -(-num // 10**-shift)  # round up to a whole nano
+        if fmt == BINARY_SI:
+            # ParseQuantity caps binary quantities at 2^63-1 (decimal ones keep their size).
+            nanos = min(nanos, _BINARY_CAP)
+    return Quantity(-nanos if negative else nanos, fmt, negative)
+
+
+def _clamp_exponent(text: str) -> int:
+    # A 12+ digit exponent is beyond anything representable; keep its sign, drop its size.
+    return -(10**6) if text.startswith("-") else 10**6
+
+
+def canonical_nanos(nanos: int, fmt: str) -> str:
+    if nanos == 0:
+        return "0"
+    sign = "-" if nanos < 0 else ""
+    n = abs(nanos)
+    if fmt == BINARY_SI and n >= 1024 * NANO and n % NANO == 0:
+        value, exp = n // NANO, 0
+        while value % 1024 == 0 and exp < 6:
+            value //= 1024
+            exp += 1
+        return f"{sign}{value}{_BINARY_SUFFIXES[exp]}"
+    mantissa, exp = n, -9
+    while mantissa % 1000 == 0:
+        mantissa //= 1000
+        exp += 3
+    if fmt == DECIMAL_EXPONENT:
+        return f"{sign}{mantissa}" + (f"e{exp}" if exp else "")
+    if exp > 18:
+        mantissa *= 10 ** (exp - 18)
+        exp = 18
+    return f"{sign}{mantissa}{_SUFFIX_OF_EXP[exp]}"
+
+
+def canonical(value: str | int | float) -> str:
+    """The canonical form of a quantity, as kube prints it back."""
+    return parse(value).canonical()
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
-    """Parse a quantity into an exact Decimal in base units."""
-    if isinstance(value, bool):
-        raise QuantityError(f"quantity must be a number or string, got {value!r}")
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise QuantityError(f"quantity must be finite, got {value!r}")
-        return Decimal(repr(value))
-    text = value.strip()
-    match = _PATTERN.match(text)
-    if not match:
-        raise QuantityError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {value!r}")
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        base = Decimal(number)
-    except InvalidOperation as exc:
-        raise QuantityError(f"invalid quantity {value!r}") from exc
-    if suffix in _BINARY:
-        return base * _BINARY[suffix]
-    return base * _DECIMAL[suffix]
+    """Parse a quantity into an exact Decimal in base units (nano-rounded)."""
+    q = parse(value)
+    if q.nanos is None:
+        raise _error(OUT_OF_RANGE, value)
+    return Decimal(f"{q.nanos}e-9")
 
 
-def _ceil(value: Decimal) -> int:
-    # Kubernetes rounds fractional quantities up (e.g. 0.5 bytes becomes 1).
-    return int(value.to_integral_value(rounding="ROUND_CEILING"))
+def _ceil_div(n: int, d: int) -> int:
+    return -(-n // d)
+
+
+def _checked(value: int | None, raw: object, unit: str) -> int:
+    if value is None or value > INT64_MAX:
+        raise _error(f"must be less than or equal to {INT64_MAX}{unit}", raw)
+    return value
 
 
 def to_milli(value: str | int | float) -> int:
-    """Quantity in thousandths (millicores for cpu), rounded up."""
-    return _ceil(parse_quantity(value) * 1000)
+    """Quantity in thousandths (millicores for cpu), rounded up; QuantityError beyond int64."""
+    nanos = parse(value).nanos
+    return _checked(None if nanos is None else _ceil_div(nanos, 10**6), value, "m")
 
 
 def to_int(value: str | int | float) -> int:
-    """Quantity in base units, rounded up."""
-    return _ceil(parse_quantity(value))
+    """Quantity in base units, rounded up; QuantityError beyond int64."""
+    nanos = parse(value).nanos
+    return _checked(None if nanos is None else _ceil_div(nanos, NANO), value, "")
 
 
 def resource_value(resource: str, value: str | int | float) -> int:
@@ -88,7 +214,7 @@ def parse_duration(value: str | int | float) -> float:
     while pos < len(text):
         m = part.match(text, pos)
         if not m:
-            raise ValueError(f"invalid duration {value!r}: use a number of seconds or a form like 90s, 5m, 1h30m")
+            raise ValueError(f"invalid duration {_shown(value)}: use a number of seconds or a form like 90s, 5m, 1h30m")
         total += float(m.group(1)) * units[m.group(2)]
         pos = m.end()
     return total

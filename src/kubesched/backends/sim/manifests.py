@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,8 +78,10 @@ import yaml
 
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podinfo import PodError, make_pod_info
-from kubesched.api.quantity import QuantityError, parse_duration, resource_value
+from kubesched.api.quantity import parse_duration
 from kubesched.api.selectors import Selector
+from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
+from kubesched.api.validation.meta import name_is_dns_label, validate_object_meta
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
@@ -125,16 +126,27 @@ _GROUPS: dict[str, frozenset[str]] = {
     "StatefulSet": frozenset({"apps"}),
     "Job": frozenset({"batch"}),
 }
+# kind -> the API versions a current API server serves it in (others: "no matches for kind").
+_SERVED: dict[str, frozenset[str]] = {
+    "Node": frozenset({"v1"}),
+    "Pod": frozenset({"v1"}),
+    "Namespace": frozenset({"v1"}),
+    "Service": frozenset({"v1"}),
+    "ReplicationController": frozenset({"v1"}),
+    "ConfigMap": frozenset({"v1"}),
+    "PriorityClass": frozenset({"scheduling.k8s.io/v1"}),
+    "Deployment": frozenset({"apps/v1"}),
+    "ReplicaSet": frozenset({"apps/v1"}),
+    "StatefulSet": frozenset({"apps/v1"}),
+    "Job": frozenset({"batch/v1"}),
+}
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job"})
 _GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
-_DNS_LABEL_KINDS = frozenset({"Namespace", "Service"})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
     "CronJob": "no Jobs are generated; write the Job with a sim.kubesched.io/arrival annotation instead",
 }
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class ManifestError(ValueError):
@@ -174,6 +186,9 @@ class ClusterInput:
     name: str = ""
     description: str = ""
     warnings: list[str] = field(default_factory=list)
+    # With keep_going: one complete line per object refused (file, document, object, field,
+    # reason); those objects are left out and everything else loaded.
+    errors: list[str] = field(default_factory=list)
     # Node name -> (cpu, memory) background load (sim.kubesched.io/background-*), if any.
     background: dict[str, tuple[UsageSpec | None, UsageSpec | None]] = field(default_factory=dict)
     settings: SimSettings = field(default_factory=SimSettings)
@@ -279,8 +294,14 @@ def _type_name(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        return f"the string {_quoted(value)}"
     return type(value).__name__
+
+
+def _quoted(value: Any) -> str:
+    """A user value in a simulator message (Python quoting), cut like validation.shown."""
+    text = repr(value)
+    return text if len(text) <= 100 else f"{text[:100]}...({len(text) - 100} more)"
 
 
 # --- one object ----------------------------------------------------------------------------------
@@ -299,6 +320,10 @@ class _Doc:
         name = self.name or f"{self.meta.generate_name}*"
         return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
 
+    def invalid(self, issues: Sequence[FieldIssue]) -> ManifestError:
+        """What the API server's validation refused, in kubectl's words."""
+        return ManifestError(f"{self.origin}: {self.describe()}: {invalid_object(self.kind, self.name, issues)}")
+
     def error(self, exc: FieldError | str, prefix: str = "") -> ManifestError:
         if isinstance(exc, str):
             return ManifestError(f"{self.origin}: {self.describe()}: {exc}")
@@ -313,17 +338,6 @@ def _api_group(api_version: Any) -> str | None:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-def _check_name(name: str, kind: str) -> str | None:
-    if kind in _DNS_LABEL_KINDS:
-        if len(name) > 63 or not _LABEL.match(name):
-            return (f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric '
-                    "characters or '-', start and end with an alphanumeric character, and be at most 63 characters")
-    elif len(name) > 253 or not _SUBDOMAIN.match(name):
-        return (f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
-                "characters, '-' or '.', and must start and end with an alphanumeric character")
-    return None
-
-
 def _seconds(value: str, where: str) -> float:
     text = value.strip()
     try:
@@ -332,9 +346,9 @@ def _seconds(value: str, where: str) -> float:
         try:
             seconds = parse_duration(text)
         except ValueError as exc:
-            raise FieldError(where, f"invalid duration {value!r}: {exc}") from None
+            raise FieldError(where, f"invalid duration {_quoted(value)}: {exc}") from None
     if not math.isfinite(seconds) or seconds < 0:
-        raise FieldError(where, f"invalid duration {value!r}: must be a non-negative number of seconds or a "
+        raise FieldError(where, f"invalid duration {_quoted(value)}: must be a non-negative number of seconds or a "
                                 "duration like 30s, 5m, 1h30m")
     return seconds
 
@@ -363,9 +377,9 @@ def _timing(sim: dict[str, tuple[str, str]]) -> _Timing:
         try:
             out.count = int(value.strip())
         except ValueError:
-            raise FieldError(where, f"invalid count {value!r}: must be a whole number") from None
+            raise FieldError(where, f"invalid count {_quoted(value)}: must be a whole number") from None
         if out.count < 0:
-            raise FieldError(where, f"invalid count {value!r}: must be greater than or equal to 0")
+            raise FieldError(where, f"invalid count {_quoted(value)}: must be greater than or equal to 0")
     return out
 
 
@@ -380,7 +394,7 @@ def _usage_specs(sim: dict[str, tuple[str, str]], keys: tuple[str, str]) -> tupl
         try:
             out.append(parse_usage(value, resource))
         except UsageError as exc:
-            raise FieldError(where, f"invalid value {value!r}: {exc}") from None
+            raise FieldError(where, f"invalid value {_quoted(value)}: {exc}") from None
     return out[0], out[1]
 
 
@@ -392,10 +406,10 @@ def _outages(value: str, where: str) -> list[tuple[float, float]]:
             continue
         start_text, sep, end_text = text.partition("-")
         if not sep:
-            raise FieldError(where, f"invalid outage {text!r}: write START-END, e.g. 10m-12m")
+            raise FieldError(where, f"invalid outage {_quoted(text)}: write START-END, e.g. 10m-12m")
         start, end = _seconds(start_text, where), _seconds(end_text, where)
         if end <= start:
-            raise FieldError(where, f"invalid outage {text!r}: the end must be after the start")
+            raise FieldError(where, f"invalid outage {_quoted(text)}: the end must be after the start")
         out.append((start, end))
     return out
 
@@ -404,7 +418,9 @@ def _outages(value: str, where: str) -> list[tuple[float, float]]:
 
 
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, keep_going: bool = False) -> None:
+        self.keep_going = keep_going
+        self.errors: list[str] = []
         self.docs: dict[str, list[_Doc]] = {kind: [] for kind in _GROUPS}
         self.order: list[_Doc] = []
         self.classes: dict[str, PriorityClass] = {}
@@ -417,21 +433,42 @@ class _Loader:
         self.background: dict[str, tuple[UsageSpec | None, UsageSpec | None]] = {}
         self.settings = SimSettings()
         self.settings_origin: Origin | None = None
+        # Names of Namespace objects that were refused: what is created in them is refused too.
+        self.refused_namespaces: set[str] = set()
+
+    def refuse(self, exc: ManifestError) -> None:
+        """One object is refused: raise, or with keep_going note it and carry on without it."""
+        if not self.keep_going:
+            raise exc
+        self.errors.append(str(exc))
 
     # pass 1: sort objects by kind, check what every object needs ------------------------------
 
     def add(self, origin: Origin, raw: dict[str, Any]) -> None:
+        try:
+            self._add(origin, raw)
+        except ManifestError as exc:
+            self.refuse(exc)
+            meta = raw.get("metadata")
+            if raw.get("kind") == "Namespace" and isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                self.refused_namespaces.add(meta["name"])
+
+    def _add(self, origin: Origin, raw: dict[str, Any]) -> None:
         kind = raw.get("kind")
         if not isinstance(kind, str) or not kind:
             raise ManifestError(f"{origin}: kind: Required value (every object needs apiVersion and kind)")
-        group = _api_group(raw.get("apiVersion"))
+        api_version = raw.get("apiVersion")
+        if not isinstance(api_version, str) or not api_version:
+            # kubectl refuses it before sending: "error validating data: apiVersion not set".
+            raise ManifestError(f"{origin}: {kind}: apiVersion: Required value (every object needs apiVersion and kind)")
+        group = _api_group(api_version)
         meta_raw = raw.get("metadata")
-        if (kind == "ConfigMap" and group in (None, "") and isinstance(meta_raw, dict)
+        if (kind == "ConfigMap" and group == "" and isinstance(meta_raw, dict)
                 and meta_raw.get("name") == SIM_CONFIGMAP):
             self._simulation_settings(origin, raw)
             return
-        if kind not in _GROUPS or (group is not None and group not in _GROUPS[kind]):
-            label = f"{kind} ({raw.get('apiVersion')})" if raw.get("apiVersion") else kind
+        if kind not in _GROUPS or group not in _GROUPS[kind]:
+            label = f"{kind} ({api_version})"
             count, first = self.skipped.get(label, (0, origin))
             self.skipped[label] = (count + 1, first)
             return
@@ -441,6 +478,8 @@ class _Loader:
         guess_name = str(guess.get("name") or "")
         probe = _Doc(origin, raw, kind, (guess_ns or "default") if kind in _NAMESPACED else "", guess_name,
                      ObjectMeta())
+        if api_version not in _SERVED[kind]:
+            raise probe.error(f"no matches for kind {shown(kind)} in version {shown(api_version)}")
         if meta_raw is not None and not isinstance(meta_raw, dict):
             raise probe.error(FieldError("metadata", f"expected a mapping, got {_type_name(meta_raw)}"))
         try:
@@ -449,21 +488,28 @@ class _Loader:
             raise probe.error(exc, "metadata") from None
         namespace = (meta.namespace or "default") if kind in _NAMESPACED else ""
         doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
-        if not meta.name:
-            if kind not in _GENERATE_NAME_KINDS:
-                raise doc.error(FieldError("metadata.name", "Required value: name is required"))
-            if not meta.generate_name:
-                raise doc.error(FieldError("metadata.name", "Required value: name or generateName is required"))
-        else:
-            problem = _check_name(meta.name, kind)
-            if problem:
-                raise doc.error(FieldError("metadata.name", problem))
+        if not meta.name and kind not in _GENERATE_NAME_KINDS:
+            raise doc.invalid([FieldIssue("metadata.name", "Required value: name is required")])
+        issues = self._validate(doc, meta_raw or {})
+        if issues:
+            raise doc.invalid(issues)
+        if meta.name:
             key = (kind, namespace, meta.name)
             if key in self.seen:
                 raise doc.error(f"defined twice: first at {self.seen[key]}")
             self.seen[key] = origin
         self.docs[kind].append(doc)
         self.order.append(doc)
+
+    @staticmethod
+    def _validate(doc: _Doc, meta_raw: dict[str, Any]) -> list[FieldIssue]:
+        """The API server's validation of the object, after its defaulting of the namespace."""
+        if doc.kind == "Service":
+            return validate_object_meta(doc.meta, namespaced=False, name_check=name_is_dns_label)
+        raw = doc.raw
+        if doc.namespace and meta_raw.get("namespace") != doc.namespace:
+            raw = {**raw, "metadata": {**meta_raw, "namespace": doc.namespace}}
+        return validate_manifest(raw)
 
     def _simulation_settings(self, origin: Origin, raw: dict[str, Any]) -> None:
         meta_raw = raw["metadata"]
@@ -490,7 +536,7 @@ class _Loader:
                 if key == "scrapeInterval":
                     seconds = _seconds(str(value), where)
                     if seconds <= 0:
-                        raise FieldError(where, f"invalid duration {value!r}: must be above 0")
+                        raise FieldError(where, f"invalid duration {_quoted(value)}: must be above 0")
                     self.settings.scrape_interval = seconds
                 else:
                     self.settings.prometheus_outages = _outages(str(value), where)
@@ -515,28 +561,30 @@ class _Loader:
             ns.metadata.labels[NAMESPACE_NAME_LABEL] = ns.metadata.name
             ns.metadata.uid = ns.metadata.uid or stable_uid("Namespace", ns.metadata.name)
             namespaces[ns.metadata.name] = ns
+        # A namespace whose object was refused does not exist: the API server refuses what is
+        # created in it (an undeclared namespace, by contrast, is created for the user).
+        missing = self.refused_namespaces - namespaces.keys()
         nodes: list[Node] = []
         for doc in self.docs["Node"]:
-            nodes.extend(self._nodes(doc))
+            try:
+                nodes.extend(self._nodes(doc))
+            except ManifestError as exc:
+                self.refuse(exc)
         adoption = self._adoption()
         pods: list[SimPod] = []
         selectors: list[tuple[str, str, str, Selector]] = []
+        kept: list[_Doc] = []
         # Document order, so pods arriving at the same time are created in the order written.
         for doc in self.order:
-            if doc.kind == "Pod":
-                pods.extend(self._pods(doc))
-            elif doc.kind == "Service":
-                try:
-                    sel = wl.service_selector(doc.raw, doc.namespace)
-                except FieldError as exc:
-                    raise doc.error(exc) from None
-                if sel is not None:
-                    selectors.append(sel)
-            elif doc.kind in wl.WORKLOAD_TYPES:
-                expansion = self._expand(doc, adoption)
-                selectors.extend(expansion.selectors)
-                pods.extend(self._workload_pods(doc, expansion))
-        used = {d.namespace for docs in self.docs.values() for d in docs if d.namespace}
+            try:
+                if doc.namespace in missing:
+                    raise doc.error(f"namespaces {shown(doc.namespace)} not found")
+                self._build_one(doc, adoption, pods, selectors)
+            except ManifestError as exc:
+                self.refuse(exc)
+                continue
+            kept.append(doc)
+        used = {d.namespace for d in kept if d.namespace}
         for name in sorted(used.union(ALWAYS_PRESENT_NAMESPACES) - namespaces.keys()):
             namespaces[name] = Namespace(
                 metadata=ObjectMeta(name=name, uid=stable_uid("Namespace", name), labels={NAMESPACE_NAME_LABEL: name})
@@ -548,9 +596,28 @@ class _Loader:
             priority_classes=classes,
             workload_selectors=selectors,
             warnings=self.warnings,
+            errors=self.errors,
             background=self.background,
             settings=self.settings,
         )
+
+    def _build_one(self, doc: _Doc, adoption: wl.Adoption, pods: list[SimPod],
+                   selectors: list[tuple[str, str, str, Selector]]) -> None:
+        """Pods and selectors of one Pod, Service or workload document; all or nothing."""
+        if doc.kind == "Pod":
+            pods.extend(self._pods(doc))
+        elif doc.kind == "Service":
+            try:
+                sel = wl.service_selector(doc.raw, doc.namespace)
+            except FieldError as exc:
+                raise doc.error(exc) from None
+            if sel is not None:
+                selectors.append(sel)
+        elif doc.kind in wl.WORKLOAD_TYPES:
+            expansion = self._expand(doc, adoption)
+            made = self._workload_pods(doc, expansion)
+            selectors.extend(expansion.selectors)
+            pods.extend(made)
 
     def _decode(self, doc: _Doc, kind: type[Any], raw: Any = None) -> Any:
         try:
@@ -561,50 +628,26 @@ class _Loader:
     # priority classes ----------------------------------------------------------------------------
 
     def _priority_classes(self) -> list[PriorityClass]:
+        """The classes that were accepted (validation ran in pass 1), with the admission rule of
+        a single globalDefault, and the two built-in classes."""
         out: dict[str, PriorityClass] = {}
         default: PriorityClass | None = None
         for doc in self.docs["PriorityClass"]:
-            pc: PriorityClass = self._decode(doc, PriorityClass)
-            name = pc.metadata.name
-            if "value" not in doc.raw:
-                raise doc.error(FieldError("value", "Required value"))
-            if name in SYSTEM_PRIORITY_CLASSES:
-                # Dumps of real clusters include the built-in classes; accept them unchanged.
-                if pc.value != SYSTEM_PRIORITY_CLASSES[name]:
-                    raise doc.error(FieldError(
-                        "value",
-                        f"Invalid value: {pc.value}: {name} is a built-in class with value "
-                        f"{SYSTEM_PRIORITY_CLASSES[name]}",
-                    ))
-            elif name.startswith("system-"):
-                raise doc.error(FieldError(
-                    "metadata.name", f'Invalid value: "{name}": priority class names with \'system-\' prefix are '
-                    "reserved",
-                ))
-            elif pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
-                raise doc.error(FieldError(
-                    "value",
-                    f"Invalid value: {pc.value}: maximum allowed value of a user defined priority is "
-                    f"{HIGHEST_USER_DEFINABLE_PRIORITY}",
-                ))
-            if pc.value < -(2**31):
-                raise doc.error(FieldError("value", f"Invalid value: {pc.value}: must fit in a 32-bit integer"))
-            if pc.preemption_policy is None:
-                pc.preemption_policy = "PreemptLowerPriority"
-            elif pc.preemption_policy not in PREEMPTION_POLICIES:
-                raise doc.error(FieldError(
-                    "preemptionPolicy",
-                    f'Unsupported value: "{pc.preemption_policy}": supported values: "PreemptLowerPriority", "Never"',
-                ))
-            if pc.global_default:
-                if default is not None:
+            try:
+                pc: PriorityClass = self._decode(doc, PriorityClass)
+                if pc.global_default and default is not None:
                     raise doc.error(
                         f"PriorityClass {default.metadata.name} is already marked as default. Only one default can "
                         "exist"
                     )
+            except ManifestError as exc:
+                self.refuse(exc)
+                continue
+            if pc.global_default:
                 default = pc
-            pc.metadata.uid = pc.metadata.uid or stable_uid("PriorityClass", name)
-            out[name] = pc
+            pc.preemption_policy = pc.preemption_policy or "PreemptLowerPriority"
+            pc.metadata.uid = pc.metadata.uid or stable_uid("PriorityClass", pc.metadata.name)
+            out[pc.metadata.name] = pc
         for name, value in SYSTEM_PRIORITY_CLASSES.items():
             if name not in out:
                 out[name] = PriorityClass(
@@ -681,19 +724,10 @@ class _Loader:
         return out
 
     def _finish_node(self, node: Node) -> None:
+        # Quantities were validated in pass 1 (validation.validate_node).
         status = node.status
-        source = "status.allocatable"
         if not status.allocatable and status.capacity:
             status.allocatable = dict(status.capacity)
-            source = "status.capacity"
-        for where, values in ((source, status.allocatable), ("status.capacity", status.capacity)):
-            for resource, raw in values.items():
-                try:
-                    value = resource_value(resource, raw)
-                except QuantityError as exc:
-                    raise FieldError(f"{where}[{resource}]", str(exc)) from None
-                if value < 0:
-                    raise FieldError(f"{where}[{resource}]", f"must be non-negative, got {raw!r}")
         if "pods" not in status.allocatable:
             status.allocatable["pods"] = DEFAULT_MAX_PODS
         labels = node.metadata.labels
@@ -719,7 +753,7 @@ class _Loader:
             names = [f"{meta.name}-{i}" for i in range(count)]
             for name in names:
                 if not self.namer.reserve(scope, ns, name):
-                    raise doc.error(f"copy {name!r} ({SIM_COUNT}) clashes with another {scope} of that name")
+                    raise doc.error(f"copy {_quoted(name)} ({SIM_COUNT}) clashes with another {scope} of that name")
             return names
         return [self._generate(scope, ns, meta.generate_name) for _ in range(count)]
 
@@ -869,9 +903,13 @@ def _pod_field_error(pod: Pod, exc: PodError) -> FieldError:
 
 
 def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dict[str, Any]],
-                 source: str = "<input>") -> ClusterInput:
-    """Build a cluster from already-parsed objects (dicts, or (Origin, dict) pairs)."""
-    loader = _Loader()
+                 source: str = "<input>", *, keep_going: bool = False) -> ClusterInput:
+    """Build a cluster from already-parsed objects (dicts, or (Origin, dict) pairs).
+
+    An object the API server would refuse raises ManifestError; with keep_going it is left out
+    and its message added to ClusterInput.errors instead, and the rest loads. Problems with the
+    input's shape (a document that is not an object) stay fatal."""
+    loader = _Loader(keep_going)
     for i, entry in enumerate(objects, 1):
         if isinstance(entry, tuple):
             origin, data = entry
@@ -882,8 +920,11 @@ def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dic
     return loader.build()
 
 
-def load_paths(paths: Sequence[str | Path] | str | Path) -> ClusterInput:
-    """Read manifest files and directories into a ClusterInput; ManifestError on bad input."""
+def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = False) -> ClusterInput:
+    """Read manifest files and directories into a ClusterInput; ManifestError on bad input.
+
+    With keep_going, objects the API server would refuse are left out and listed in
+    ClusterInput.errors (see load_objects); unreadable files and invalid YAML stay fatal."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = _files(paths)
@@ -895,7 +936,7 @@ def load_paths(paths: Sequence[str | Path] | str | Path) -> ClusterInput:
             for origin, data in _documents(f):
                 yield from _objects(origin, data)
 
-    cluster = load_objects(objects())
+    cluster = load_objects(objects(), keep_going=keep_going)
     if len(paths) == 1:
         only = Path(paths[0])
         cluster.name = only.stem if only.is_file() else only.name

@@ -1,0 +1,122 @@
+"""What the Kubernetes API server's validation refuses, for the objects the simulator reads.
+
+Each function takes a decoded object or the raw manifest dict and returns a list of
+FieldIssue (a field path and kube's message), empty when the API server would accept the
+object on create. Rules and texts follow pkg/apis/core/validation, apps and batch validation
+and apimachinery (Kubernetes 1.34); paths and messages are what `kubectl apply` prints, e.g.
+
+    spec.containers[0].name: Invalid value: "Web": a lowercase RFC 1123 label must consist of ...
+
+`invalid_object(kind, name, issues)` gives kubectl's whole line (`The Pod "web" is invalid: ...`,
+several issues as `[a, b]`). User values in messages are cut by `shown` (field.py).
+
+One rule is the scheduler's rather than the API server's: a quantity (or a pod's summed request)
+whose scheduler integer does not fit in int64 is refused (the API server would store it, and
+kube-scheduler would wrap it); see api.quantity.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
+from kubesched.api.validation import cluster, pod, workloads
+from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, required, shown
+
+WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
+_MSGSPEC_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+
+
+def decode_issue(exc: msgspec.ValidationError, prefix: str = "") -> FieldIssue:
+    """A decode error (wrong type, int32 out of range) as an issue on the exact field."""
+    m = _MSGSPEC_PATH.match(str(exc))
+    message = m.group("msg") if m else str(exc)
+    path = ((m.group("path") or "") if m else "").lstrip(".")
+    if prefix:
+        path = f"{prefix}.{path}" if path and not path.startswith("[") else f"{prefix}{path}"
+    return FieldIssue(path, message[:1].lower() + message[1:])
+
+
+def _decode(raw: Any, kind: type[Any]) -> tuple[Any, list[FieldIssue]]:
+    try:
+        return msgspec.convert(raw, kind, strict=False), []
+    except msgspec.ValidationError as exc:
+        return None, [decode_issue(exc)]
+
+
+def validate_pod(obj: Pod | dict[str, Any]) -> list[FieldIssue]:
+    """ValidatePodCreate (after defaulting) for a Pod or its manifest."""
+    if isinstance(obj, dict):
+        typed, issues = _decode(obj, Pod)
+        return issues or pod.validate_pod(typed)
+    return pod.validate_pod(obj)
+
+
+def validate_node(obj: Node | dict[str, Any]) -> list[FieldIssue]:
+    if isinstance(obj, dict):
+        typed, issues = _decode(obj, Node)
+        return issues or cluster.validate_node(typed)
+    return cluster.validate_node(obj)
+
+
+def validate_namespace(obj: Namespace | dict[str, Any]) -> list[FieldIssue]:
+    if isinstance(obj, dict):
+        typed, issues = _decode(obj, Namespace)
+        return issues or cluster.validate_namespace(typed)
+    return cluster.validate_namespace(obj)
+
+
+def validate_priority_class(obj: PriorityClass | dict[str, Any]) -> list[FieldIssue]:
+    if isinstance(obj, dict):
+        if "value" not in obj:
+            return [required("value")]
+        typed, issues = _decode(obj, PriorityClass)
+        return issues or cluster.validate_priority_class(typed)
+    return cluster.validate_priority_class(obj)
+
+
+def validate_workload(kind: str, raw: dict[str, Any]) -> list[FieldIssue]:
+    """A Deployment, ReplicaSet, StatefulSet, Job or ReplicationController manifest."""
+    obj, issues = _decode(raw, workloads.Workload)
+    if issues:
+        return issues
+    try:
+        selector = workloads.decode_selector(kind, obj.spec.selector)
+    except msgspec.ValidationError as exc:
+        return [decode_issue(exc, "spec.selector")]
+    return workloads.validate_workload(kind, obj, selector)
+
+
+def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
+    """Any object the simulator reads, by its kind (other kinds: no issues)."""
+    kind = raw.get("kind")
+    if kind == "Pod":
+        return validate_pod(raw)
+    if kind == "Node":
+        return validate_node(raw)
+    if kind == "Namespace":
+        return validate_namespace(raw)
+    if kind == "PriorityClass":
+        return validate_priority_class(raw)
+    if isinstance(kind, str) and kind in WORKLOAD_KINDS:
+        return validate_workload(kind, raw)
+    return []
+
+
+__all__ = [
+    "WORKLOAD_KINDS",
+    "FieldIssue",
+    "aggregate",
+    "decode_issue",
+    "invalid_object",
+    "shown",
+    "validate_manifest",
+    "validate_namespace",
+    "validate_node",
+    "validate_pod",
+    "validate_priority_class",
+    "validate_workload",
+]

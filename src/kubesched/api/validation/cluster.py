@@ -1,0 +1,78 @@
+"""Nodes, Namespaces and PriorityClasses, as ValidateNode / ValidateNamespace /
+ValidatePriorityClass check them on create."""
+
+from __future__ import annotations
+
+from kubesched.api.objects import Namespace, Node, PriorityClass, Taint
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_string, invalid, not_supported
+from kubesched.api.validation.meta import (
+    label_value,
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    validate_label_name,
+    validate_object_meta,
+)
+from kubesched.api.validation.pod import PREEMPTION_POLICIES, validate_taint_effect
+from kubesched.api.validation.resources import validate_resource_map
+
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+
+
+def _taint_struct(t: Taint) -> str:
+    return (f"core.Taint{{Key:{go_string(t.key)}, Value:{go_string(t.value)}, Effect:{go_string(t.effect)}, "
+            "TimeAdded:(*v1.Time)(nil)}")
+
+
+def validate_taints(taints: list[Taint], path: str) -> list[FieldIssue]:
+    out: list[FieldIssue] = []
+    seen: set[tuple[str, str]] = set()
+    for i, t in enumerate(taints):
+        at = f"{path}[{i}]"
+        out.extend(validate_label_name(t.key, f"{at}.key"))
+        errs = label_value(t.value)
+        if errs:
+            out.append(invalid(f"{at}.value", t.value, ";".join(errs)))
+        out.extend(validate_taint_effect(t.effect, f"{at}.effect", allow_empty=False))
+        if (t.key, t.effect) in seen:
+            out.append(duplicate(at, _taint_struct(t), "taints must be unique by key and effect pair", rendered=True))
+            continue
+        seen.add((t.key, t.effect))
+    return out
+
+
+def validate_node(node: Node) -> list[FieldIssue]:
+    """ValidateNode on create: metadata, taints, and the quantities of capacity and allocatable
+    (reported at status.capacity.<resource>, as kube's path reads)."""
+    out = validate_object_meta(node.metadata, namespaced=False, name_check=name_is_dns_subdomain)
+    out.extend(validate_taints(node.spec.taints, "spec.taints"))
+    for where, values in (("status.capacity", node.status.capacity), ("status.allocatable", node.status.allocatable)):
+        _, errs = validate_resource_map(values, where, names=False, key_style=".")
+        out.extend(errs)
+    return out
+
+
+def validate_namespace(ns: Namespace) -> list[FieldIssue]:
+    return validate_object_meta(ns.metadata, namespaced=False, name_check=name_is_dns_label)
+
+
+def validate_priority_class(pc: PriorityClass) -> list[FieldIssue]:
+    out = validate_object_meta(pc.metadata, namespaced=False, name_check=name_is_dns_subdomain)
+    name = pc.metadata.name
+    if name.startswith("system-"):
+        known = SYSTEM_PRIORITY_CLASSES.get(name)
+        problem = ""
+        if known is None:
+            problem = f"{name} is not a known system priority class"
+        elif pc.value != known:
+            problem = f"value of {name} PriorityClass must be {known}"
+        elif pc.global_default:
+            problem = f"globalDefault of {name} PriorityClass must be false"
+        if problem:
+            out.append(forbidden("metadata.name", "priority class names with 'system-' prefix are reserved for system use "
+                                                  f"only. error: {problem}"))
+    elif pc.value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        out.append(forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"))
+    if pc.preemption_policy is not None and pc.preemption_policy not in PREEMPTION_POLICIES:
+        out.append(not_supported("preemptionPolicy", pc.preemption_policy, PREEMPTION_POLICIES))
+    return out

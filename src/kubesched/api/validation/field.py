@@ -1,0 +1,120 @@
+"""Field errors the way apimachinery's field.ErrorList prints them.
+
+A FieldIssue is one `path: body` line; `body` is built as kube's ErrorBody builds it ("Required
+value", "Invalid value: <value>: <detail>", "Unsupported value: "x": supported values: ...").
+Values are rendered once, when the issue is made, by `shown` (strings quoted like Go's %q,
+numbers bare) and cut short, so a 10 MB scalar never ends up whole in a message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# Longest user value echoed whole in a message; longer ones are cut with "...(N more)".
+SHOWN_LIMIT = 100
+
+
+def _cut(text: str) -> tuple[str, str]:
+    if len(text) <= SHOWN_LIMIT:
+        return text, ""
+    return text[:SHOWN_LIMIT], f"...({len(text) - SHOWN_LIMIT} more)"
+
+
+def shown(value: object) -> str:
+    """A user value for a message: strings quoted as Go's %q does, other scalars bare, all cut to
+    SHOWN_LIMIT characters with `...(N more)` after the cut."""
+    if isinstance(value, str):
+        head, rest = _cut(value)
+        # json.dumps quotes and escapes as Go's %q does for the printable text manifests hold.
+        return json.dumps(head, ensure_ascii=False) + rest
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    head, rest = _cut(str(value))
+    return head + rest
+
+
+def go_string(value: str) -> str:
+    """A string inside a Go %#v rendering (struct fields, map entries), cut like `shown`."""
+    return shown(value)
+
+
+def go_map(values: dict[str, str]) -> str:
+    """A map[string]string as Go's %#v prints it (keys sorted)."""
+    inner = ", ".join(f"{go_string(k)}:{go_string(v)}" for k, v in sorted(values.items()))
+    return "map[string]string{" + inner + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldIssue:
+    """One field error: the field path and kube's message body for it."""
+
+    path: str
+    body: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.body}" if self.path else self.body
+
+    def under(self, prefix: str) -> FieldIssue:
+        """The same issue with its path moved under `prefix` (e.g. spec.template)."""
+        if not prefix:
+            return self
+        return FieldIssue(f"{prefix}.{self.path}" if self.path else prefix, self.body)
+
+
+def _with_detail(head: str, detail: str) -> str:
+    return f"{head}: {detail}" if detail else head
+
+
+def required(path: str, detail: str = "") -> FieldIssue:
+    return FieldIssue(path, _with_detail("Required value", detail))
+
+
+def forbidden(path: str, detail: str) -> FieldIssue:
+    return FieldIssue(path, _with_detail("Forbidden", detail))
+
+
+def invalid(path: str, value: object, detail: str, *, rendered: bool = False) -> FieldIssue:
+    """Invalid value; `rendered` marks a value already formatted (a Go struct rendering)."""
+    return FieldIssue(path, _with_detail(f"Invalid value: {value if rendered else shown(value)}", detail))
+
+
+def not_supported(path: str, value: object, supported: Sequence[str]) -> FieldIssue:
+    detail = "supported values: " + ", ".join(json.dumps(s) for s in supported) if supported else ""
+    return FieldIssue(path, _with_detail(f"Unsupported value: {shown(value)}", detail))
+
+
+def duplicate(path: str, value: object, detail: str = "", *, rendered: bool = False) -> FieldIssue:
+    return FieldIssue(path, _with_detail(f"Duplicate value: {value if rendered else shown(value)}", detail))
+
+
+def not_found(path: str, value: object) -> FieldIssue:
+    return FieldIssue(path, f"Not found: {shown(value)}")
+
+
+def too_long(path: str, limit: int) -> FieldIssue:
+    return FieldIssue(path, f"Too long: must have at most {limit} bytes")
+
+
+def too_many(path: str, count: int, limit: int) -> FieldIssue:
+    return FieldIssue(path, f"Too many: {count}: must have at most {limit} items")
+
+
+def aggregate(issues: Iterable[FieldIssue]) -> str:
+    """Several issues as one line, as kube's ErrorList.ToAggregate prints them: one alone, several
+    as `[a, b]`, exact repeats dropped."""
+    seen: dict[str, None] = {}
+    for issue in issues:
+        seen.setdefault(str(issue), None)
+    texts = list(seen)
+    if len(texts) == 1:
+        return texts[0]
+    return "[" + ", ".join(texts) + "]"
+
+
+def invalid_object(kind: str, name: str, issues: Sequence[FieldIssue]) -> str:
+    """kubectl's line for an object the API server refused: The Pod "web" is invalid: ..."""
+    return f"The {kind} {shown(name)} is invalid: {aggregate(issues)}"

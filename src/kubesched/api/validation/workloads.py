@@ -1,0 +1,193 @@
+"""Deployments, ReplicaSets, StatefulSets, Jobs and ReplicationControllers: the apps and batch
+validation of their specs and pod templates, after defaulting (replicas 1, the template's
+restartPolicy Always, an RC's selector from its template's labels, a Job's generated labels).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from kubesched.api.objects import Int32, Int64, LabelSelector, ObjectMeta, PodSpec
+from kubesched.api.selectors import SelectorError, compile_label_selector
+from kubesched.api.validation.field import FieldIssue, forbidden, go_map, invalid, not_supported, required
+from kubesched.api.validation.meta import (
+    NameCheck,
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    selector_string,
+    validate_label_selector,
+    validate_labels,
+    validate_object_meta,
+)
+from kubesched.api.validation.pod import validate_pod_template
+
+JOB_CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+JOB_NAME = "batch.kubernetes.io/job-name"
+LEGACY_JOB_CONTROLLER_UID = "controller-uid"
+LEGACY_JOB_NAME = "job-name"
+MAX_PARALLELISM_INDEXED = 100_000
+NONNEGATIVE = "must be greater than or equal to 0"
+
+
+class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    pass
+
+
+class Template(_Obj):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+
+
+class Ordinals(_Obj):
+    start: Int32 = 0
+
+
+class WorkloadSpec(_Obj):
+    """The union of the workload spec fields validated here; each kind reads its own."""
+
+    replicas: Int32 | None = None
+    min_ready_seconds: Int32 = 0
+    revision_history_limit: Int32 | None = None
+    selector: Any = None  # LabelSelector, or a map for ReplicationControllers
+    template: Template | None = None
+    ordinals: Ordinals | None = None
+    pod_management_policy: str = ""
+    parallelism: Int32 | None = None
+    completions: Int32 | None = None
+    completion_mode: str = ""
+    active_deadline_seconds: Int64 | None = None
+    backoff_limit: Int32 | None = None
+    manual_selector: bool | None = None
+
+
+class Workload(_Obj):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: WorkloadSpec = msgspec.field(default_factory=WorkloadSpec)
+
+
+NAME_CHECKS: dict[str, NameCheck] = {
+    "Deployment": name_is_dns_subdomain,
+    "ReplicaSet": name_is_dns_subdomain,
+    "StatefulSet": name_is_dns_label,
+    "Job": name_is_dns_subdomain,
+    "ReplicationController": name_is_dns_subdomain,
+}
+
+
+def _nonnegative(value: int | None, path: str) -> list[FieldIssue]:
+    return [invalid(path, value, NONNEGATIVE)] if value is not None and value < 0 else []
+
+
+def _label_selector(raw: Any) -> LabelSelector | None:
+    return msgspec.convert(raw, LabelSelector, strict=False) if raw is not None else None
+
+
+def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[str, str] | None) -> list[FieldIssue]:
+    """One workload of `kind` (already decoded, its selector decoded for the kind)."""
+    out = validate_object_meta(obj.metadata, namespaced=True, name_check=NAME_CHECKS[kind])
+    spec = obj.spec
+    out.extend(_nonnegative(spec.min_ready_seconds, "spec.minReadySeconds"))
+    if kind == "Job":
+        out.extend(_job(obj, selector if isinstance(selector, LabelSelector) or selector is None else None))
+        return out
+    out.extend(_nonnegative(spec.replicas, "spec.replicas"))
+    if kind == "Deployment":
+        out.extend(_nonnegative(spec.revision_history_limit, "spec.revisionHistoryLimit"))
+    if kind == "StatefulSet":
+        if spec.pod_management_policy not in ("", "OrderedReady", "Parallel"):
+            out.append(invalid("spec.podManagementPolicy", spec.pod_management_policy, "must be 'OrderedReady' or 'Parallel'"))
+        if spec.ordinals is not None:
+            out.extend(_nonnegative(spec.ordinals.start, "spec.ordinals.start"))
+    template = spec.template or Template()
+    if kind == "ReplicationController":
+        labels = selector if isinstance(selector, dict) and selector else dict(template.metadata.labels)
+        if not labels:
+            out.append(required("spec.selector"))
+        out.extend(validate_labels(labels, "spec.selector"))
+        if spec.template is None:
+            out.append(required("spec.template"))
+            return out
+        if labels and not all(template.metadata.labels.get(k) == v for k, v in labels.items()):
+            out.append(_mismatch(template))
+    else:
+        out.extend(_selector(kind, selector if isinstance(selector, LabelSelector) or selector is None else None, template))
+    out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))
+    restart = template.spec.restart_policy or "Always"
+    if restart != "Always":
+        out.append(not_supported("spec.template.spec.restartPolicy", restart, ["Always"]))
+    if template.spec.active_deadline_seconds is not None:
+        out.append(forbidden("spec.template.spec.activeDeadlineSeconds", f"activeDeadlineSeconds in {kind} is not Supported"))
+    return out
+
+
+def _mismatch(template: Template) -> FieldIssue:
+    return invalid("spec.template.metadata.labels", go_map(template.metadata.labels),
+                   "`selector` does not match template `labels`", rendered=True)
+
+
+def _selector(kind: str, selector: LabelSelector | None, template: Template) -> list[FieldIssue]:
+    """A required label selector that must select the template's labels."""
+    out: list[FieldIssue] = []
+    if selector is None:
+        # A nil selector selects nothing, so the template mismatch is reported too (as kube does).
+        return [required("spec.selector"), _mismatch(template)]
+    errs = validate_label_selector(selector, "spec.selector")
+    out.extend(errs)
+    if not selector.match_labels and not selector.match_expressions:
+        noun = "statefulset" if kind == "StatefulSet" else "deployment"
+        out.append(invalid("spec.selector", selector_string(selector), f"empty selector is invalid for {noun}", rendered=True))
+        return out
+    try:
+        compiled = compile_label_selector(selector)
+    except SelectorError:
+        out.append(invalid("spec.selector", selector_string(selector), "invalid label selector", rendered=True))
+        return out
+    if not compiled.matches(template.metadata.labels):
+        out.append(_mismatch(template))
+    return out
+
+
+def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
+    spec = obj.spec
+    out: list[FieldIssue] = []
+    out.extend(_nonnegative(spec.parallelism, "spec.parallelism"))
+    out.extend(_nonnegative(spec.completions, "spec.completions"))
+    out.extend(_nonnegative(spec.active_deadline_seconds, "spec.activeDeadlineSeconds"))
+    out.extend(_nonnegative(spec.backoff_limit, "spec.backoffLimit"))
+    mode = spec.completion_mode or "NonIndexed"
+    if mode not in ("NonIndexed", "Indexed"):
+        out.append(not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
+    if mode == "Indexed":
+        if spec.completions is None:
+            out.append(required("spec.completions", "when completion mode is Indexed"))
+        if spec.parallelism is not None and spec.parallelism > MAX_PARALLELISM_INDEXED:
+            out.append(invalid("spec.parallelism", spec.parallelism,
+                               f"must be less than or equal to {MAX_PARALLELISM_INDEXED} when completion mode is Indexed"))
+    template = spec.template or Template()
+    if spec.manual_selector:
+        out.extend(_selector("Job", selector, template))
+    else:
+        # The API server generates the selector and adds these labels to the template before
+        # validating it, so a name too long for a label value is reported on the template.
+        uid, name = obj.metadata.uid or "00000000-0000-0000-0000-000000000000", obj.metadata.name
+        generated = {JOB_CONTROLLER_UID: uid, JOB_NAME: name, LEGACY_JOB_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name}
+        if selector is not None:
+            out.append(invalid("spec.selector", selector_string(selector), "`selector` not auto-generated", rendered=True))
+        template = Template(metadata=msgspec.structs.replace(
+            template.metadata, labels={**template.metadata.labels, **generated}), spec=template.spec)
+    out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))
+    restart = template.spec.restart_policy or "Always"
+    if restart not in ("OnFailure", "Never"):
+        out.append(not_supported("spec.template.spec.restartPolicy", restart, ["OnFailure", "Never"]))
+    return out
+
+
+def decode_selector(kind: str, raw: Any) -> LabelSelector | dict[str, str] | None:
+    """The selector of a workload as its kind types it (a map for ReplicationControllers)."""
+    if raw is None:
+        return None
+    if kind == "ReplicationController":
+        return msgspec.convert(raw, dict[str, str], strict=False)
+    return _label_selector(raw)
