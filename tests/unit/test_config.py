@@ -1036,3 +1036,82 @@ def test_load_config_builds_every_plugin(tmp_path: Path) -> None:
 def test_example_profiles_load_and_build(name: str) -> None:
     config = load_config(Path(__file__).parents[2] / "examples" / "profiles" / f"{name}.yaml")
     assert config.profiles[0].scheduler_name == "default-scheduler"
+
+
+QUALIFIED_NAME_PART = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def _preferred(weight: Any) -> dict[str, Any]:
+    term = {"weight": weight, "preference": {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x"]}]}}
+    return {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _spread(*constraints: dict[str, Any]) -> dict[str, Any]:
+    return {"defaultingType": "List", "defaultConstraints": list(constraints)}
+
+
+@pytest.mark.parametrize(
+    ("plugin", "args", "message"),
+    [
+        # validation_pluginargs.go, word for word
+        ("DefaultPreemption", {"minCandidateNodesPercentage": 101},
+         "minCandidateNodesPercentage: Invalid value: 101: not in valid range [0, 100]"),
+        ("DefaultPreemption", {"minCandidateNodesAbsolute": -1},
+         "minCandidateNodesAbsolute: Invalid value: -1: not in valid range [0, inf)"),
+        ("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+         "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute"),
+        ("InterPodAffinity", {"hardPodAffinityWeight": 101}, "hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
+        ("InterPodAffinity", {"hardPodAffinityWeight": 2**62},
+         "hardPodAffinityWeight: Invalid value: 4611686018427387904: not in valid range [0, 100]"),
+        ("PodTopologySpread", {"defaultingType": "Sometimes"},
+         'defaultingType: Unsupported value: "Sometimes": supported values: "System", "List"'),
+        ("PodTopologySpread", {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
+         'defaultingType: Invalid value: "System": when .defaultConstraints are not empty'),
+        ("PodTopologySpread", _spread({"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}),
+         "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)"),
+        ("PodTopologySpread", _spread({"maxSkew": 2**31, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}),
+         "defaultConstraints[0].maxSkew: Invalid value: 2147483648: out of range for a 32-bit integer"),
+        ("PodTopologySpread", _spread({"maxSkew": 1, "topologyKey": "a b", "whenUnsatisfiable": "DoNotSchedule"}),
+         f'defaultConstraints[0].topologyKey: Invalid value: "a b": {QUALIFIED_NAME_PART}'),
+        ("PodTopologySpread", _spread({"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule"}),
+         "defaultConstraints[0].topologyKey: Required value: can not be empty"),
+        ("PodTopologySpread", _spread({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}),
+         'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Sometimes": supported values: "DoNotSchedule", "ScheduleAnyway"'),
+        ("PodTopologySpread", _spread({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                                      {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}),
+         'defaultConstraints[1]: Duplicate value: "{zone, DoNotSchedule}"'),
+        ("NodeResourcesFit", {"ignoredResources": ["a b"]}, f'ignoredResources[0]: Invalid value: "a b": {QUALIFIED_NAME_PART}'),
+        ("NodeResourcesFit", {"ignoredResourceGroups": ["example.com/x"]},
+         "ignoredResourceGroups[0]: Invalid value: \"example.com/x\": resource group name can't contain '/'"),
+        ("NodeResourcesFit", {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 101}]}},
+         "scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of cpu not in valid range (0, 100]"),
+        ("NodeResourcesFit", {"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                                                  "requestedToCapacityRatio": {"shape": [{"utilization": 101, "score": 1}]}}},
+         "scoringStrategy.requestedToCapacityRatio.shape[0].utilization: Invalid value: 101: not in valid range [0, 100]"),
+        ("NodeResourcesFit", {"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                                                  "requestedToCapacityRatio": {"shape": [{"utilization": 10, "score": 11}]}}},
+         "scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11: not in valid range [0, 10]"),
+        ("NodeResourcesBalancedAllocation", {"resources": [{"name": "cpu", "weight": 2}]},
+         "resources[0].weight: Invalid value: 2: must be 1"),
+        # NodeAffinity's addedAffinity is checked as the API server checks a pod's node affinity.
+        ("NodeAffinity", _preferred(0),
+         "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100"),
+        ("NodeAffinity", _preferred(101),
+         "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101: must be in the range 1-100"),
+        ("NodeAffinity", _preferred(2**62), "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "),
+        ("NodeAffinity", {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
+         "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: "
+         "must have at least one node selector term"),
+        ("NodeAffinity", {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerm": []}}},
+         "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerm: unknown field"),
+    ],
+)
+def test_in_tree_plugin_args_in_kubes_words(plugin: str, args: dict[str, Any], message: str) -> None:
+    from kubesched.framework.registry import default_registry
+
+    data = cfg(profiles=[{"pluginConfig": [{"name": plugin, "args": args}]}])
+    assert refused(data, default_registry()).startswith(f"profiles[0].pluginConfig[0].args.{message}")

@@ -118,14 +118,14 @@ class DefaultPreemptionArgs(BaseModel):
     def _validate(self) -> DefaultPreemptionArgs:
         pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
         if not 0 <= pct <= 100:
-            raise ValueError(f"minCandidateNodesPercentage: not in valid range [0, 100], got {pct}")
+            raise ValueError(f"minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]")
         if absolute < 0:
-            raise ValueError(f"minCandidateNodesAbsolute: not in valid range [0, inf), got {absolute}")
+            raise ValueError(f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)")
         if absolute > _INT32_MAX:
-            raise ValueError(f"minCandidateNodesAbsolute: must fit in a 32-bit integer, got {absolute}")
+            raise ValueError(f"minCandidateNodesAbsolute: Invalid value: {absolute}: out of range for a 32-bit integer")
         if pct == 0 and absolute == 0:
             raise ValueError(
-                "minCandidateNodesPercentage: cannot be zero at the same time as minCandidateNodesAbsolute"
+                "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute"
             )
         return self
 

@@ -84,7 +84,7 @@ class InterPodAffinityArgs(BaseModel):
         if not MIN_HARD_POD_AFFINITY_WEIGHT <= value <= MAX_HARD_POD_AFFINITY_WEIGHT:
             raise ValueError(
                 f"hardPodAffinityWeight: Invalid value: {value}: not in valid range "
-                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}-{MAX_HARD_POD_AFFINITY_WEIGHT}]"
+                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]"
             )
         return value
 

@@ -22,6 +22,7 @@ from itertools import chain
 from typing import Any, ClassVar
 
 import msgspec
+import msgspec.inspect
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -364,18 +365,59 @@ class NodeAffinityArgs(BaseModel):
     def _decode(cls, value: Any) -> Any:
         if value is None or isinstance(value, NodeAffinitySpec):
             return value
+        # kube decodes the config strictly: a misspelt field is an error, not ignored.
+        unknown = _unknown_field(value, msgspec.inspect.type_info(NodeAffinitySpec), "addedAffinity")
+        if unknown:
+            raise ValueError(f"{unknown}: unknown field")
         try:
             return msgspec.convert(value, NodeAffinitySpec, strict=False)
         except msgspec.ValidationError as exc:
+            # msgspec says "<problem> - at `$.a[0].b`": put the place first, as every message does.
+            found = re.fullmatch(r"(.*) - at `\$(.*)`", str(exc))
+            if found:
+                raise ValueError(f"addedAffinity{found.group(2)}: {found.group(1)}") from None
             raise ValueError(f"addedAffinity: {exc}") from None
 
     @model_validator(mode="after")
     def _parse(self) -> NodeAffinityArgs:
-        if self.added_affinity is not None:
-            errors = _affinity_errors(self.added_affinity)
+        added = self.added_affinity
+        if added is not None:
+            # What the API server checks on a pod's node affinity, before the scheduler's parsing.
+            required = added.required_during_scheduling_ignored_during_execution
+            if required is not None and not required.node_selector_terms:
+                raise ValueError("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: "
+                                 "Required value: must have at least one node selector term")
+            for i, term in enumerate(added.preferred_during_scheduling_ignored_during_execution or ()):
+                if not 1 <= term.weight <= 100:
+                    raise ValueError(f"addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].weight: "
+                                     f"Invalid value: {term.weight}: must be in the range 1-100")
+            errors = _affinity_errors(added)
             if errors:
-                raise ValueError("; ".join(errors))
+                raise ValueError(errors[0])
         return self
+
+
+def _unknown_field(value: Any, info: Any, path: str) -> str | None:
+    """The path of the first key in `value` that the msgspec type described by `info` lacks."""
+    if isinstance(info, msgspec.inspect.UnionType):
+        for option in info.types:
+            if isinstance(option, (msgspec.inspect.StructType, msgspec.inspect.ListType)):
+                return _unknown_field(value, option, path)
+        return None
+    if isinstance(info, msgspec.inspect.StructType) and isinstance(value, Mapping):
+        fields = {f.encode_name: f.type for f in info.fields}
+        for key, item in value.items():
+            if key not in fields:
+                return f"{path}.{key}"
+            found = _unknown_field(item, fields[key], f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(info, msgspec.inspect.ListType) and isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unknown_field(item, info.item_type, f"{path}[{i}]")
+            if found:
+                return found
+    return None
 
 
 # --- the plugin ------------------------------------------------------------------------------------

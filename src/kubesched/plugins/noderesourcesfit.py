@@ -11,6 +11,7 @@ no preemption can help there.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -143,7 +144,7 @@ class NodeResourcesFitArgs(BaseModel):
         for i, name in enumerate(names):
             err = rs.qualified_name_error(name)
             if err:
-                raise ValueError(f"ignoredResources[{i}]: Invalid value: {name!r}: {err}")
+                raise ValueError(f"ignoredResources[{i}]: Invalid value: {json.dumps(name)}: {err}")
         return names
 
     @field_validator("ignored_resource_groups")
@@ -151,11 +152,11 @@ class NodeResourcesFitArgs(BaseModel):
     def _check_groups(cls, groups: list[str]) -> list[str]:
         for i, group in enumerate(groups):
             if "/" in group:
-                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {group!r}: "
+                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {json.dumps(group)}: "
                                  "resource group name can't contain '/'")
             err = rs.qualified_name_error(group)
             if err:
-                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {group!r}: {err}")
+                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {json.dumps(group)}: {err}")
         return groups
 
 

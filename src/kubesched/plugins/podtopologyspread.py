@@ -12,11 +12,11 @@ the rows, never a Python loop over nodes.
 
 from __future__ import annotations
 
+import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -43,6 +43,7 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.plugins.nodeaffinity import required_node_affinity_mask
+from kubesched.plugins.resourcescoring import qualified_name_errors
 
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
@@ -78,28 +79,7 @@ _FILTER_REASONS: dict[int, tuple[Code, tuple[str, ...]]] = {
 
 # --- args -------------------------------------------------------------------------------------
 
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """Why `value` is not a valid label key (kube's ValidateLabelName / IsQualifiedName)."""
-    prefix, sep, name = value.rpartition("/")
-    errors: list[str] = []
-    if sep:
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        elif len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            errors.append("prefix part must be a lowercase RFC 1123 subdomain")
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    elif not _LABEL_NAME.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        )
-    return errors
+_INT32_MAX = 2**31 - 1
 
 
 class DefaultConstraint(BaseModel):
@@ -130,39 +110,46 @@ class PodTopologySpreadArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     default_constraints: list[DefaultConstraint] = Field(default_factory=list, alias="defaultConstraints")
-    defaulting_type: Literal["System", "List"] = Field("System", alias="defaultingType")
+    defaulting_type: str = Field("System", alias="defaultingType")
 
     @model_validator(mode="after")
     def _validate(self) -> PodTopologySpreadArgs:
         errors: list[str] = []
-        if self.defaulting_type == "System" and self.default_constraints:
+        if self.defaulting_type not in ("System", "List"):
+            errors.append(f'defaultingType: Unsupported value: {json.dumps(self.defaulting_type)}: supported values: "System", "List"')
+        elif self.defaulting_type == "System" and self.default_constraints:
             errors.append('defaultingType: Invalid value: "System": when .defaultConstraints are not empty')
         seen: dict[tuple[str, str], int] = {}
         for i, c in enumerate(self.default_constraints):
             path = f"defaultConstraints[{i}]"
             if c.max_skew <= 0:
                 errors.append(f"{path}.maxSkew: Invalid value: {c.max_skew}: not in valid range (0, inf)")
+            elif c.max_skew > _INT32_MAX:  # an int32 in the API: the skew arithmetic assumes it fits
+                errors.append(f"{path}.maxSkew: Invalid value: {c.max_skew}: out of range for a 32-bit integer")
+            if c.min_domains is not None and not 0 <= c.min_domains <= _INT32_MAX:
+                errors.append(f"{path}.minDomains: Invalid value: {c.min_domains}: out of range for a 32-bit integer")
             if not c.topology_key:
                 errors.append(f"{path}.topologyKey: Required value: can not be empty")
             else:
-                for msg in _qualified_name_errors(c.topology_key):
-                    errors.append(f"{path}.topologyKey: Invalid value: {c.topology_key!r}: {msg}")
+                for msg in qualified_name_errors(c.topology_key):
+                    errors.append(f"{path}.topologyKey: Invalid value: {json.dumps(c.topology_key)}: {msg}")
             if not c.when_unsatisfiable:
                 errors.append(f"{path}.whenUnsatisfiable: Required value: can not be empty")
             elif c.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
                 errors.append(
-                    f"{path}.whenUnsatisfiable: Unsupported value: {c.when_unsatisfiable!r}: "
+                    f"{path}.whenUnsatisfiable: Unsupported value: {json.dumps(c.when_unsatisfiable)}: "
                     f'supported values: "{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"'
                 )
             if c.label_selector is not None:
                 errors.append(f"{path}.labelSelector: Forbidden: constraint must not define a selector, as they deduced for each pod")
             key = (c.topology_key, c.when_unsatisfiable)
             if key in seen:
-                errors.append(f"defaultConstraints[{i}]: Duplicate value: {{{key[0]}, {key[1]}}}")
+                errors.append(f"defaultConstraints[{i}]: Duplicate value: " + json.dumps(f"{{{key[0]}, {key[1]}}}"))
             else:
                 seen[key] = i
         if errors:
-            raise ValueError("; ".join(errors))
+            # One message, as everywhere in kubesched: the first problem, in kube's words.
+            raise ValueError(errors[0])
         return self
 
 

@@ -204,13 +204,14 @@ def test_args_defaults() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"minCandidateNodesPercentage": -1}, "minCandidateNodesPercentage: not in valid range [0, 100]"),
-        ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage: not in valid range [0, 100]"),
-        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: not in valid range [0, inf)"),
+        ({"minCandidateNodesPercentage": -1}, "minCandidateNodesPercentage: Invalid value: -1: not in valid range [0, 100]"),
+        ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage: Invalid value: 101: not in valid range [0, 100]"),
+        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: Invalid value: -1: not in valid range [0, inf)"),
         (
             {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
-            "cannot be zero at the same time as minCandidateNodesAbsolute",
+            "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute",
         ),
+        ({"minCandidateNodesAbsolute": 2**31}, "minCandidateNodesAbsolute: Invalid value: 2147483648: out of range for a 32-bit"),
         ({"minCandidateNodesPercentage": "10"}, "valid integer"),
         ({"minCandidateNodesAbsolute": 1.5}, "valid integer"),
         ({"minCandidateNodes": 1}, "Extra inputs are not permitted"),

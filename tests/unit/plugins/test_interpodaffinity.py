@@ -135,7 +135,7 @@ def test_args_defaults_and_aliases() -> None:
 
 @pytest.mark.parametrize("weight", [-1, 101])
 def test_args_reject_weight_out_of_range(weight: int) -> None:
-    with pytest.raises(pydantic.ValidationError, match=r"not in valid range \[0-100\]"):
+    with pytest.raises(pydantic.ValidationError, match=rf"hardPodAffinityWeight: Invalid value: {weight}: not in valid range \[0, 100\]"):
         InterPodAffinityArgs.model_validate({"hardPodAffinityWeight": weight})
 
 
