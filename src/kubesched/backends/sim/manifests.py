@@ -67,15 +67,13 @@ List), the object (kind, namespace/name) and the field.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kubesched.api import yamlio
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podinfo import PodError, make_pod_info
 from kubesched.api.quantity import parse_duration
@@ -197,17 +195,6 @@ class ClusterInput:
 # --- reading files -------------------------------------------------------------------------------
 
 
-class _YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """SafeLoader that keeps timestamps as strings: creationTimestamp and friends are strings
-    in the API, and a datetime would not decode into the typed objects."""
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Origin:
     file: str
@@ -248,23 +235,18 @@ def _documents(path: Path) -> Iterator[tuple[Origin, Any]]:
         raise ManifestError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ManifestError(f"{name}: cannot read: {exc.strerror}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{name}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
-        yield Origin(name, 1), data
-        return
-    index = 0
     try:
-        for data in yaml.load_all(text, Loader=_YamlLoader):
-            index += 1
+        if path.suffix.lower() == ".json":
+            yield Origin(name, 1), yamlio.load_json(text)
+            return
+        for index, data in yamlio.load_all(text):
             yield Origin(name, index), data
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ManifestError(f"{name}: document {index + 1}: {where}invalid YAML: {problem}") from None
+    except yamlio.YamlError as exc:
+        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
+        problem = exc.problem if exc.problem.startswith("invalid ") else f"invalid {kind}: {exc.problem}"
+        where = f"line {exc.line} column {exc.column}: " if exc.line is not None else ""
+        document = f"document {exc.document}: " if exc.document is not None else ""
+        raise ManifestError(f"{name}: {document}{where}{problem}") from None
 
 
 def _objects(origin: Origin, data: Any) -> Iterator[tuple[Origin, dict[str, Any]]]:
@@ -933,8 +915,14 @@ def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = F
 
     def objects() -> Iterator[tuple[Origin, dict[str, Any]]]:
         for f in files:
+            found = 0
             for origin, data in _documents(f):
-                yield from _objects(origin, data)
+                for entry in _objects(origin, data):
+                    found += 1
+                    yield entry
+            if not found:
+                # kubectl apply says "no objects passed to apply"; an empty file is a mistake here too.
+                raise ManifestError(f"{f}: no Kubernetes objects in this file (it is empty, or holds only comments or empty documents)")
 
     cluster = load_objects(objects(), keep_going=keep_going)
     if len(paths) == 1:
