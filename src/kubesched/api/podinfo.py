@@ -8,6 +8,7 @@ from typing import Any
 
 from kubesched.api.objects import Container, Pod
 from kubesched.api.quantity import QuantityError, resource_value
+from kubesched.api.validation.field import shown
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -45,7 +46,7 @@ def _container_requests(pod_key: str, where: str, container: Container) -> dict[
         except QuantityError as exc:
             raise PodError(f"pod {pod_key}: {where}.resources.requests[{name}]: {exc}") from None
         if value < 0:
-            raise PodError(f"pod {pod_key}: {where}.resources.requests[{name}]: must be non-negative, got {raw!r}")
+            raise PodError(f"pod {pod_key}: {where}.resources.requests[{name}]: must be non-negative, got {shown(raw)}")
         out[name] = value
     return out
 

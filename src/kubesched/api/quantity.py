@@ -73,9 +73,10 @@ class Quantity:
 
 
 def _shown(value: object) -> str:
-    # Quantity errors must not echo a 10 MB value whole (same cut as validation.field.shown).
-    text = repr(value)
-    return text if len(text) <= 100 else text[:100] + f"...({len(text) - 100} more)"
+    # Quantity errors must not echo a 10 MB value whole (the same cut as validation.field.shown).
+    text = value if isinstance(value, str) else str(value)
+    cut = f"...({len(text) - 100} more)" if len(text) > 100 else ""
+    return (repr(text[:100]) if isinstance(value, str) else text[:100]) + cut
 
 
 def _error(reason: str, value: object) -> QuantityError:

@@ -1,6 +1,8 @@
+from decimal import Decimal
+
 import pytest
 
-from kubesched.api.quantity import QuantityError, parse_duration, resource_value, to_int, to_milli
+from kubesched.api.quantity import QuantityError, parse, parse_duration, parse_quantity, resource_value, to_int, to_milli
 
 
 @pytest.mark.parametrize(
@@ -39,3 +41,42 @@ def test_durations(raw, seconds):
 def test_bad_duration():
     with pytest.raises(ValueError, match="invalid duration"):
         parse_duration("5 minutes")
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [("1000m", "1"), ("1.5", "1500m"), ("0.5Gi", "512Mi"), ("2048Mi", "2Gi"), ("1536Mi", "1536Mi"), ("1e3", "1e3"),
+     ("1E3", "1e3"), ("100Ki", "100Ki"), ("1000Mi", "1000Mi"), ("500", "500"), ("0", "0"), ("-2", "-2"), (".5", "500m"),
+     ("1Ki", "1Ki"), ("1023Ki", "1023Ki"), ("0.5Ki", "512"), ("12e6", "12e6"), ("1n", "1n"), ("0.1n", "1n")],
+)
+def test_canonical_form_as_kube_prints_it(raw, canonical):
+    assert parse(raw).canonical() == canonical
+
+
+def test_huge_values_are_refused_not_overflowed():
+    # kube stores these (arbitrary precision); the scheduler's int64 cannot hold them.
+    for raw in ("1e30", "1e1000000", 99999999999999999999999, 1e30, "1E"):
+        with pytest.raises(QuantityError, match="must be less than or equal to 9223372036854775807"):
+            to_int(raw) if raw != "1E" else to_milli(raw)
+    assert to_int("9223372036854775807") == 2**63 - 1
+    with pytest.raises(QuantityError):
+        to_milli("9223372036854775807")
+    # Binary quantities are capped at 2^63-1 by ParseQuantity itself.
+    assert to_int("16Ei") == 2**63 - 1 and to_int("1e50Ki".replace("e50", "")) == 1024
+    assert to_milli("1e-1000000") == 1  # anything above zero is at least a nano, rounded up
+
+
+def test_suffix_errors_and_no_decimal_context():
+    with pytest.raises(QuantityError, match="unable to parse quantity's suffix") as info:
+        parse("1Ki2")
+    assert info.value.reason == "unable to parse quantity's suffix"
+    with pytest.raises(QuantityError, match="quantities must match"):
+        parse("1e3k")
+    # Exact: 40 significant digits survive (a default Decimal context keeps 28).
+    assert parse_quantity("1234567890123456789.123456789") == Decimal("1234567890123456789.123456789")
+
+
+def test_quantity_errors_do_not_echo_huge_values():
+    with pytest.raises(QuantityError) as info:
+        parse("x" * 1_000_000)
+    assert len(str(info.value)) < 300 and "(999900 more)" in str(info.value)

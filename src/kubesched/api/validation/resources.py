@@ -49,18 +49,23 @@ def overcommit_allowed(name: str) -> bool:
     return is_native(name) and not is_hugepages(name)
 
 
-def validate_container_resource_name(name: str, path: str) -> list[FieldIssue]:
+def _resource_name(name: str, path: str) -> list[FieldIssue]:
+    """validateResourceName: a qualified name, and a standard one when it has no prefix."""
     errs = [invalid(path, name, msg) for msg in label_key(name)]
-    if errs:
-        return errs
+    if not errs and "/" not in name and name not in _STANDARD_RESOURCES and not is_hugepages(name):
+        errs.append(invalid(path, name, "must be a standard resource type or fully qualified"))
+    return errs
+
+
+def validate_container_resource_name(name: str, path: str) -> list[FieldIssue]:
+    """validateContainerResourceName: the general rule, then the containers' own (both reported)."""
+    errs = _resource_name(name, path)
     if "/" not in name:
-        if name not in _STANDARD_RESOURCES and not is_hugepages(name):
-            return [invalid(path, name, "must be a standard resource type or fully qualified")]
         if name not in _STANDARD_CONTAINER and not is_hugepages(name):
-            return [invalid(path, name, "must be a standard resource for containers")]
+            errs.append(invalid(path, name, "must be a standard resource for containers"))
     elif not is_native(name) and not is_extended(name):
-        return [invalid(path, name, "doesn't follow extended resource name standard")]
-    return []
+        errs.append(invalid(path, name, "doesn't follow extended resource name standard"))
+    return errs
 
 
 def parse_at(raw: RawQuantity, path: str) -> tuple[Quantity | None, list[FieldIssue]]:
@@ -126,9 +131,9 @@ def validate_requirements(res: ResourceRequirements, path: str) -> tuple[dict[st
     limits, out = validate_resource_map(res.limits, f"{path}.limits", names=True)
     requests_raw: dict[str, RawQuantity] = dict(res.limits)
     requests_raw.update(res.requests)
+    # A request defaulted from its limit is validated (and reported) again, as kube does.
     requests, errs = validate_resource_map(requests_raw, f"{path}.requests", names=True)
-    # Entries copied from limits were checked there already; report each problem once.
-    out.extend(e for e in errs if not any(e.path == f"{path}.requests[{n}]" for n in res.limits if n not in res.requests))
+    out.extend(errs)
     for name, q in requests.items():
         limit = limits.get(name)
         if limit is None:

@@ -1,0 +1,456 @@
+"""api.validation: each rule, accepted and refused, with kube's exact field path and message."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubesched.api.objects import Pod
+from kubesched.api.validation import (
+    aggregate,
+    invalid_object,
+    shown,
+    validate_manifest,
+    validate_node,
+    validate_pod,
+    validate_priority_class,
+)
+from kubesched.api.validation.field import FieldIssue
+
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+             "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+                 "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+                 "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+KEY_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+             "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+             "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+INT64 = "9223372036854775807"
+NAA = "spec.affinity.nodeAffinity"
+PAA = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+TSC = "spec.topologySpreadConstraints[0]"
+C0 = "spec.containers[0]"
+
+
+def base_pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]},
+    }
+
+
+def pod_with(path: str, value: Any) -> dict[str, Any]:
+    """The base pod with `value` set at a dotted path (list indexes as numbers)."""
+    pod = base_pod()
+    node: Any = pod
+    keys = [int(k) if k.isdigit() else k for k in path.split(".")]
+    for key in keys[:-1]:
+        node = node[key] if isinstance(key, int) else node.setdefault(key, {})
+    node[keys[-1]] = value
+    return pod
+
+
+def messages(issues: list[FieldIssue]) -> list[str]:
+    return [str(i) for i in issues]
+
+
+# (case id, path to set in the base pod, value, expected messages; [] = accepted)
+POD_CASES: list[tuple[str, str, Any, list[str]]] = [
+    ("valid", "metadata.name", "web-1", []),
+    # names and metadata
+    ("bad name", "metadata.name", "Web_1", [f'metadata.name: Invalid value: "Web_1": {SUBDOMAIN_MSG}']),
+    ("long name", "metadata.name", "a" * 254, [f'metadata.name: Invalid value: "{"a" * 100}"...(154 more): must be no more than '
+                                              "253 bytes"]),
+    ("bad namespace", "metadata.namespace", "Team", [f'metadata.namespace: Invalid value: "Team": {LABEL_MSG}']),
+    ("namespace with dot", "metadata.namespace", "a.b", ['metadata.namespace: Invalid value: "a.b": must not contain dots']),
+    ("generateName ok", "metadata", {"generateName": "job-", "namespace": "default"}, []),
+    ("bad generateName", "metadata", {"generateName": "Job-", "namespace": "default"},
+     [f'metadata.generateName: Invalid value: "Job-": {SUBDOMAIN_MSG}']),
+    ("no name", "metadata", {"namespace": "default"}, ["metadata.name: Required value: name or generateName is required"]),
+    ("bad label key", "metadata.labels", {"a b": "x"}, [f'metadata.labels: Invalid value: "a b": {KEY_NAME_MSG}']),
+    ("bad label prefix", "metadata.labels", {"Ex.com/a": "x"},
+     [f'metadata.labels: Invalid value: "Ex.com/a": prefix part {SUBDOMAIN_MSG}']),
+    ("empty label prefix", "metadata.labels", {"/a": "x"}, ['metadata.labels: Invalid value: "/a": prefix part must be non-empty']),
+    ("bad label value", "metadata.labels", {"a": "-x"}, [f'metadata.labels: Invalid value: "-x": {VALUE_MSG}']),
+    ("empty label value", "metadata.labels", {"a": ""}, []),
+    ("long label value", "metadata.labels", {"a": "x" * 64},
+     [f'metadata.labels: Invalid value: "{"x" * 64}": must be no more than 63 bytes']),
+    ("bad annotation key", "metadata.annotations", {"a/b/c": "x"},
+     ["metadata.annotations: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' "
+      "or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+      "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+      "and '/' (e.g. 'example.com/MyName')"]),
+    ("annotations too big", "metadata.annotations", {"a": "x" * 262144},
+     ["metadata.annotations: Too long: must have at most 262144 bytes"]),
+    ("uppercase annotation ok", "metadata.annotations", {"Example.com/Key": "x"}, []),
+    # containers
+    ("no containers", "spec.containers", [], ["spec.containers: Required value"]),
+    ("container name", "spec.containers.0.name", "Web", [f'{C0}.name: Invalid value: "Web": {LABEL_MSG}']),
+    ("container name missing", "spec.containers.0.name", "", [f"{C0}.name: Required value"]),
+    ("image missing", "spec.containers.0.image", "", [f"{C0}.image: Required value"]),
+    ("image whitespace", "spec.containers.0.image", " nginx", [f'{C0}.image: Invalid value: " nginx": must not have leading or '
+                                                               "trailing whitespace"]),
+    ("duplicate container", "spec.initContainers", [{"name": "c", "image": "x"}],
+     ['spec.initContainers[0].name: Duplicate value: "c"']),
+    ("sidecar ok", "spec.initContainers", [{"name": "s", "image": "x", "restartPolicy": "Always"}], []),
+    ("init restartPolicy", "spec.initContainers", [{"name": "s", "image": "x", "restartPolicy": "Never"}],
+     ['spec.initContainers[0].restartPolicy: Unsupported value: "Never": supported values: "Always"']),
+    ("container restartPolicy", "spec.containers.0.restartPolicy", "Always",
+     [f"{C0}.restartPolicy: Forbidden: may not be set for non-init containers"]),
+    # ports
+    ("hostPort range", "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 70000}],
+     [f"{C0}.ports[0].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive"]),
+    ("containerPort required", "spec.containers.0.ports", [{"hostPort": 80}], [f"{C0}.ports[0].containerPort: Required value"]),
+    ("containerPort range", "spec.containers.0.ports", [{"containerPort": -1}],
+     [f"{C0}.ports[0].containerPort: Invalid value: -1: must be between 1 and 65535, inclusive"]),
+    ("protocol", "spec.containers.0.ports", [{"containerPort": 80, "protocol": "tcp"}],
+     [f'{C0}.ports[0].protocol: Unsupported value: "tcp": supported values: "SCTP", "TCP", "UDP"']),
+    ("port name", "spec.containers.0.ports", [{"containerPort": 80, "name": "HTTP"}],
+     [f'{C0}.ports[0].name: Invalid value: "HTTP": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)',
+      f'{C0}.ports[0].name: Invalid value: "HTTP": must contain at least one letter (a-z)']),
+    ("duplicate host port", "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 8080},
+                                                        {"containerPort": 81, "hostPort": 8080}],
+     [f'{C0}.ports[1].hostPort: Duplicate value: "TCP//8080"']),
+    ("same host port other protocol", "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 53},
+                                                                  {"containerPort": 80, "hostPort": 53, "protocol": "UDP"}], []),
+    ("hostNetwork port mismatch", "spec", {"hostNetwork": True, "containers": [
+        {"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 81}]}]},
+     [f"{C0}.ports[0].containerPort: Invalid value: 80: must match `hostPort` when `hostNetwork` is true"]),
+    ("port out of int32", "spec.containers.0.ports", [{"containerPort": 2**40}],
+     [f"{C0}.ports[0].containerPort: expected `int` <= 2147483647"]),
+    # resources
+    ("bad quantity", "spec.containers.0.resources", {"requests": {"cpu": "lots"}},
+     [f'{C0}.resources.requests[cpu]: Invalid value: "lots": {QUANTITY_MSG}']),
+    ("bad suffix", "spec.containers.0.resources", {"requests": {"memory": "1Ki2"}},
+     [f"{C0}.resources.requests[memory]: Invalid value: \"1Ki2\": unable to parse quantity's suffix"]),
+    ("cpu 1e30", "spec.containers.0.resources", {"requests": {"cpu": "1e30"}},
+     [f'{C0}.resources.requests[cpu]: Invalid value: "1e30": must be less than or equal to {INT64}m']),
+    ("cpu 1e1000000", "spec.containers.0.resources", {"requests": {"cpu": "1e1000000"}},
+     [f'{C0}.resources.requests[cpu]: Invalid value: "1e1000000": must be less than or equal to {INT64}m']),
+    ("memory huge int", "spec.containers.0.resources", {"requests": {"memory": 99999999999999999999999}},
+     [f"{C0}.resources.requests[memory]: Invalid value: 99999999999999999999999: must be less than or equal to {INT64}"]),
+    ("memory at the limit", "spec.containers.0.resources", {"requests": {"memory": INT64}}, []),
+    ("binary capped as kube does", "spec.containers.0.resources", {"requests": {"memory": "16Ei"}}, []),
+    ("negative", "spec.containers.0.resources", {"requests": {"memory": "-1Mi"}},
+     [f'{C0}.resources.requests[memory]: Invalid value: "-1Mi": must be greater than or equal to 0']),
+    ("request above limit", "spec.containers.0.resources", {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1"}},
+     [f'{C0}.resources.requests: Invalid value: "1500m": must be less than or equal to cpu limit of 1']),
+    ("limit defaults request", "spec.containers.0.resources", {"limits": {"cpu": "1", "nvidia.com/gpu": "2"}}, []),
+    ("extended needs limit", "spec.containers.0.resources", {"requests": {"nvidia.com/gpu": "1"}},
+     [f"{C0}.resources.limits: Required value: Limit must be set for non overcommitable resources"]),
+    ("extended request equals limit", "spec.containers.0.resources",
+     {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
+     [f'{C0}.resources.requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2']),
+    ("extended integer", "spec.containers.0.resources", {"limits": {"example.com/dongle": "500m"}},
+     [f'{C0}.resources.limits[example.com/dongle]: Invalid value: "500m": must be an integer',
+      f'{C0}.resources.requests[example.com/dongle]: Invalid value: "500m": must be an integer']),
+    ("unknown resource", "spec.containers.0.resources", {"requests": {"gpu": "1"}},
+     [f'{C0}.resources.requests[gpu]: Invalid value: "gpu": must be a standard resource type or fully qualified',
+      f'{C0}.resources.requests[gpu]: Invalid value: "gpu": must be a standard resource for containers']),
+    ("bad extended name", "spec.containers.0.resources", {"limits": {"example.com/a_b/c": "1"}},
+     [f'{C0}.resources.limits[example.com/a_b/c]: Invalid value: "example.com/a_b/c": a valid label key must consist of '
+      "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
+      "or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an "
+      "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+      f'{C0}.resources.limits[example.com/a_b/c]: Invalid value: "example.com/a_b/c": doesn\'t follow extended resource '
+      "name standard",
+      f'{C0}.resources.requests[example.com/a_b/c]: Invalid value: "example.com/a_b/c": a valid label key must consist of '
+      "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
+      "or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an "
+      "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+      f'{C0}.resources.requests[example.com/a_b/c]: Invalid value: "example.com/a_b/c": doesn\'t follow extended resource '
+      "name standard"]),
+    ("pods not a container resource", "spec.containers.0.resources", {"requests": {"pods": "1"}},
+     [f'{C0}.resources.requests[pods]: Invalid value: "pods": must be a standard resource for containers']),
+    ("hugepages need cpu or memory", "spec.containers.0.resources", {"limits": {"hugepages-2Mi": "4Mi"}},
+     [f"{C0}.resources: Forbidden: HugePages require cpu or memory"]),
+    ("overhead", "spec.overhead", {"cpu": "-1"}, ['spec.overhead[cpu]: Invalid value: "-1": must be greater than or equal to 0']),
+    ("pod total beyond int64", "spec.containers", [
+        {"name": "a", "image": "x", "resources": {"requests": {"memory": INT64}}},
+        {"name": "b", "image": "x", "resources": {"requests": {"memory": "1"}}}],
+     [f'spec.containers: Invalid value: "memory": the pod\'s total request must be less than or equal to {INT64}']),
+    # pod-level fields
+    ("restartPolicy", "spec.restartPolicy", "Sometimes",
+     ['spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"']),
+    ("nodeSelector", "spec.nodeSelector", {"zone": "a b"}, [f'spec.nodeSelector: Invalid value: "a b": {VALUE_MSG}']),
+    ("nodeName", "spec.nodeName", "Node_1", [f'spec.nodeName: Invalid value: "Node_1": {SUBDOMAIN_MSG}']),
+    ("schedulerName", "spec.schedulerName", "My Scheduler",
+     [f'spec.schedulerName: Invalid value: "My Scheduler": {SUBDOMAIN_MSG}']),
+    ("priorityClassName", "spec.priorityClassName", "High", [f'spec.priorityClassName: Invalid value: "High": {SUBDOMAIN_MSG}']),
+    ("preemptionPolicy", "spec.preemptionPolicy", "Always",
+     ['spec.preemptionPolicy: Unsupported value: "Always": supported values: "PreemptLowerPriority", "Never"']),
+    ("priority int32", "spec.priority", 2**31, ["spec.priority: expected `int` <= 2147483647"]),
+    ("activeDeadlineSeconds", "spec.activeDeadlineSeconds", 0,
+     ["spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"]),
+    ("gates with nodeName", "spec", {"containers": [{"name": "c", "image": "x"}], "nodeName": "n1",
+                                     "schedulingGates": [{"name": "example.com/wait"}]},
+     ["spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"]),
+    ("duplicate gate", "spec.schedulingGates", [{"name": "a"}, {"name": "a"}], ['spec.schedulingGates[1]: Duplicate value: "a"']),
+    # node affinity
+    ("preferred weight 0", f"{NAA}.preferredDuringSchedulingIgnoredDuringExecution".replace(".", ".", 1),
+     [{"weight": 0, "preference": {}}],
+     [f"{NAA}.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100"]),
+    ("preferred weight 2^62", f"{NAA}.preferredDuringSchedulingIgnoredDuringExecution", [{"weight": 2**62, "preference": {}}],
+     [f"{NAA}.preferredDuringSchedulingIgnoredDuringExecution[0].weight: expected `int` <= 2147483647"]),
+    ("no terms", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []},
+     [f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one "
+      "node selector term"]),
+    ("node operator", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]},
+     [f'{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: '
+      'Invalid value: "Near": not a valid selector operator']),
+    ("In needs values", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In"}]}]},
+     [f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: "
+      "Required value: must be specified when `operator` is 'In' or 'NotIn'"]),
+    ("Exists takes none", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists", "values": ["a"]}]}]},
+     [f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: "
+      "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"]),
+    ("Gt one value", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["1", "2"]}]}]},
+     [f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: "
+      "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"]),
+    # The API server does not parse Gt/Lt values; such a term matches no node when scheduling.
+    ("Gt non-integer accepted", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["many"]}]}]}, []),
+    ("matchFields key", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.uid", "operator": "In", "values": ["x"]}]}]},
+     [f'{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key: Invalid value: '
+      '"metadata.uid": not a valid field selector key']),
+    # pod (anti-)affinity
+    ("topologyKey empty", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+     [{"topologyKey": "", "labelSelector": {"matchLabels": {"app": "web"}}}],
+     [f"{PAA}.topologyKey: Required value: can not be empty",
+      f'{PAA}.topologyKey: Invalid value: "": name part must be non-empty',
+      f'{PAA}.topologyKey: Invalid value: "": {KEY_NAME_MSG}']),
+    ("preferred pod weight", "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+     [{"weight": 101, "podAffinityTerm": {"topologyKey": "zone"}}],
+     ["spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101: must be "
+      "in the range 1-100"]),
+    ("selector operator", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+     [{"topologyKey": "zone", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Equals", "values": ["a"]}]}}],
+     [f'{PAA}.labelSelector.matchExpressions[0].operator: Invalid value: "Equals": not a valid selector operator']),
+    ("selector value", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+     [{"topologyKey": "zone", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a b"]}]}}],
+     [f'{PAA}.labelSelector.matchExpressions[0].values[0]: Invalid value: "a b": {VALUE_MSG}']),
+    ("namespaces", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+     [{"topologyKey": "zone", "namespaces": ["Team"]}], [f'{PAA}.namespace: Invalid value: "Team": {LABEL_MSG}']),
+    ("matchLabelKeys need selector", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+     [{"topologyKey": "zone", "matchLabelKeys": ["app"]}],
+     [f"{PAA}.matchLabelKeys: Forbidden: must not be specified when labelSelector is not set"]),
+    # tolerations
+    ("toleration operator", "spec.tolerations", [{"key": "a", "operator": "Maybe"}],
+     ['spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"']),
+    ("toleration effect", "spec.tolerations", [{"key": "a", "operator": "Exists", "effect": "NoRun"}],
+     ['spec.tolerations[0].effect: Unsupported value: "NoRun": supported values: "NoSchedule", "PreferNoSchedule", '
+      '"NoExecute"']),
+    ("Exists with value", "spec.tolerations", [{"key": "a", "operator": "Exists", "value": "v"}],
+     ['spec.tolerations[0].operator: Invalid value: core.Toleration{Key:"a", Operator:"Exists", Value:"v", Effect:"", '
+      "TolerationSeconds:(*int64)(nil)}: value must be empty when `operator` is 'Exists'"]),
+    ("empty key needs Exists", "spec.tolerations", [{"operator": "Equal", "value": "v"}],
+     ['spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when `key` is empty, which means '
+      '"match all values and all keys"']),
+    ("match everything ok", "spec.tolerations", [{"operator": "Exists"}], []),
+    ("tolerationSeconds needs NoExecute", "spec.tolerations", [{"key": "a", "operator": "Exists", "effect": "NoSchedule",
+                                                                "tolerationSeconds": 5}],
+     ["spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"]),
+    ("toleration value", "spec.tolerations", [{"key": "a", "value": "a b"}],
+     [f'spec.tolerations[0].operator: Invalid value: "a b": {VALUE_MSG}']),
+    ("toleration key", "spec.tolerations", [{"key": "a b", "operator": "Exists"}],
+     [f'spec.tolerations[0].key: Invalid value: "a b": {KEY_NAME_MSG}']),
+    # topology spread
+    ("whenUnsatisfiable", "spec.topologySpreadConstraints", [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}],
+     [f'{TSC}.whenUnsatisfiable: Unsupported value: "Sometimes": supported values: "DoNotSchedule", "ScheduleAnyway"']),
+    ("maxSkew 0", "spec.topologySpreadConstraints", [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+     [f"{TSC}.maxSkew: Invalid value: 0: must be greater than zero"]),
+    ("topologyKey required", "spec.topologySpreadConstraints", [{"maxSkew": 1, "topologyKey": "",
+                                                                 "whenUnsatisfiable": "DoNotSchedule"}],
+     [f"{TSC}.topologyKey: Required value: can not be empty"]),
+    ("minDomains", "spec.topologySpreadConstraints", [{"maxSkew": 1, "topologyKey": "zone", "minDomains": 0,
+                                                       "whenUnsatisfiable": "ScheduleAnyway"}],
+     [f"{TSC}.minDomains: Invalid value: 0: must be greater than zero",
+      f"{TSC}.minDomains: Invalid value: 0: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"]),
+    ("policies", "spec.topologySpreadConstraints", [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                                     "nodeAffinityPolicy": "Always", "nodeTaintsPolicy": "Honor"}],
+     [f'{TSC}.nodeAffinityPolicy: Unsupported value: "Always": supported values: "Honor", "Ignore"']),
+    ("repeated constraint", "spec.topologySpreadConstraints", [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+     [f'{TSC}.{{topologyKey, whenUnsatisfiable}}: Duplicate value: "{{zone, DoNotSchedule}}"']),
+    ("matchLabelKeys in selector", "spec.topologySpreadConstraints", [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["app"]}],
+     [f'{TSC}.matchLabelKeys[0]: Invalid value: "app": exists in both matchLabelKeys and labelSelector']),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), [c[1:] for c in POD_CASES], ids=[c[0] for c in POD_CASES])
+def test_pod_rules(path: str, value: Any, expected: list[str]) -> None:
+    assert messages(validate_pod(pod_with(path, value))) == expected
+
+
+def test_typed_and_raw_pods_give_the_same_answer() -> None:
+    raw = pod_with("spec.containers.0.name", "Web")
+    typed = Pod(**{})  # an empty typed pod: name, namespace and containers missing
+    assert messages(validate_pod(raw))[0].startswith('spec.containers[0].name: Invalid value: "Web"')
+    assert messages(validate_pod(typed)) == [
+        "metadata.name: Required value: name or generateName is required",
+        "metadata.namespace: Required value",
+        "spec.containers: Required value",
+    ]
+    assert messages(validate_pod({"metadata": {"name": 5}})) == ["metadata.name: expected `str`, got `int`"]
+
+
+def base_node() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"}}}
+
+
+NODE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("valid", {}, []),
+    ("taint effect", {"spec": {"taints": [{"key": "a", "effect": "NoRun"}]}},
+     ['spec.taints[0].effect: Unsupported value: "NoRun": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"']),
+    ("taint effect required", {"spec": {"taints": [{"key": "a", "effect": ""}]}}, ["spec.taints[0].effect: Required value"]),
+    ("taint key", {"spec": {"taints": [{"key": "", "effect": "NoSchedule"}]}},
+     ['spec.taints[0].key: Invalid value: "": name part must be non-empty', f'spec.taints[0].key: Invalid value: "": {KEY_NAME_MSG}']),
+    ("taint value", {"spec": {"taints": [{"key": "a", "value": "a b", "effect": "NoSchedule"}]}},
+     [f'spec.taints[0].value: Invalid value: "a b": {VALUE_MSG}']),
+    ("duplicate taint", {"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoSchedule"}]}},
+     ['spec.taints[1]: Duplicate value: core.Taint{Key:"a", Value:"x", Effect:"NoSchedule", TimeAdded:(*v1.Time)(nil)}: '
+      "taints must be unique by key and effect pair"]),
+    ("same key other effect", {"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}]}}, []),
+    ("negative capacity", {"status": {"capacity": {"cpu": "-2"}}},
+     ['status.capacity.cpu: Invalid value: "-2": must be greater than or equal to 0']),
+    ("fractional pods", {"status": {"allocatable": {"pods": "1.5"}}},
+     ['status.allocatable.pods: Invalid value: "1500m": must be an integer']),
+    ("cpu 1e30", {"status": {"allocatable": {"cpu": "1e30"}}},
+     [f'status.allocatable.cpu: Invalid value: "1e30": must be less than or equal to {INT64}m']),
+    ("bad quantity", {"status": {"capacity": {"memory": "12XB"}}}, [f'status.capacity.memory: Invalid value: "12XB": {QUANTITY_MSG}']),
+    ("bad name", {"metadata": {"name": "Node_1"}}, [f'metadata.name: Invalid value: "Node_1": {SUBDOMAIN_MSG}']),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), [c[1:] for c in NODE_CASES], ids=[c[0] for c in NODE_CASES])
+def test_node_rules(patch: dict[str, Any], expected: list[str]) -> None:
+    node = base_node()
+    for key, value in patch.items():
+        node[key] = {**node.get(key, {}), **value}
+    assert messages(validate_node(node)) == expected
+
+
+PC_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("valid", {"metadata": {"name": "high"}, "value": 1000}, []),
+    ("missing value", {"metadata": {"name": "high"}}, ["value: Required value"]),
+    ("too high", {"metadata": {"name": "high"}, "value": 1_000_000_001},
+     ["value: Forbidden: maximum allowed value of a user defined priority is 1000000000"]),
+    ("int32", {"metadata": {"name": "high"}, "value": -(2**31) - 1}, ["value: expected `int` >= -2147483648"]),
+    ("system name", {"metadata": {"name": "system-mine"}, "value": 1},
+     ["metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: "
+      "system-mine is not a known system priority class"]),
+    ("system class as exported", {"metadata": {"name": "system-node-critical"}, "value": 2000001000}, []),
+    ("system class changed", {"metadata": {"name": "system-node-critical"}, "value": 5},
+     ["metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: "
+      "value of system-node-critical PriorityClass must be 2000001000"]),
+    ("preemptionPolicy", {"metadata": {"name": "high"}, "value": 1, "preemptionPolicy": "Sometimes"},
+     ['preemptionPolicy: Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"']),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [c[1:] for c in PC_CASES], ids=[c[0] for c in PC_CASES])
+def test_priority_class_rules(raw: dict[str, Any], expected: list[str]) -> None:
+    raw = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **raw}
+    assert messages(validate_priority_class(raw)) == expected
+
+
+TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+
+
+def workload(kind: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"template": copy.deepcopy(TEMPLATE)}
+    if kind not in ("Job", "ReplicationController"):
+        body["selector"] = {"matchLabels": {"app": "web"}}
+    if kind == "Job":
+        body["template"]["spec"]["restartPolicy"] = "Never"
+    body.update(spec)
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "web", "namespace": "shop"}, "spec": body}
+
+
+WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("deployment ok", workload("Deployment", replicas=3), []),
+    ("negative replicas", workload("Deployment", replicas=-1), ["spec.replicas: Invalid value: -1: must be greater than or equal to 0"]),
+    ("replicas int32", workload("ReplicaSet", replicas=2**40), ["spec.replicas: expected `int` <= 2147483647"]),
+    ("mismatch", workload("ReplicaSet", selector={"matchLabels": {"app": "api"}}),
+     ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),
+    ("empty selector", workload("StatefulSet", selector={}),
+     ["spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{},}: "
+      "empty selector is invalid for statefulset"]),
+    ("template restartPolicy", workload("Deployment", template={**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}),
+     ['spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"']),
+    ("template labels path", workload("Deployment", selector={"matchLabels": {"a b": "x"}},
+                                      template={**TEMPLATE, "metadata": {"labels": {"a b": "x"}}}),
+     [f'spec.selector.matchLabels: Invalid value: "a b": {KEY_NAME_MSG}', f'spec.template.labels: Invalid value: "a b": {KEY_NAME_MSG}']),
+    ("template containers", workload("Deployment", template={"metadata": TEMPLATE["metadata"], "spec": {}}),
+     ["spec.template.spec.containers: Required value"]),
+    ("statefulset name is a label", {**workload("StatefulSet"), "metadata": {"name": "db.v1", "namespace": "shop"}},
+     ['metadata.name: Invalid value: "db.v1": must not contain dots']),
+    ("ordinals", workload("StatefulSet", ordinals={"start": -1}),
+     ["spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0"]),
+    ("podManagementPolicy", workload("StatefulSet", podManagementPolicy="Random"),
+     ['spec.podManagementPolicy: Invalid value: "Random": must be \'OrderedReady\' or \'Parallel\'']),
+    ("job ok", workload("Job", parallelism=2, completions=4), []),
+    ("job restartPolicy default", workload("Job", template=copy.deepcopy(TEMPLATE)),
+     ['spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"']),
+    ("job parallelism", workload("Job", parallelism=-1), ["spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]),
+    ("job completionMode", workload("Job", completionMode="Sparse"),
+     ['spec.completionMode: Unsupported value: "Sparse": supported values: "NonIndexed", "Indexed"']),
+    ("indexed needs completions", workload("Job", completionMode="Indexed"),
+     ["spec.completions: Required value: when completion mode is Indexed"]),
+    ("job selector not generated", workload("Job", selector={"matchLabels": {"app": "web"}}),
+     ["spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{app: web,},MatchExpressions:"
+      "[]LabelSelectorRequirement{},}: `selector` not auto-generated"]),
+    ("job manual selector", workload("Job", manualSelector=True, selector={"matchLabels": {"app": "api"}}),
+     ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),
+    ("job name too long for its label", {**workload("Job"), "metadata": {"name": "j" * 64, "namespace": "shop"}},
+     [f'spec.template.labels: Invalid value: "{"j" * 64}": must be no more than 63 bytes'] * 2),
+    ("rc selector defaults to template labels", workload("ReplicationController"), []),
+    ("rc mismatch", workload("ReplicationController", selector={"app": "api"}),
+     ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [c[1:] for c in WORKLOAD_CASES], ids=[c[0] for c in WORKLOAD_CASES])
+def test_workload_rules(raw: dict[str, Any], expected: list[str]) -> None:
+    assert messages(validate_manifest(raw)) == expected
+
+
+def test_namespace_names_are_labels() -> None:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team.a"}}
+    assert messages(validate_manifest(ns)) == ['metadata.name: Invalid value: "team.a": must not contain dots']
+    assert validate_manifest({**ns, "metadata": {"name": "team-a"}}) == []
+
+
+def test_shown_quotes_and_cuts() -> None:
+    assert shown("Web") == '"Web"'
+    assert shown('say "hi"\n') == '"say \\"hi\\"\\n"'
+    assert shown(70000) == "70000"
+    assert shown(None) == "null"
+    big = shown("x" * 10_000_000)
+    assert big == '"' + "x" * 100 + '"...(9999900 more)'
+    assert shown(10**200).endswith("...(101 more)")
+
+
+def test_kubectl_line_joins_issues_as_kube_does() -> None:
+    one = [FieldIssue("spec.a", "Required value")]
+    two = [FieldIssue("spec.a", "Required value"), FieldIssue("spec.b", "Forbidden: x"), FieldIssue("spec.a", "Required value")]
+    assert invalid_object("Pod", "web", one) == 'The Pod "web" is invalid: spec.a: Required value'
+    assert aggregate(two) == "[spec.a: Required value, spec.b: Forbidden: x]"
