@@ -919,3 +919,140 @@ def test_load_scenario_falls_back_to_paths(tmp_path: Path) -> None:
     assert load_scenario(str(path)).pods[0].pod.metadata.name == "a"
     with pytest.raises(ManifestError, match="no such file, directory or built-in scenario"):
         load_scenario("no-such-scenario")
+
+
+# --- validation and keep_going ---------------------------------------------------------------------------------
+
+
+def named_pod(name: str, spec: str = "", namespace: str = "default") -> str:
+    """A pod document; `spec` adds lines under spec (indented by two)."""
+    return (f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n"
+            f"  containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: 100m}}}}}}]\n{spec}")
+
+
+MIXED = "---\n".join([
+    named_pod("ok-1"),
+    named_pod("bad-name").replace("name: c,", "name: Web,"),
+    "apiVersion: v1\nkind: Node\nmetadata: {name: huge}\nstatus: {capacity: {cpu: \"1e30\", memory: 99999999999999999999999}}\n",
+    "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: \"4\", memory: 8Gi}}\n",
+    "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: gold}\nvalue: 2000000000\n",
+    named_pod("wants-gold", "  priorityClassName: gold\n"),
+    "apiVersion: v1\nkind: Namespace\nmetadata: {name: team, labels: {\"bad key\": x}}\n",
+    named_pod("in-team", namespace="team"),
+    named_pod("weighty", "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n"
+                         "      - {weight: 0, preference: {}}\n"),
+    named_pod("ok-2"),
+])
+
+
+def test_keep_going_drops_refused_objects_and_lists_them(tmp_path: Path) -> None:
+    path = write(tmp_path, MIXED)
+    cluster = load_paths([path], keep_going=True)
+    assert [sp.pod.metadata.name for sp in cluster.pods] == ["ok-1", "ok-2"]
+    assert [n.metadata.name for n in cluster.nodes] == ["n1"]
+    assert "gold" not in {pc.metadata.name for pc in cluster.priority_classes}
+    assert "team" not in {ns.metadata.name for ns in cluster.namespaces}
+    f = str(path)
+    assert cluster.errors == [
+        f'{f}: document 2: Pod default/bad-name: The Pod "bad-name" is invalid: spec.containers[0].name: Invalid value: '
+        "\"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+        "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        f'{f}: document 3: Node huge: The Node "huge" is invalid: [status.capacity.cpu: Invalid value: "1e30": must be less '
+        "than or equal to 9223372036854775807m, status.capacity.memory: Invalid value: 99999999999999999999999: must be "
+        "less than or equal to 9223372036854775807]",
+        f'{f}: document 5: PriorityClass gold: The PriorityClass "gold" is invalid: value: Forbidden: maximum allowed value '
+        "of a user defined priority is 1000000000",
+        f'{f}: document 7: Namespace team: The Namespace "team" is invalid: metadata.labels: Invalid value: "bad key": name '
+        "part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        f'{f}: document 9: Pod default/weighty: The Pod "weighty" is invalid: spec.affinity.nodeAffinity.'
+        "preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100",
+        # Objects that need a refused one fail as they would on the API server.
+        f"{f}: document 6: Pod default/wants-gold: spec.priorityClassName: no PriorityClass with name gold was found",
+        f'{f}: document 8: Pod team/in-team: namespaces "team" not found',
+    ]
+    assert all("\n" not in e for e in cluster.errors)
+
+
+def test_without_keep_going_the_first_refusal_raises(tmp_path: Path) -> None:
+    message = error_of(tmp_path, MIXED)
+    assert "document 2: Pod default/bad-name: The Pod \"bad-name\" is invalid: spec.containers[0].name" in message
+    assert load(tmp_path, named_pod("a")).errors == []
+
+
+def test_load_objects_keep_going_and_fatal_shape_errors() -> None:
+    good = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    bad = {**good, "metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "image": "x", "ports": [
+        {"containerPort": 80, "hostPort": 70000}]}]}}
+    cluster = load_objects([good, bad], keep_going=True)
+    assert [sp.pod.metadata.name for sp in cluster.pods] == ["p"]
+    assert cluster.errors == [
+        '<input>: document 2: Pod default/q: The Pod "q" is invalid: spec.containers[0].ports[0].hostPort: Invalid value: '
+        "70000: must be between 1 and 65535, inclusive"
+    ]
+    # A document that is not an object is the input's shape, not one object: fatal in both modes.
+    with pytest.raises(ManifestError, match="expected a Kubernetes object"):
+        load_objects([good, ["not", "an", "object"]], keep_going=True)
+
+
+def test_workload_refused_with_its_template_and_the_rest_runs(tmp_path: Path) -> None:
+    spread = DEPLOYMENT.replace("    spec:\n", "    spec:\n      topologySpreadConstraints:\n"
+                                              "      - {maxSkew: 0, topologyKey: zone, whenUnsatisfiable: Sometimes}\n", 1)
+    cluster = load_paths([write(tmp_path, spread + "---\n" + named_pod("ok"))], keep_going=True)
+    assert [sp.pod.metadata.name for sp in cluster.pods] == ["ok"] and cluster.workload_selectors == []
+    (error,) = cluster.errors
+    assert error.endswith(
+        'Deployment shop/web: The Deployment "web" is invalid: [spec.template.spec.topologySpreadConstraints[0].maxSkew: '
+        "Invalid value: 0: must be greater than zero, spec.template.spec.topologySpreadConstraints[0].whenUnsatisfiable: "
+        'Unsupported value: "Sometimes": supported values: "DoNotSchedule", "ScheduleAnyway"]'
+    )
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("  tolerations: [{key: a, operator: Maybe}]\n",
+     'spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"'),
+    ("  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+     "      - {topologyKey: \"\", labelSelector: {matchLabels: {app: a}}}\n",
+     "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not "
+     "be empty"),
+    ("  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n"
+     "        - matchExpressions: [{key: zone, operator: Near, values: [a]}]\n",
+     "matchExpressions[0].operator: Invalid value: \"Near\": not a valid selector operator"),
+    ("  nodeSelector: {zone: \"a b\"}\n", 'spec.nodeSelector: Invalid value: "a b"'),
+])
+def test_api_server_refusals_through_the_loader(tmp_path: Path, spec: str, expected: str) -> None:
+    assert expected in error_of(tmp_path, named_pod("p", spec))
+
+
+def test_api_version_is_required_and_must_be_served(tmp_path: Path) -> None:
+    assert "cluster.yaml: document 1: Pod: apiVersion: Required value" in error_of(
+        tmp_path, "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n")
+    old = DEPLOYMENT.replace("apps/v1", "apps/v1beta1")
+    assert 'Deployment shop/web: no matches for kind "Deployment" in version "apps/v1beta1"' in error_of(tmp_path, old)
+
+
+def test_huge_scalars_are_cut_in_messages(tmp_path: Path) -> None:
+    big = "x" * 10_000_000
+    message = error_of(tmp_path, named_pod("p").replace("name: c,", f"name: {big},"))
+    assert len(message) < 2000 and "...(9999900 more)" in message
+
+
+def test_overflowing_quantities_never_reach_scheduling(tmp_path: Path) -> None:
+    import asyncio
+
+    from kubesched.backends.sim.engine import Simulation
+    from kubesched.config import default_config
+
+    text = "---\n".join([
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: \"4\", memory: 8Gi}}\n",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus: {capacity: {cpu: \"1e1000000\"}}\n",
+        named_pod("big").replace("cpu: 100m", "cpu: \"1e30\""),
+        named_pod("small"),
+    ])
+    cluster = load_paths([write(tmp_path, text)], keep_going=True)
+    assert len(cluster.errors) == 2
+    result = asyncio.run(asyncio.wait_for(Simulation(cluster, default_config(), seed=0).run(), timeout=60))
+    assert result.placements == {"default/small": "n1"}
