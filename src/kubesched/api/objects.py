@@ -176,6 +176,8 @@ class PodSpec(_Obj):
     host_network: bool = False
     restart_policy: str = ""
     active_deadline_seconds: Int64 | None = None
+    # Pod-level resources (PodLevelResources): validated, not yet used by the scheduler.
+    resources: ResourceRequirements | None = None
 
 
 class PodCondition(_Obj):

@@ -94,6 +94,11 @@ def validate_pod_spec(spec: PodSpec, path: str, *, template: bool) -> list[Field
     out.extend(validate_tolerations(spec.tolerations, f"{path}.tolerations"))
     out.extend(validate_topology_spread(spec.topology_spread_constraints, f"{path}.topologySpreadConstraints"))
     out.extend(_scheduling_gates(spec, f"{path}.schedulingGates"))
+    if spec.resources is not None:
+        # Pod-level resources: names, quantities and requests against limits (the comparison with
+        # the containers' aggregate is not checked here).
+        _, errs = validate_requirements(spec.resources, f"{path}.resources", pod_level=True)
+        out.extend(errs)
     overhead, errs = validate_resource_map(spec.overhead, f"{path}.overhead", names=True)
     out.extend(errs)
     for name, q in overhead.items():

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from kubesched.api.objects import Quantity as RawQuantity
 from kubesched.api.objects import ResourceRequirements
 from kubesched.api.quantity import INT64_MAX, NANO, Quantity, QuantityError, parse
-from kubesched.api.validation.field import FieldIssue, forbidden, invalid, required
+from kubesched.api.validation.field import FieldIssue, forbidden, invalid, not_supported, required
 from kubesched.api.validation.meta import label_key
 
 # Resources that may be named without a domain prefix in a container (IsStandardContainerResourceName).
@@ -24,6 +24,7 @@ _STANDARD_RESOURCES = _STANDARD_CONTAINER | _INTEGER_RESOURCES | frozenset({
     "limits.ephemeral-storage",
 })
 HUGEPAGES_PREFIX = "hugepages-"
+POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
 
 
 def is_native(name: str) -> bool:
@@ -104,15 +105,22 @@ def validate_quantity_value(resource: str, q: Quantity, path: str) -> list[Field
     return out
 
 
+def validate_pod_level_resource_name(name: str, path: str) -> list[FieldIssue]:
+    """validatePodResourceName: pod-level resources (spec.resources) are cpu and memory only."""
+    return [] if name in POD_LEVEL_RESOURCES else [not_supported(path, name, sorted(POD_LEVEL_RESOURCES))]
+
+
 def validate_resource_map(values: Mapping[str, RawQuantity], path: str, *, names: bool,
-                          key_style: str = "[]") -> tuple[dict[str, Quantity], list[FieldIssue]]:
+                          key_style: str = "[]", pod_level: bool = False) -> tuple[dict[str, Quantity], list[FieldIssue]]:
     """Each entry of a resource list: its name (for containers and overhead), its quantity, and
     the scheduler's range. Returns the parsed quantities of the valid entries."""
     out: list[FieldIssue] = []
     parsed: dict[str, Quantity] = {}
     for name, raw in values.items():
         where = f"{path}[{name}]" if key_style == "[]" else f"{path}.{name}"
-        if names:
+        if pod_level:
+            out.extend(validate_pod_level_resource_name(name, where))
+        elif names:
             out.extend(validate_container_resource_name(name, where))
         q, errs = parse_at(raw, where)
         out.extend(errs)
@@ -125,14 +133,14 @@ def validate_resource_map(values: Mapping[str, RawQuantity], path: str, *, names
     return parsed, out
 
 
-def validate_requirements(res: ResourceRequirements, path: str) -> tuple[dict[str, int], list[FieldIssue]]:
-    """A container's resources after API defaulting (a limit without a request sets the request).
-    Returns the scheduler's request values too, for the pod's totals."""
-    limits, out = validate_resource_map(res.limits, f"{path}.limits", names=True)
+def validate_requirements(res: ResourceRequirements, path: str, *, pod_level: bool = False) -> tuple[dict[str, int], list[FieldIssue]]:
+    """A container's (or with pod_level, the pod's spec.resources) resources after API defaulting
+    (a limit without a request sets the request). Returns the scheduler's request values too."""
+    limits, out = validate_resource_map(res.limits, f"{path}.limits", names=True, pod_level=pod_level)
     requests_raw: dict[str, RawQuantity] = dict(res.limits)
     requests_raw.update(res.requests)
     # A request defaulted from its limit is validated (and reported) again, as kube does.
-    requests, errs = validate_resource_map(requests_raw, f"{path}.requests", names=True)
+    requests, errs = validate_resource_map(requests_raw, f"{path}.requests", names=True, pod_level=pod_level)
     out.extend(errs)
     for name, q in requests.items():
         limit = limits.get(name)

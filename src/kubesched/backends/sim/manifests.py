@@ -61,8 +61,18 @@ one), its `data` keys:
 - `prometheusOutages`: comma-separated virtual-time spans `START-END` (e.g. `10m-12m, 1h-1h5m`)
   during which the simulated Prometheus refuses connections.
 
+Every object is validated as the API server validates it on create (kubesched.api.validation:
+names, labels, selectors, affinity, tolerations, spreading, ports, resources, workload specs;
+apiVersion required and served), and refused with kubectl's text after the file, document and
+object: `pods.yaml: document 3: Pod default/web: The Pod "web" is invalid: spec.containers[0].name:
+Invalid value: "Web": ...`. Quantities the scheduler's int64 cannot hold (cpu: 1e30) are refused too.
+
 Errors are ManifestError, one line naming the file, the document (1-based; `item n` inside a
-List), the object (kind, namespace/name) and the field.
+List), the object (kind, namespace/name) and the field. By default the first refused object stops
+the load; with keep_going=True it is left out, its line goes to ClusterInput.errors, and the rest
+loads (what needs it fails as on the API server: a pod naming a refused PriorityClass is refused
+with "no PriorityClass with name ... was found", one in a refused Namespace with `namespaces "x"
+not found`). Unreadable files and invalid YAML stay fatal.
 """
 
 from __future__ import annotations
