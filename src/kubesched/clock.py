@@ -62,10 +62,24 @@ class VirtualClock:
         heapq.heappush(self._timers, (timer.when, next(self._seq), timer))
         return timer
 
-    def next_time(self) -> float | None:
+    def next_time(self, skip: Timer | None = None) -> float | None:
+        """When the next live timer is due; with `skip`, the next one other than that timer (so
+        the simulator can see how far it may jump while only `skip`'s periodic work is due)."""
         while self._timers and self._timers[0][2].cancelled:
             heapq.heappop(self._timers)
-        return self._timers[0][0] if self._timers else None
+        if not self._timers:
+            return None
+        if skip is None or self._timers[0][2] is not skip:
+            return self._timers[0][0]
+        # Put the entry back as it was: (when, seq) orders the heap, so nothing runs in another order.
+        entry = heapq.heappop(self._timers)
+        after = self.next_time()
+        heapq.heappush(self._timers, entry)
+        return after
+
+    def peek(self) -> Timer | None:
+        """The next live timer to run, if any."""
+        return self._timers[0][2] if self.next_time() is not None else None
 
     def run_due(self) -> int:
         """Runs every timer due at the current time; returns how many ran."""

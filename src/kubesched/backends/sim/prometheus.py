@@ -142,24 +142,23 @@ class SimPrometheus:
     def _cpu(self, taus: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
         """rate() over the busy counter at each evaluation time: (valid per time, values)."""
         times = self.usage.times
-        counter = self.usage.cpu_counter
         first = np.searchsorted(times, taus - window + _EPS, side="left")
         last = np.searchsorted(times, taus + _EPS, side="right") - 1
         valid = last - first >= 1
         values = np.zeros((len(taus), len(self.usage.node_names)))
         if valid.any():
             f, ls = first[valid], last[valid]
-            values[valid] = (counter[ls] - counter[f]) / (times[ls] - times[f])[:, None]
+            counter = self.usage.counter_at
+            values[valid] = (counter(ls) - counter(f)) / (times[ls] - times[f])[:, None]
         return valid, values
 
     def _memory(self, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The last scraped memory utilization within the lookback at each evaluation time."""
         times = self.usage.times
-        memory = self.usage.memory
         last = np.searchsorted(times, taus + _EPS, side="right") - 1
         valid = last >= 0
         valid[valid] = times[last[valid]] > taus[valid] - LOOKBACK + _EPS
         values = np.zeros((len(taus), len(self.usage.node_names)))
         if valid.any():
-            values[valid] = memory[last[valid]]
+            values[valid] = self.usage.memory_at(last[valid])
         return valid, values

@@ -50,12 +50,17 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kubesched.api.objects import Container, Node, Pod
 from kubesched.api.quantity import QuantityError, parse_duration, parse_quantity, resource_value
+from kubesched.backends.sim.limits import MAX_SAMPLE_CELLS, MAX_SCRAPES, LimitError, span_text
 from kubesched.clock import Timer, VirtualClock
+
+if TYPE_CHECKING:
+    from kubesched.backends.sim.manifests import ClusterInput
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +323,14 @@ def running_requests(pod: Pod) -> dict[str, int]:
     return out
 
 
+def varying_usage(cluster: ClusterInput) -> bool:
+    """Whether some pod's or node's usage model varies with time (diurnal, bursty): then every
+    scrape is sampled anew, where steady usage repeats samples through quiet spans."""
+    specs = [spec for sp in cluster.pods for spec in (sp.usage_cpu, sp.usage_memory)]
+    specs.extend(spec for pair in cluster.background.values() for spec in pair)
+    return any(spec is not None and spec.model != "steady" for spec in specs)
+
+
 # --- the model ------------------------------------------------------------------------------------
 
 class _Channel:
@@ -463,14 +476,27 @@ class UsageModel:
                 spec = specs[r]
                 if spec is not None:
                     self._channels[r].set(row, spec, self.alloc[r, i], seed, ident, resource)
-        # History: one row per scrape.
+        # History. Each scrape has a time and a sample row (`_rid`); a row holds the utilization
+        # per node and the busy counter at `_base_t`. A scrape in a span where nothing changes
+        # and all usage is steady repeats the previous row (its counter grows linearly from the
+        # row's base), so a long quiet span costs 12 bytes a scrape, not a row of every node.
         self._times = np.zeros(256)
-        self._cpu = np.zeros((256, nn))
-        self._counter = np.zeros((256, nn))
-        self._memory = np.zeros((256, nn))
+        self._rid = np.zeros(256, np.int32)
         self.samples = 0
+        self._rows = 0
+        self._cpu = np.zeros((64, nn))
+        self._memory = np.zeros((64, nn))
+        self._base = np.zeros((64, nn))
+        self._base_t = np.zeros(64)
         self._timer: Timer | None = None
+        self._next_at = 0.0
         self._last: float | None = None
+        self._prev: float = -np.inf  # the start of the interval the last scrape covered
+        self._changed_at = -np.inf  # the last time a pod started or stopped
+        # Guard against a run sampling more than the limits allow (the up-front checks in the
+        # engine estimate; this is the hard stop).
+        self.max_scrapes = MAX_SCRAPES
+        self.max_cells = MAX_SAMPLE_CELLS
         # Where the sampling started (a sample covers the interval before it; the first, taken
         # at the start, covers time before the run and is left out of the summary).
         self.started_at = 0.0
@@ -508,6 +534,7 @@ class UsageModel:
         if requests is None:
             requests = running_requests(pod)
         row = self._add_row(index, self.clock.now(), uid)
+        self._changed_at = self.clock.now()
         specs = self.pod_usage.get(uid, (None, None))
         ident = f"pod/{uid}"
         for r, resource in enumerate(RESOURCES):
@@ -524,6 +551,7 @@ class UsageModel:
         row = self._row_of.pop(uid, None)
         if row is not None:
             self._end[row] = self.clock.now()
+            self._changed_at = self.clock.now()
             self._dead += 1
 
     def running(self) -> int:
@@ -552,7 +580,13 @@ class UsageModel:
             self._timer.cancel()
             self._timer = None
 
+    @property
+    def timer(self) -> Timer | None:
+        """The pending scrape's timer (the simulator jumps over it in quiet spans)."""
+        return self._timer
+
     def _schedule(self, when: float) -> None:
+        self._next_at = when
         self._timer = self.clock.call_at(when, self._tick)
 
     def _tick(self) -> None:
@@ -561,6 +595,83 @@ class UsageModel:
         # Scrapes at start + k * interval, computed without accumulating rounding.
         k = round((now - self.started_at) / self.interval) + 1
         self._schedule(self.started_at + k * self.interval)
+
+    def catch_up(self, until: float | None, settle: tuple[float, float] | None = None) -> float | None:
+        """Takes at once every scrape due before `until` (None: no bound), as the timers would
+        one by one; with `settle` = (origin, span), only those at most `span` after `origin`.
+        The caller knows nothing else happens meanwhile. Returns the time of the last scrape
+        taken, or None; the scrape timer is then set for the next one.
+
+        While nothing changes and all running usage is steady, the scrapes repeat the last
+        sample: they are added in one step, whatever their number."""
+        if self._timer is None or (until is None and settle is None):
+            return None
+        k = round((self._next_at - self.started_at) / self.interval)
+        taken: float | None = None
+        while True:
+            t = self.started_at + k * self.interval
+            if not _within(t, until, settle):
+                break
+            if self._repeats():
+                count = _count_within(self.started_at, self.interval, k, until, settle)
+                self._repeat(k, count)
+                k += count
+                taken = self._last
+                break
+            self.sample(t)
+            taken = t
+            k += 1
+        if taken is not None:
+            self._timer.cancel()
+            self._schedule(self.started_at + k * self.interval)
+        return taken
+
+    def _repeats(self) -> bool:
+        """Whether the next scrape repeats the last sample exactly: no pod started or stopped
+        during or after the interval the last scrape covered (so every share is whole), and
+        every usage source running is steady."""
+        if self._last is None or self._changed_at > self._prev:
+            return False
+        n, t = self._n, self._last
+        alive = (self._start[:n] <= t) & (self._end[:n] > t)
+        return not any(ch.kind[:n][alive].any() for ch in self._channels)
+
+    def _repeat(self, k: int, count: int) -> None:
+        """Adds `count` scrapes from the k-th that repeat the last sample's row."""
+        start = self.samples
+        self._reserve(start + count, 0)
+        times = self.started_at + np.arange(k, k + count) * self.interval
+        self._times[start : start + count] = times
+        self._rid[start : start + count] = self._rid[start - 1]
+        self.samples = start + count
+        self._prev = float(self._times[self.samples - 2])
+        self._last = float(times[-1])
+
+    def _reserve(self, samples: int, rows: int) -> None:
+        """Room for `samples` scrapes and `rows` more sample rows, within the limits."""
+        nn = len(self.node_names)
+        if samples > self.max_scrapes:
+            raise LimitError(
+                "",
+                f"the run reached {samples} scrapes at virtual time {span_text(self.clock.now())}: over the simulator's "
+                f"limit of {self.max_scrapes} scrapes in one run (scrapeInterval {self.interval:g}s); raise "
+                "scrapeInterval or shorten the scenario"
+            )
+        if (self._rows + rows) * nn > self.max_cells:
+            raise LimitError(
+                "",
+                f"the run sampled usage on {nn} nodes at {self._rows + rows} scrapes by virtual time "
+                f"{span_text(self.clock.now())}: over the simulator's limit of {self.max_cells} node-samples in one "
+                f"run (scrapeInterval {self.interval:g}s); raise scrapeInterval or simulate fewer nodes or a shorter span"
+            )
+        if samples > len(self._times):
+            size = max(samples, 2 * len(self._times))
+            self._times = _grown(self._times, size, self.samples)
+            self._rid = _grown(self._rid, size, self.samples)
+        if self._rows + rows > len(self._base_t):
+            size = max(self._rows + rows, 2 * len(self._base_t))
+            for name in ("_cpu", "_memory", "_base", "_base_t"):
+                setattr(self, name, _grown(getattr(self, name), size, self._rows))
 
     def sample(self, t: float) -> None:
         """Takes one scrape at time `t` (after the previous one)."""
@@ -579,27 +690,32 @@ class UsageModel:
         cpu_util = _utilization(cpu, self.alloc[0])
         mem_util = _utilization(mem, self.alloc[1])
         k = self.samples
-        if k == len(self._times):
-            self._grow_history()
+        self._reserve(k + 1, 1)
+        previous = self._counter_rows(np.array([k - 1]))[0] if k else 0.0
+        r = self._rows
+        self._cpu[r] = cpu_util
+        self._memory[r] = mem_util
+        self._base[r] = previous + cpu_util * dt
+        self._base_t[r] = t
+        self._rows = r + 1
         self._times[k] = t
-        self._cpu[k] = cpu_util
-        self._memory[k] = mem_util
-        self._counter[k] = (self._counter[k - 1] if k else 0.0) + cpu_util * dt
+        self._rid[k] = r
         self.samples = k + 1
+        self._prev = prev
         self._last = t
         if self._dead > max(256, n // 2):
             self._compact(t)
 
-    def _grow_history(self) -> None:
-        size = 2 * len(self._times)
-        times = np.zeros(size)
-        times[: self.samples] = self._times[: self.samples]
-        self._times = times
-        for name in ("_cpu", "_counter", "_memory"):
-            old = getattr(self, name)
-            new = np.zeros((size, old.shape[1]))
-            new[: self.samples] = old[: self.samples]
-            setattr(self, name, new)
+    def _counter_rows(self, index: np.ndarray) -> np.ndarray:
+        """The busy counter per node at the scrapes `index`: the row's base, plus its rate times
+        the time since the base for scrapes that repeat an earlier row."""
+        rid = self._rid[index]
+        out = self._base[rid]
+        since = self._times[index] - self._base_t[rid]
+        later = since != 0
+        if later.any():
+            out[later] += self._cpu[rid[later]] * since[later][:, None]
+        return out
 
     def _compact(self, t: float) -> None:
         """Drops rows of pods that stopped at or before the last scrape: they count no more."""
@@ -628,32 +744,93 @@ class UsageModel:
     @property
     def cpu(self) -> np.ndarray:
         """(scrapes, nodes): cpu busy share of allocatable over the interval ending at each scrape."""
-        return self._cpu[: self.samples]
+        return self._cpu[self._rid[: self.samples]]
 
     @property
     def cpu_counter(self) -> np.ndarray:
         """(scrapes, nodes): cumulative busy seconds per unit of allocatable (a counter)."""
-        return self._counter[: self.samples]
+        return self.counter_at(np.arange(self.samples))
 
     @property
     def memory(self) -> np.ndarray:
         """(scrapes, nodes): memory in use as a share of allocatable at each scrape."""
-        return self._memory[: self.samples]
+        return self._memory[self._rid[: self.samples]]
+
+    def counter_at(self, index: np.ndarray) -> np.ndarray:
+        """(len(index), nodes): the busy counter at the given scrapes."""
+        return self._counter_rows(np.asarray(index, np.int64))
+
+    def memory_at(self, index: np.ndarray) -> np.ndarray:
+        """(len(index), nodes): memory utilization at the given scrapes."""
+        return self._memory[self._rid[np.asarray(index, np.int64)]]
 
     def summary(self) -> UsageSummary:
         """Hotspots and spread of real cpu utilization over the scrapes of the run."""
         times = self.times
-        cpu = self.cpu
         use = times > self.started_at
-        cpu = cpu[use]
-        if not cpu.size:
+        if not use.any() or not self.node_names:
             return UsageSummary(0.0, 0.0, 0.0, 0)
+        rid = self._rid[: self.samples][use]
+        rows = self._cpu[: self._rows]
         previous = np.concatenate(([self.started_at], times[use][:-1]))
         dt = times[use] - previous
-        hot = float(((cpu > HOTSPOT_THRESHOLD).sum(axis=1) * dt).sum())
-        p99 = float(np.percentile(cpu, 99)) * 100
-        stddev = float(cpu.std(axis=1).mean()) * 100
-        return UsageSummary(round(hot, 1), round(p99, 2), round(stddev, 2), int(cpu.shape[0]))
+        # Per sample row, then per scrape through the row index: the same sums as over the
+        # (scrapes, nodes) matrix, without making it.
+        hot = float(((rows > HOTSPOT_THRESHOLD).sum(axis=1)[rid] * dt).sum())
+        p99 = _percentile_of_rows(rows, np.bincount(rid, minlength=self._rows), 99) * 100
+        stddev = float(rows.std(axis=1)[rid].mean()) * 100
+        return UsageSummary(round(hot, 1), round(p99, 2), round(stddev, 2), int(rid.size))
+
+
+def _within(t: float, until: float | None, settle: tuple[float, float] | None) -> bool:
+    return (until is None or t < until) and (settle is None or not t - settle[0] > settle[1])
+
+
+def _count_within(
+    started: float, interval: float, k: int, until: float | None, settle: tuple[float, float] | None
+) -> int:
+    """How many scrapes from the k-th on are due before `until` and within `settle` (the
+    caller has checked the k-th is), with the very float arithmetic the timers use."""
+    bounds = []
+    if until is not None:
+        bounds.append(until)
+    if settle is not None:
+        bounds.append(settle[0] + settle[1])
+    # A first guess from the division, then exact checks around it.
+    guess = math.floor((min(bounds) - started) / interval) - k + 1
+    count = max(1, min(guess, MAX_SCRAPES + 1))
+    while count > 1 and not _within(started + (k + count - 1) * interval, until, settle):
+        count -= 1
+    while count <= MAX_SCRAPES and _within(started + (k + count) * interval, until, settle):
+        count += 1
+    return count
+
+
+def _grown(old: np.ndarray, size: int, keep: int) -> np.ndarray:
+    new = np.zeros((size, *old.shape[1:]), old.dtype)
+    new[:keep] = old[:keep]
+    return new
+
+
+def _percentile_of_rows(rows: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """np.percentile(q) (linear interpolation) of the values of `rows`, each row counted
+    `weights` times, without repeating them: the same number numpy gives on the repeated array."""
+    keep = weights > 0
+    values = rows[keep].ravel()
+    counts = np.repeat(weights[keep], rows.shape[1])
+    order = np.argsort(values, kind="stable")
+    values, cumulative = values[order], np.cumsum(counts[order])
+    n = int(cumulative[-1])
+    virtual = (n - 1) * (q / 100)
+    if virtual >= n - 1:
+        return float(values[-1])
+    low = math.floor(virtual)
+    a = float(values[np.searchsorted(cumulative, low, side="right")])
+    b = float(values[np.searchsorted(cumulative, low + 1, side="right")])
+    gamma = virtual - low
+    # numpy's _lerp, step for step, so the result is bit for bit numpy's.
+    diff = b - a
+    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
 
 
 def _utilization(usage: np.ndarray, alloc: np.ndarray) -> np.ndarray:
