@@ -213,11 +213,15 @@ def _shape_error(node: yaml.Node, problem: str) -> YamlError:
 
 
 def _syntax_error(exc: yaml.YAMLError) -> YamlError:
+    if isinstance(exc, yaml.reader.ReaderError):
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        return YamlError(f"invalid YAML: unacceptable character #x{char:04x} at character {exc.position}: {exc.reason}")
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
     context = getattr(exc, "context", None)
     if context and problem.startswith("but "):
         problem = f"{context}, {problem}"
+    problem = str(problem).splitlines()[0] if str(problem).strip() else "syntax error"
     if mark is None:
         return YamlError(f"invalid YAML: {problem}")
     return YamlError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1)

@@ -104,3 +104,10 @@ def test_the_c_loader_is_used_when_there() -> None:
 
     if hasattr(yaml, "CSafeLoader"):
         assert issubclass(yamlio._Loader, yaml.CSafeLoader)
+
+
+def test_a_control_character_is_one_line() -> None:
+    with pytest.raises(YamlError) as info:
+        load_one("\x1fkind: Pod\n")
+    assert "\n" not in str(info.value)
+    assert info.value.problem.startswith("invalid YAML: unacceptable character #x001f")
