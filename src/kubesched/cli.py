@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import os
 import platform
+import re
+import signal
+import warnings
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -23,11 +29,76 @@ console = Console()
 err = Console(stderr=True)
 
 
+# Longest run of non-blank characters echoed in a message, and longest message: a 10 MB scalar in
+# a manifest must not come back whole on the terminal.
+MAX_TOKEN_CHARS = 200
+MAX_MESSAGE_CHARS = 4000
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+_LONG_TOKEN = re.compile(rf"\S{{{MAX_TOKEN_CHARS + 1},}}")
+
+
+def clip(message: str) -> str:
+    """The message with overlong words and an overlong whole cut, saying how much was left out."""
+
+    def cut(match: re.Match[str]) -> str:
+        text = match.group(0)
+        return f"{text[:MAX_TOKEN_CHARS // 2]}...({len(text) - MAX_TOKEN_CHARS // 2} more characters)"
+
+    message = _LONG_TOKEN.sub(cut, message)
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = f"{message[:MAX_MESSAGE_CHARS]}...({len(message) - MAX_MESSAGE_CHARS} more characters)"
+    return message
+
+
 def fail(message: str) -> typer.Exit:
     """User mistakes end with one line and exit code 2, never a traceback."""
     err.print("[bold red]error:[/] ", end="")
-    err.print(message, highlight=False, markup=False)
-    return typer.Exit(2)
+    err.print(clip(message), highlight=False, markup=False, soft_wrap=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def interruptible(command: Callable[P, R]) -> Callable[P, R]:
+    """Ctrl-C ends the command with one short line and exit code 130, whatever it was doing."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            err.print("interrupted", highlight=False)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    return wrapper
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _check_writable(path: Path | None, option: str) -> None:
+    """Refuse an output path that cannot be written before the run, not after it."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise fail(f"{option} {path}: is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise fail(f"{option} {path}: no such directory {parent}")
+    if (path.exists() and not os.access(path, os.W_OK)) or (not path.exists() and not os.access(parent, os.W_OK)):
+        raise fail(f"{option} {path}: permission denied")
+
+
+def _write_json(path: Path, data: Any, option: str) -> None:
+    try:
+        path.write_text(json.dumps(data, indent=2))
+    except OSError as exc:
+        raise fail(f"{option} {path}: cannot write: {exc.strerror}") from None
 
 
 def _load_configs(paths: list[Path] | None) -> list[tuple[str, SchedulerConfig]]:
@@ -61,38 +132,73 @@ def _run_simulations(cluster: Any, configs: list[tuple[str, SchedulerConfig]], s
     return results
 
 
+def _load_cluster(refs: list[str]) -> Any:
+    """Built-in scenario names and manifest paths, in any mix; every object the API server would
+    refuse is left out and listed in the cluster's `errors`."""
+    from kubesched.backends.sim.manifests import ManifestError, load_paths
+    from kubesched.backends.sim.scenarios import builtin_scenarios, load_scenario, scenario_path
+
+    builtin = builtin_scenarios()
+    if len(refs) == 1 and refs[0] in builtin and not Path(refs[0]).exists():
+        return load_scenario(refs[0], keep_going=True)
+    paths: list[Path] = []
+    missing: list[str] = []
+    for ref in refs:
+        if Path(ref).exists():
+            paths.append(Path(ref))
+        elif ref in builtin:
+            paths.append(scenario_path(ref))
+        else:
+            missing.append(ref)
+    if missing:
+        known = ", ".join(sorted(builtin))
+        raise ManifestError(f"{', '.join(missing)}: no such file, directory or built-in scenario (built-in: {known})")
+    return load_paths(paths, keep_going=True)
+
+
 @app.command()
+@interruptible
 def simulate(
     scenario: Annotated[list[str] | None, typer.Argument(help="Built-in scenario name, or manifest files/directories.")] = None,
     config: Annotated[list[Path] | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration; repeat to compare.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for breaking ties between equal nodes.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed for breaking ties between equal nodes.")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Run the scheduler on a simulated cluster, once per --config, and compare."""
-    from kubesched.backends.sim.manifests import ManifestError, builtin_scenarios, load_paths, load_scenario
+    """Run the scheduler on a simulated cluster, once per --config, and compare.
 
+    Objects the Kubernetes API server would refuse are reported and left out; the rest runs,
+    and the exit code is then 2.
+    """
+    from kubesched.backends.sim.limits import LimitError
+    from kubesched.backends.sim.manifests import ManifestError
+
+    _check_writable(json_out, "--json")
     try:
         configs = _load_configs(config)
-        refs = scenario or ["web-batch"]
-        if len(refs) == 1 and refs[0] in builtin_scenarios():
-            cluster = load_scenario(refs[0])
-        else:
-            for ref in refs:
-                if not Path(ref).exists():
-                    known = ", ".join(sorted(builtin_scenarios()))
-                    raise ManifestError(f"{ref}: no such file, directory or built-in scenario (built-in: {known})")
-            cluster = load_paths([Path(r) for r in refs])
-    except (ConfigError, ManifestError) as exc:
+        cluster = _load_cluster(scenario or ["web-batch"])
+    except (ConfigError, ManifestError, LimitError) as exc:
         raise fail(str(exc)) from None
-    for warning in getattr(cluster, "warnings", []):
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    results = _run_simulations(cluster, configs, seed, quiet)
+    for warning in cluster.warnings:
+        err.print(f"[yellow]warning:[/] {clip(warning)}", highlight=False)
+    for refused in cluster.errors:
+        err.print("[bold red]error:[/] ", end="")
+        err.print(clip(refused), highlight=False, markup=False, soft_wrap=True)
+    try:
+        results = _run_simulations(cluster, configs, seed, quiet)
+    except LimitError as exc:
+        raise fail(str(exc)) from None
     _print_results(cluster, results)
     if json_out is not None:
-        json_out.write_text(json.dumps({"scenario": cluster.name, "seed": seed,
-                                        "results": [r.as_dict() for r in results]}, indent=2))
+        data = {"scenario": cluster.name, "seed": seed, "results": [r.as_dict() for r in results],
+                "refused": list(cluster.errors)}
+        _write_json(json_out, data, "--json")
         console.print(f"wrote {json_out}")
+    if cluster.errors:
+        n = len(cluster.errors)
+        err.print(f"{n} object{'s' if n != 1 else ''} refused (see above); the simulation ran without {'them' if n != 1 else 'it'}",
+                  highlight=False)
+        raise typer.Exit(EXIT_USAGE)
 
 
 def _print_results(cluster: Any, results: list[Any]) -> None:
@@ -130,22 +236,25 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
 
 
 @app.command()
+@interruptible
 def bench(
     nodes: Annotated[int, typer.Option(min=1, help="Nodes (4 CPU, 32Gi, 110 pods each).")] = 5000,
     pods: Annotated[int, typer.Option(min=1, help="Pause pods (100m, 500Mi each).")] = 10000,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration (default profile if omitted).")] = None,
-    seed: Annotated[int, typer.Option(help="Tie-break seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Tie-break seed.")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """scheduler_perf's SchedulingBasic on the simulator: wall-clock pods/s and cycle latency."""
+    from kubesched.backends.sim.limits import LimitError
     from kubesched.bench import scheduling_basic
 
+    _check_writable(json_out, "--json")
     try:
         configs = _load_configs([config] if config else None)
-    except ConfigError as exc:
+        cluster = scheduling_basic(nodes, pods)
+    except (ConfigError, LimitError) as exc:
         raise fail(str(exc)) from None
-    cluster = scheduling_basic(nodes, pods)
     result = _run_simulations(cluster, configs, seed, quiet)[0]
     figures = {
         "workload": "SchedulingBasic",
@@ -165,7 +274,7 @@ def bench(
         table.add_row(key, str(figures[key]))
     console.print(table)
     if json_out is not None:
-        json_out.write_text(json.dumps(figures, indent=2))
+        _write_json(json_out, figures, "--json")
 
 
 @app.command()
@@ -214,6 +323,7 @@ def run(
 
 
 @config_app.command("validate")
+@interruptible
 def config_validate(path: Annotated[Path, typer.Argument(help="KubeSchedulerConfiguration YAML file.")]) -> None:
     """Check a configuration as the scheduler would read it; exit 2 with the reason if it is wrong."""
     try:
@@ -229,6 +339,12 @@ def config_validate(path: Annotated[Path, typer.Argument(help="KubeSchedulerConf
 
 
 def main() -> None:
+    # asyncio.run replaces Python's default SIGINT handler with one that first only cancels the
+    # main task, which a busy simulation may not notice for a long time; a handler of our own is
+    # left alone, so Ctrl-C raises KeyboardInterrupt wherever the run is (see `interruptible`).
+    signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
+    # numpy's floating-point warnings are not for users; the fuzz tests turn them into errors.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy(\..*)?$")
     app()
 
 

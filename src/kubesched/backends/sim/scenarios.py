@@ -39,14 +39,15 @@ def scenario_path(name: str) -> Path:
     return Path(str(resources.files("kubesched") / "scenarios" / f"{name}.yaml"))
 
 
-def load_scenario(ref: str) -> ClusterInput:
-    """A built-in scenario by name, else manifests at a path (file or directory)."""
+def load_scenario(ref: str, *, keep_going: bool = False) -> ClusterInput:
+    """A built-in scenario by name, else manifests at a path (file or directory); `keep_going` as
+    in load_paths (refused objects listed in ClusterInput.errors, the rest loaded)."""
     if ref in _SCENARIOS:
-        cluster = load_paths([scenario_path(ref)])
+        cluster = load_paths([scenario_path(ref)], keep_going=keep_going)
         cluster.name = ref
         cluster.description = _SCENARIOS[ref]
         return cluster
     if Path(ref).exists():
-        return load_paths([ref])
+        return load_paths([ref], keep_going=keep_going)
     known = ", ".join(sorted(_SCENARIOS))
     raise ManifestError(f"{ref}: no such file, directory or built-in scenario (built-in: {known})")
