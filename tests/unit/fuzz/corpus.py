@@ -1,0 +1,206 @@
+"""Seed objects and junk values for the manifest fuzz tests.
+
+The seeds are small, valid objects of every kind the simulator reads, each using the fields users
+get wrong (resources, affinity with every operator, spread constraints, tolerations, ports,
+priorities, gates). Mutations replace, delete or add one field at a time, so most inputs are
+*nearly* valid: the interesting place for a validator.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from hypothesis import strategies as st
+
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "z1", "disk": "ssd", "rank": "3"}},
+    "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+    "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "20", "example.com/gpu": "2"},
+               "capacity": {"cpu": "4", "memory": "8Gi", "pods": "20", "example.com/gpu": "2"}},
+}
+NODE2 = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n2", "labels": {"topology.kubernetes.io/zone": "z2", "rank": "7"}},
+    "spec": {"unschedulable": False},
+    "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}},
+}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "web-0", "namespace": "apps", "labels": {"app": "web", "tier": "front"}},
+    "spec": {
+        "priorityClassName": "high",
+        "containers": [{
+            "name": "web",
+            "image": "nginx",
+            "ports": [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}],
+            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+        }],
+        "initContainers": [{"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
+        "nodeSelector": {"disk": "ssd"},
+        "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60},
+        ],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z1", "z2"]},
+                    {"key": "rank", "operator": "Gt", "values": ["1"]},
+                    {"key": "broken", "operator": "DoesNotExist"},
+                ]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 50, "preference": {"matchExpressions": [{"key": "rank", "operator": "Lt", "values": ["5"]}]}},
+                ],
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"},
+                ],
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 10, "podAffinityTerm": {
+                        "labelSelector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]},
+                        "topologyKey": "topology.kubernetes.io/zone"}},
+                ],
+            },
+        },
+        "topologySpreadConstraints": [{
+            "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}}, "minDomains": 2,
+            "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": "Ignore", "matchLabelKeys": ["tier"],
+        }],
+        "overhead": {"cpu": "10m"},
+    },
+}
+GATED = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "gated", "annotations": {"sim.kubesched.io/arrival": "30s", "sim.kubesched.io/duration": "5m"}},
+    "spec": {"schedulingGates": [{"name": "example.com/wait"}], "priorityClassName": "batch", "preemptionPolicy": "Never",
+             "containers": [{"name": "c", "image": "pause",
+                             "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}}]},
+}
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "api", "namespace": "apps", "annotations": {"sim.kubesched.io/arrival-interval": "1s"}},
+    "spec": {
+        "replicas": 3,
+        "selector": {"matchLabels": {"app": "api"}},
+        "template": {
+            "metadata": {"labels": {"app": "api"}, "annotations": {"sim.kubesched.io/usage-cpu": "bursty:100m,peak=500m"}},
+            "spec": {"containers": [{"name": "api", "image": "api", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+                     "topologySpreadConstraints": [{"maxSkew": 2, "topologyKey": "kubernetes.io/hostname",
+                                                    "whenUnsatisfiable": "ScheduleAnyway",
+                                                    "labelSelector": {"matchLabels": {"app": "api"}}}]},
+        },
+    },
+}
+JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "crunch", "namespace": "apps", "annotations": {"sim.kubesched.io/duration": "2m"}},
+    "spec": {"parallelism": 2, "completions": 4,
+             "template": {"spec": {"restartPolicy": "Never",
+                                   "containers": [{"name": "w", "image": "w", "resources": {"requests": {"cpu": "500m"}}}]}}},
+}
+STATEFULSET = {
+    "apiVersion": "apps/v1",
+    "kind": "StatefulSet",
+    "metadata": {"name": "db", "namespace": "apps"},
+    "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+             "template": {"metadata": {"labels": {"app": "db"}},
+                          "spec": {"containers": [{"name": "db", "image": "db", "resources": {"requests": {"memory": "1Gi"}}}]}}},
+}
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"team": "a"}}}
+PRIORITY = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000,
+            "preemptionPolicy": "PreemptLowerPriority", "description": "high"}
+BATCH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": -5,
+         "preemptionPolicy": "Never"}
+SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "apps"},
+           "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+SETTINGS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubesched-simulation"},
+            "data": {"scrapeInterval": "15s", "prometheusOutages": "1m-2m"}}
+
+SEEDS: tuple[dict[str, Any], ...] = (NODE, NODE2, POD, GATED, DEPLOYMENT, JOB, STATEFULSET, NAMESPACE, PRIORITY, BATCH, SERVICE, SETTINGS)
+
+# Values users (and copy-paste) put where they do not belong: numbers past every limit, operators
+# and effects that do not exist, names the API refuses, odd quantities and durations.
+NASTY_STRINGS = (
+    "", " ", "1e30", "99999999999999999999999", "1e1000000", "-1", "0", "1.5", "NaN", "nan", "Inf", "+Inf", "-inf",
+    "100m", "0.0000001", "1e-30", "1Ki", "1E", "9223372036854775807", "9223372036854775808", "1Ei", "8Ei", "18446744073709551616",
+    "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Equal", "Sometimes", "DoNotSchedule", "ScheduleAnyway",
+    "NoSchedule", "PreferNoSchedule", "NoExecute", "Honor", "Ignore", "Never", "Always", "OnFailure", "TCP", "SCTP", "HTTP",
+    "UPPER", "a/b/c", "-bad-", "bad_", "über", "a" * 64, "a" * 254, "x." * 130, "kubernetes.io/", "/name", "1h", "1y",
+    "999999h", "-5m", "0s", "steady:1e30", "bursty:1,peak=1e308", "diurnal:1,period=0s", "10m-1m", "1e9h-1e10h",
+)
+NASTY_INTS = (0, -1, 1, 100, 101, 65535, 65536, 70000, 2**31 - 1, 2**31, 2**62, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30)
+
+
+def junk() -> st.SearchStrategy[Any]:
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.sampled_from(NASTY_INTS),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.sampled_from(NASTY_STRINGS),
+        st.text(max_size=12),
+    )
+    return st.one_of(
+        scalars,
+        st.lists(scalars, max_size=3),
+        st.dictionaries(st.sampled_from(("key", "operator", "values", "name", "effect", "", "x")), scalars, max_size=3),
+    )
+
+
+def paths(obj: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path to a value inside obj (dict keys and list indexes), the root excluded."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield (*prefix, key)
+            yield from paths(value, (*prefix, key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield (*prefix, i)
+            yield from paths(value, (*prefix, i))
+
+
+def _parent(obj: Any, path: tuple[Any, ...]) -> Any:
+    for step in path[:-1]:
+        obj = obj[step]
+    return obj
+
+
+@st.composite
+def mutated(draw: st.DrawFn, seeds: tuple[dict[str, Any], ...] = SEEDS) -> dict[str, Any]:
+    """A seed object with one to three fields replaced by junk, deleted, or added."""
+    obj = copy.deepcopy(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        where = list(paths(obj))
+        path = draw(st.sampled_from(where))
+        parent = _parent(obj, path)
+        action = draw(st.sampled_from(("replace", "replace", "replace", "delete", "add")))
+        if action == "replace":
+            parent[path[-1]] = draw(junk())
+        elif action == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(("extra", "key", "name", "value", "operator", "x-y")))] = draw(junk())
+        else:
+            parent.append(draw(junk()))
+    return obj
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A small cluster: the seeds, with one to four of them replaced by mutants."""
+    objects = [copy.deepcopy(s) for s in SEEDS]
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        objects[draw(st.integers(min_value=0, max_value=len(objects) - 1))] = draw(mutated())
+    return objects
