@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from kubesched.api.objects import Node, Pod, convert
+from kubesched.backends.sim.limits import check_bench
 from kubesched.backends.sim.manifests import ClusterInput, SimPod
 
 
 def scheduling_basic(nodes: int, pods: int) -> ClusterInput:
-    """`nodes` nodes of 4 CPU / 32Gi / 110 pods and `pods` pods of 100m / 500Mi, as scheduler_perf builds them."""
+    """`nodes` nodes of 4 CPU / 32Gi / 110 pods and `pods` pods of 100m / 500Mi, as scheduler_perf builds them.
+
+    LimitError (backends.sim.limits) before anything is built if either is over the simulator's limits."""
+    check_bench(nodes, pods)
     node_objs = [
         convert(
             {

@@ -639,7 +639,9 @@ class UsageModel:
     def _repeat(self, k: int, count: int) -> None:
         """Adds `count` scrapes from the k-th that repeat the last sample's row."""
         start = self.samples
-        self._reserve(start + count, 0)
+        if start + count > self.max_scrapes:
+            self._reserve(self.max_scrapes + 1, 0, self.started_at + (k + self.max_scrapes - start) * self.interval)
+        self._reserve(start + count, 0, self.clock.now())
         times = self.started_at + np.arange(k, k + count) * self.interval
         self._times[start : start + count] = times
         self._rid[start : start + count] = self._rid[start - 1]
@@ -647,13 +649,14 @@ class UsageModel:
         self._prev = float(self._times[self.samples - 2])
         self._last = float(times[-1])
 
-    def _reserve(self, samples: int, rows: int) -> None:
-        """Room for `samples` scrapes and `rows` more sample rows, within the limits."""
+    def _reserve(self, samples: int, rows: int, t: float) -> None:
+        """Room for `samples` scrapes and `rows` more sample rows, within the limits (LimitError
+        naming the scrape at time `t` that would go over)."""
         nn = len(self.node_names)
         if samples > self.max_scrapes:
             raise LimitError(
                 "",
-                f"the run reached {samples} scrapes at virtual time {span_text(self.clock.now())}: over the simulator's "
+                f"the run reached {samples} scrapes at virtual time {span_text(t)}: over the simulator's "
                 f"limit of {self.max_scrapes} scrapes in one run (scrapeInterval {self.interval:g}s); raise "
                 "scrapeInterval or shorten the scenario"
             )
@@ -661,7 +664,7 @@ class UsageModel:
             raise LimitError(
                 "",
                 f"the run sampled usage on {nn} nodes at {self._rows + rows} scrapes by virtual time "
-                f"{span_text(self.clock.now())}: over the simulator's limit of {self.max_cells} node-samples in one "
+                f"{span_text(t)}: over the simulator's limit of {self.max_cells} node-samples in one "
                 f"run (scrapeInterval {self.interval:g}s); raise scrapeInterval or simulate fewer nodes or a shorter span"
             )
         if samples > len(self._times):
@@ -690,7 +693,7 @@ class UsageModel:
         cpu_util = _utilization(cpu, self.alloc[0])
         mem_util = _utilization(mem, self.alloc[1])
         k = self.samples
-        self._reserve(k + 1, 1)
+        self._reserve(k + 1, 1, t)
         previous = self._counter_rows(np.array([k - 1]))[0] if k else 0.0
         r = self._rows
         self._cpu[r] = cpu_util

@@ -36,6 +36,7 @@ import msgspec
 
 from kubesched.api.objects import LabelSelector, ObjectError, ObjectMeta, PodSpec, convert
 from kubesched.api.selectors import Selector, SelectorError, compile_label_selector
+from kubesched.backends.sim.limits import LimitError, check_replicas
 
 # kube's rand.String / SafeEncodeString alphabet: no vowels (no words), no look-alikes.
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
@@ -306,12 +307,22 @@ def _fmt_labels(labels: dict[str, str]) -> str:
     return "{" + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) + "}" if labels else "{}"
 
 
-def _replicas(value: int | None, where: str = "spec.replicas") -> int:
+def _replicas(value: int | None, where: str = "spec.replicas", *, limit: bool = True) -> int:
     if value is None:
         return 1
     if value < 0:
         raise FieldError(where, f"Invalid value: {value}: must be greater than or equal to 0")
+    if limit:
+        _check_limit(value, where)
     return value
+
+
+def _check_limit(pods: int, where: str) -> None:
+    """The simulator's limit on one workload's pods, before any is made (backends.sim.limits)."""
+    try:
+        check_replicas(pods, where)
+    except LimitError as exc:
+        raise FieldError(exc.field, exc.detail) from None
 
 
 def _raw_template(raw: dict[str, Any]) -> dict[str, Any]:
@@ -529,7 +540,8 @@ def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoptio
     if policy not in ("OnFailure", "Never"):
         shown = "Required value" if not policy else f'Unsupported value: "{policy}"'
         raise FieldError("spec.template.spec.restartPolicy", f'{shown}: supported values: "OnFailure", "Never"')
-    parallelism = _replicas(spec.parallelism, "spec.parallelism")
+    # A huge parallelism with few completions makes few pods: the limit applies to those made.
+    parallelism = _replicas(spec.parallelism, "spec.parallelism", limit=False)
     if spec.completions is not None and spec.completions < 0:
         raise FieldError("spec.completions", f"Invalid value: {spec.completions}: must be greater than or equal to 0")
     mode = spec.completion_mode or "NonIndexed"
@@ -551,6 +563,7 @@ def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoptio
     if spec.suspend:
         return out
     want = parallelism if spec.completions is None else min(parallelism, spec.completions)
+    _check_limit(want, "spec.parallelism" if want == parallelism else "spec.completions")
     active = len(adoption.owned(ns, "Job", name))
     owner = _owner_ref("Job", name, uid)
     for i in range(max(0, want - active)):
