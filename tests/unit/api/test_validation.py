@@ -461,3 +461,9 @@ def test_kubectl_line_joins_issues_as_kube_does() -> None:
     two = [FieldIssue("spec.a", "Required value"), FieldIssue("spec.b", "Forbidden: x"), FieldIssue("spec.a", "Required value")]
     assert invalid_object("Pod", "web", one) == 'The Pod "web" is invalid: spec.a: Required value'
     assert aggregate(two) == "[spec.a: Required value, spec.b: Forbidden: x]"
+
+
+def test_a_line_stays_bounded_however_many_issues() -> None:
+    pod = pod_with("metadata.labels", {f"bad key {i}": "x" for i in range(500)})
+    line = invalid_object("Pod", "web-1", validate_pod(pod))
+    assert line.endswith(", and 490 more]") and line.count("metadata.labels: Invalid value") == 10

@@ -43,9 +43,12 @@ def go_string(value: str) -> str:
 
 
 def go_map(values: dict[str, str]) -> str:
-    """A map[string]string as Go's %#v prints it (keys sorted)."""
-    inner = ", ".join(f"{go_string(k)}:{go_string(v)}" for k, v in sorted(values.items()))
-    return "map[string]string{" + inner + "}"
+    """A map[string]string as Go's %#v prints it (keys sorted), cut after a few entries' worth."""
+    inner = ", ".join(f"{go_string(k)}:{go_string(v)}" for k, v in sorted(values.items())[:20])
+    text = "map[string]string{" + inner + "}"
+    if len(values) > 20 or len(text) > 4 * SHOWN_LIMIT:
+        return text[: 4 * SHOWN_LIMIT] + f"...({len(values)} entries)"
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +106,21 @@ def too_many(path: str, count: int, limit: int) -> FieldIssue:
     return FieldIssue(path, f"Too many: {count}: must have at most {limit} items")
 
 
+# Most issues shown for one object; an object with hundreds of bad labels gets a bounded line.
+AGGREGATE_LIMIT = 10
+
+
 def aggregate(issues: Iterable[FieldIssue]) -> str:
     """Several issues as one line, as kube's ErrorList.ToAggregate prints them: one alone, several
-    as `[a, b]`, exact repeats dropped."""
+    as `[a, b]`, exact repeats dropped. Beyond AGGREGATE_LIMIT the rest is counted, not listed."""
     seen: dict[str, None] = {}
     for issue in issues:
         seen.setdefault(str(issue), None)
     texts = list(seen)
     if len(texts) == 1:
         return texts[0]
+    if len(texts) > AGGREGATE_LIMIT:
+        texts = [*texts[:AGGREGATE_LIMIT], f"and {len(texts) - AGGREGATE_LIMIT} more"]
     return "[" + ", ".join(texts) + "]"
 
 
