@@ -92,6 +92,16 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     ("annotations too big", "metadata.annotations", {"a": "x" * 262144},
      ["metadata.annotations: Too long: must have at most 262144 bytes"]),
     ("uppercase annotation ok", "metadata.annotations", {"Example.com/Key": "x"}, []),
+    ("owner reference ok", "metadata.ownerReferences", [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                                         "uid": "u1", "controller": True}], []),
+    ("owner reference fields", "metadata.ownerReferences", [{"apiVersion": "apps/", "kind": "ReplicaSet", "name": "rs"}],
+     ['metadata.ownerReferences.apiVersion: Invalid value: "apps/": version must not be empty',
+      'metadata.ownerReferences.uid: Invalid value: "": uid must not be empty']),
+    ("two controllers", "metadata.ownerReferences", [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "1", "controller": True},
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "b", "uid": "2", "controller": True}],
+     ['metadata.ownerReferences: Invalid value: []v1.OwnerReference{ReplicaSet/a, Job/b}: Only one reference can have '
+      'Controller set to true. Found "true" in references for ReplicaSet/a and Job/b']),
     # containers
     ("no containers", "spec.containers", [], ["spec.containers: Required value"]),
     ("container name", "spec.containers.0.name", "Web", [f'{C0}.name: Invalid value: "Web": {LABEL_MSG}']),

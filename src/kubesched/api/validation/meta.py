@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from kubesched.api.objects import LabelSelector, ObjectMeta
+from kubesched.api.objects import LabelSelector, ObjectMeta, OwnerReference
 from kubesched.api.validation.field import FieldIssue, invalid, required, too_long
 
 DNS1123_LABEL_MAX = 63
@@ -183,6 +183,32 @@ def validate_object_meta(meta: ObjectMeta, *, namespaced: bool, name_check: Name
             out.extend(invalid(f"{path}.namespace", meta.namespace, msg) for msg in name_is_dns_label(meta.namespace))
     out.extend(validate_labels(meta.labels, f"{path}.labels"))
     out.extend(validate_annotations(meta.annotations, f"{path}.annotations"))
+    out.extend(validate_owner_references(meta.owner_references, f"{path}.ownerReferences"))
+    return out
+
+
+def validate_owner_references(refs: list[OwnerReference], path: str) -> list[FieldIssue]:
+    """ValidateOwnerReferences (reported at the list's path, without an index, as kube does)."""
+    out: list[FieldIssue] = []
+    controller = ""
+    for ref in refs:
+        version = ref.api_version.rsplit("/", 1)[-1]
+        if not version:
+            out.append(invalid(f"{path}.apiVersion", ref.api_version, "version must not be empty"))
+        if not ref.kind:
+            out.append(invalid(f"{path}.kind", ref.kind, "kind must not be empty"))
+        if not ref.name:
+            out.append(invalid(f"{path}.name", ref.name, "name must not be empty"))
+        if not ref.uid:
+            out.append(invalid(f"{path}.uid", ref.uid, "uid must not be empty"))
+        if ref.controller:
+            name = f"{ref.kind}/{ref.name}"
+            if controller:
+                listed = "[]v1.OwnerReference{" + ", ".join(f"{r.kind}/{r.name}" for r in refs[:5]) + "}"
+                out.append(invalid(path, listed[:400], "Only one reference can have Controller set to true. Found \"true\" in "
+                                                       f"references for {controller} and {name}", rendered=True))
+            else:
+                controller = name
     return out
 
 
