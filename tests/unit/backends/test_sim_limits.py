@@ -172,3 +172,12 @@ def test_the_usage_model_stops_at_its_limits_while_running() -> None:
     model.sample(21.0)
     with pytest.raises(LimitError, match=r"the run sampled usage on 1 nodes at 4 scrapes .* limit of 3 node-samples"):
         model.sample(22.0)
+
+
+def test_an_arrival_plus_its_duration_past_the_limit_is_refused() -> None:
+    with pytest.raises(LimitError) as info:
+        run([node("n"), late("78840h", **{"sim.kubesched.io/duration": "17520h"})])
+    assert str(info.value) == (
+        "pod default/late arrives at 2.83824e+08s (9 years) and runs 6.3072e+07s (2 years): it ends at 3.46896e+08s "
+        "(11 years), over the simulator's limit of 3.1536e+08s (10 years) of virtual time"
+    )

@@ -4,6 +4,12 @@ Besides placements, a run measures what placement did to the cluster's real load
 model (backends.sim.usage) samples every node's utilization each scrape interval, and a
 simulated Prometheus answers the scheduler's metric queries from those scrapes, with the lag a
 real installation has.
+
+Time jumps from one event to the next. Where only scrapes are due before the next timer (an
+arrival, a completion, a retry, a metrics refresh), they are taken in one step: a quiet span of
+a year costs what one event does (see UsageModel.catch_up). What a run may ask for (nodes,
+pods, spans of virtual time, scrapes) is bounded by backends.sim.limits and checked before it
+starts.
 """
 
 from __future__ import annotations

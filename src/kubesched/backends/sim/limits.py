@@ -168,6 +168,11 @@ def check_cluster(cluster: ClusterInput, settle: float, varying_usage: bool) -> 
     interval = settings.scrape_interval
     check_scrape_interval(interval, "kubesched-simulation: data[scrapeInterval]")
     latest, why = horizon(cluster)
+    if latest > MAX_VIRTUAL_SECONDS:
+        raise LimitError(
+            "", f"{why}: it ends at {span_text(latest)}, over the simulator's limit of {span_text(MAX_VIRTUAL_SECONDS)} "
+            "of virtual time"
+        )
     span = latest + settle
     scrapes = math.floor(span / interval) + 1
     cause = f" ({why})" if why else ""

@@ -39,6 +39,12 @@ a node cannot be more than fully busy) at every scrape, as node-exporter would s
 the busy share of the interval since the previous scrape (a pod bound mid-interval counts for
 the part it ran), memory the amount in use at the scrape. It samples on the virtual clock's
 own timers, which are not cluster changes: a simulation with only scrapes left still ends.
+
+Scrapes in a span where no pod starts or stops and all running usage is steady repeat the last
+sample exactly; the simulator takes them at once (`catch_up`) and stores them as references to
+that sample, so a year of quiet costs a few vector operations and 12 bytes a scrape. The figures
+and the simulated Prometheus's answers are the same as scrape-by-scrape sampling gives (the busy
+counter inside such a span is computed from its rate, equal up to float rounding).
 """
 
 from __future__ import annotations
