@@ -31,7 +31,7 @@ from kubesched.framework.waiting import WaitingPod
 from kubesched.handle import FrameworkHandle
 from kubesched.metrics.prometheus import PrometheusTransport
 from kubesched.metrics.provider import USAGE_UPDATE, UsageService
-from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
 
@@ -77,7 +77,8 @@ class Stats:
     bind_failures: int = 0
     preemption_attempts: int = 0
     victims: int = 0
-    cycle_seconds: list[float] = field(default_factory=list)
+    # A histogram, not a list: a list gains an entry every cycle of a run that lasts months.
+    cycle_seconds: DurationHistogram = field(default_factory=DurationHistogram)
 
 
 class Scheduler:
@@ -228,7 +229,9 @@ class Scheduler:
         self.queue.move_on_event(POD_ADD)
 
     def on_pod_delete(self, uid: str) -> None:
+        """The pod was deleted or reached a terminal phase: nothing about it is kept."""
         self.in_flight.pop(uid, None)
+        self.recorder.forget(uid)
         self.queue.delete(uid)
         self.nominator.remove(uid)
         waiting = self.waiting.get(uid)
@@ -286,7 +289,7 @@ class Scheduler:
         pod_cycle = self.queue.scheduling_cycle
         state = CycleState()
         fwk.plugin_metrics = self.metrics if pod_cycle % PLUGIN_METRICS_EVERY == 1 else None
-        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table))
+        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
         self.current_record = record
         node, diagnosis, error = self._schedule_pod(fwk, state, pi, record)
         if node is None:
@@ -294,7 +297,7 @@ class Scheduler:
         else:
             self._assume_and_bind(fwk, state, qpi, record, node, pod_cycle)
         record.duration = time.perf_counter() - started
-        self.stats.cycle_seconds.append(record.duration)
+        self.stats.cycle_seconds.observe(record.duration)
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
             self.metrics.attempt(record.result, fwk.name, record.duration)
         self.recorder.add(record)
@@ -516,7 +519,7 @@ class Scheduler:
         message = status.message() or "binding rejected"
         self.backend.record_event(pi, "Warning", "FailedScheduling", message)
         record = self.recorder.latest.get(pi.key)
-        if record is not None:
+        if record is not None and record.uid == pi.uid:
             record.result, record.message = "error", message
         # Back to the queue with backoff, unless the pod went away meanwhile.
         if self.in_flight.pop(pi.uid, None) is not None and status.code in (Code.ERROR, Code.UNSCHEDULABLE):

@@ -10,6 +10,8 @@ work unchanged.
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -17,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 
 FOLD_AT = 4096  # pending observations per label set before folding into buckets
+ATTEMPTS_LABEL_CAP = 15  # attempts at or above this share the SLI histogram label "15+"
 
 Labels = tuple[str, ...]
 
@@ -33,21 +36,23 @@ class BatchedHistogram:
         self.documentation = documentation
         self.labelnames = list(labelnames)
         self.bounds = np.asarray(buckets, dtype=np.float64)
-        self._pending: dict[Labels, list[float]] = {}
+        # Plain doubles (8 bytes a value, not a float object's 32): with dozens of label sets
+        # each holding up to FOLD_AT values, lists of floats were megabytes.
+        self._pending: dict[Labels, array[float]] = {}
         self._counts: dict[Labels, np.ndarray] = {}
         self._sums: dict[Labels, float] = {}
 
     def observe(self, labels: Labels, value: float) -> None:
         pending = self._pending.get(labels)
         if pending is None:
-            pending = self._pending[labels] = []
+            pending = self._pending[labels] = array("d")
         pending.append(value)
         if len(pending) >= FOLD_AT:
             self._fold(labels, pending)
 
-    def _fold(self, labels: Labels, pending: list[float]) -> None:
-        values = np.asarray(pending, dtype=np.float64)
-        pending.clear()
+    def _fold(self, labels: Labels, pending: array[float]) -> None:
+        values = np.array(pending, dtype=np.float64)  # a copy: the buffer is emptied next
+        del pending[:]
         counts = self._counts.get(labels)
         if counts is None:
             counts = self._counts[labels] = np.zeros(self.bounds.size + 1, dtype=np.int64)
@@ -70,6 +75,56 @@ class BatchedHistogram:
             cumulative = np.cumsum(counts).tolist()
             family.add_metric(list(labels), list(zip(edges, cumulative, strict=True)), self._sums[labels])
         return family
+
+
+class DurationHistogram:
+    """Durations in fixed logarithmic buckets, for quantiles over a run of any length.
+
+    A list of every cycle's duration grows by one float per cycle forever; this holds a fixed
+    `BUCKETS_PER_OCTAVE * octaves` counts instead. Bucket i covers [low * r**i, low * r**(i+1))
+    with r = 2**(1/BUCKETS_PER_OCTAVE), and a quantile is reported as its bucket's geometric
+    middle, so for durations inside [low, high) it is within a factor r**0.5 of the exact order
+    statistic: 2**(1/64), about 1.1%, with 32 buckets per octave. Durations outside the range
+    are clamped to its ends (1 microsecond to about 1.1 hours by default).
+    """
+
+    BUCKETS_PER_OCTAVE = 32
+
+    __slots__ = ("_counts", "_inv_log_r", "_log_low", "count", "high", "low", "total")
+
+    def __init__(self, low: float = 1e-6, octaves: int = 32) -> None:
+        self.low = low
+        self.high = low * 2.0**octaves
+        self._counts = [0] * (octaves * self.BUCKETS_PER_OCTAVE)
+        self._log_low = math.log2(low)
+        self._inv_log_r = float(self.BUCKETS_PER_OCTAVE)  # 1 / log2(r)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.count += 1
+        self.total += seconds
+        if seconds <= self.low:
+            i = 0
+        else:
+            i = min(int((math.log2(seconds) - self._log_low) * self._inv_log_r), len(self._counts) - 1)
+        self._counts[i] += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def quantile(self, q: float) -> float:
+        """The duration of rank int(q * count) (0-based) among those observed, to within the
+        bucket error; 0.0 when nothing was observed."""
+        if not self.count:
+            return 0.0
+        rank = min(self.count - 1, int(q * self.count))
+        seen = 0
+        for i, n in enumerate(self._counts):
+            seen += n
+            if seen > rank:
+                return self.low * 2.0 ** ((i + 0.5) / self._inv_log_r)
+        raise AssertionError("unreachable: the counts add up to count")
 
 
 class LabelledCounter:
@@ -171,7 +226,10 @@ class SchedulerMetrics(Collector):
         self.plugin_duration.observe((plugin, point, status), seconds)
 
     def scheduled_after(self, attempts: int, seconds: float) -> None:
-        self.sli_duration.observe((str(attempts),), seconds)
+        # Capped as kube-scheduler caps it ("15+"): one label set per attempt count would grow
+        # with the worst-placed pod of a long run.
+        label = "15+" if attempts >= ATTEMPTS_LABEL_CAP else str(attempts)
+        self.sli_duration.observe((label,), seconds)
 
     def preemption(self, victims: int) -> None:
         self.preemption_attempts.inc(())

@@ -43,6 +43,7 @@ class DecisionRecord:
     attempt: int
     time: float
     nodes_total: int
+    uid: str = ""  # the pod object's uid: a pod recreated under the same name is another pod
     feasible: int = 0
     scored: int = 0
     # (plugin, reason, nodes): why nodes were rejected, first failing plugin per node.
@@ -79,15 +80,34 @@ class DecisionRecord:
 
 
 class Recorder:
-    """Keeps the latest record of each pod and a bounded history of recent cycles."""
+    """Keeps the latest record of each pod that still exists and a bounded history of recent cycles.
+
+    A scheduler runs for months while pods come and go by the million, so `latest` holds only
+    live pods: the scheduler calls `forget` with the uid when a pod is deleted or reaches a
+    terminal phase. Records are looked up by namespace/name (what a user asks about) but
+    forgotten by uid, since a delete may arrive when nothing else remembers the pod's name
+    (after a bind that failed because the pod was already gone, say).
+    """
 
     def __init__(self, history: int = 10000) -> None:
         self.latest: dict[str, DecisionRecord] = {}
         self.recent: deque[DecisionRecord] = deque(maxlen=history)
+        self._key_of: dict[str, str] = {}  # uid -> namespace/name, for records that have a uid
 
     def add(self, record: DecisionRecord) -> None:
+        previous = self.latest.get(record.pod)
+        if previous is not None and previous.uid and previous.uid != record.uid:
+            self._key_of.pop(previous.uid, None)  # replaced by a new pod of the same name
         self.latest[record.pod] = record
+        if record.uid:
+            self._key_of[record.uid] = record.pod
         self.recent.append(record)
 
-    def forget(self, pod: str) -> None:
-        self.latest.pop(pod, None)
+    def forget(self, uid: str) -> None:
+        """The pod with this uid is gone: its latest record goes (the recent history keeps it)."""
+        key = self._key_of.pop(uid, None)
+        if key is None:
+            return
+        record = self.latest.get(key)
+        if record is not None and record.uid == uid:
+            del self.latest[key]

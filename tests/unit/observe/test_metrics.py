@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.framework.interface import ClusterEvent
-from kubesched.observe.metrics import FOLD_AT, BatchedHistogram, SchedulerMetrics
+from kubesched.observe.metrics import FOLD_AT, BatchedHistogram, DurationHistogram, SchedulerMetrics
 from unit.simkit import node, pod, run
 
 
@@ -79,3 +80,39 @@ def test_preemption_is_counted():
     got = samples(sim.scheduler.metrics)
     assert got[("scheduler_preemption_attempts_total", ())] == 1
     assert got[("scheduler_preemption_victims_sum", ())] == 1
+
+
+def test_duration_histogram_quantiles_are_within_the_stated_error_of_the_exact_ones():
+    rng = np.random.default_rng(7)
+    # Cycle-like durations: log-normal around 200 microseconds, a long tail, a few outliers.
+    values = np.concatenate([rng.lognormal(np.log(2e-4), 0.8, 50_000), [3e-7, 5e-2, 4e3]])
+    h = DurationHistogram()
+    for v in values.tolist():
+        h.observe(v)
+    exact = np.sort(values)
+    bound = 2 ** (1 / 64)  # half a bucket of 2**(1/32)
+    for q in (0.001, 0.5, 0.9, 0.99, 0.999):  # q=0 and q=1 are the clamped outliers
+        want = exact[min(len(exact) - 1, int(q * len(exact)))]
+        got = h.quantile(q)
+        assert want / bound <= got <= want * bound, (q, want, got)
+    assert h.count == len(values) and abs(h.total - values.sum()) < 1e-6
+    assert len(h._counts) == 32 * 32  # fixed, however many cycles are observed
+
+
+def test_duration_histogram_edges():
+    h = DurationHistogram()
+    assert h.quantile(0.5) == 0.0
+    h.observe(0.0)  # below the range: the first bucket
+    h.observe(1e9)  # above it: the last
+    assert h.quantile(0.0) < 2e-6
+    assert 3000 < h.quantile(0.99) < h.high
+
+
+def test_sli_attempts_label_is_capped_as_kube_caps_it():
+    metrics = SchedulerMetrics()
+    for attempts in (1, 14, 15, 16, 1000):
+        metrics.scheduled_after(attempts, 1.0)
+    got = samples(metrics)
+    labels = {dict(k[1])["attempts"] for k in got if k[0] == "scheduler_pod_scheduling_sli_duration_seconds_count"}
+    assert labels == {"1", "14", "15+"}
+    assert got[("scheduler_pod_scheduling_sli_duration_seconds_count", (("attempts", "15+"),))] == 3

@@ -215,7 +215,7 @@ class Simulation:
             record = sched.recorder.latest.get(key)
             unschedulable[key] = record.message if record is not None else "not attempted"
         scheduled = sum(1 for v in placements.values() if v)
-        durations = sorted(sched.stats.cycle_seconds)
+        durations = sched.stats.cycle_seconds  # a histogram: quantiles within 1.1% of the exact ones
         pending = [
             sim.bound_at.get(pod.metadata.uid, virtual) - sim.created_at.get(pod.metadata.uid, virtual)
             for pod in owned
@@ -223,9 +223,7 @@ class Simulation:
         load = sim.usage.summary() if sim.usage is not None else None
 
         def pct(q: float) -> float:
-            if not durations:
-                return 0.0
-            return round(durations[min(len(durations) - 1, int(q * len(durations)))] * 1000, 4)
+            return round(durations.quantile(q) * 1000, 4)
 
         return SimResult(
             profile=self.label or ",".join(sched.frameworks),
