@@ -409,13 +409,16 @@ WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("mismatch", workload("ReplicaSet", selector={"matchLabels": {"app": "api"}}),
      ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),
     ("empty selector", workload("StatefulSet", selector={}),
-     ["spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{},}: "
-      "empty selector is invalid for statefulset"]),
+     ["spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+      "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for statefulset"]),
     ("template restartPolicy", workload("Deployment", template={**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}}),
      ['spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"']),
     ("template labels path", workload("Deployment", selector={"matchLabels": {"a b": "x"}},
                                       template={**TEMPLATE, "metadata": {"labels": {"a b": "x"}}}),
-     [f'spec.selector.matchLabels: Invalid value: "a b": {KEY_NAME_MSG}', f'spec.template.labels: Invalid value: "a b": {KEY_NAME_MSG}']),
+     [f'spec.selector.matchLabels: Invalid value: "a b": {KEY_NAME_MSG}',
+      'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"a b":"x"}, '
+      "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: invalid label selector",
+      f'spec.template.labels: Invalid value: "a b": {KEY_NAME_MSG}']),
     ("template containers", workload("Deployment", template={"metadata": TEMPLATE["metadata"], "spec": {}}),
      ["spec.template.spec.containers: Required value"]),
     ("statefulset name is a label", {**workload("StatefulSet"), "metadata": {"name": "db.v1", "namespace": "shop"}},
@@ -432,9 +435,17 @@ WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
      ['spec.completionMode: Unsupported value: "Sparse": supported values: "NonIndexed", "Indexed"']),
     ("indexed needs completions", workload("Job", completionMode="Indexed"),
      ["spec.completions: Required value: when completion mode is Indexed"]),
-    ("job selector not generated", workload("Job", selector={"matchLabels": {"app": "web"}}),
-     ["spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{app: web,},MatchExpressions:"
-      "[]LabelSelectorRequirement{},}: `selector` not auto-generated"]),
+    ("job selector not generated", {**workload("Job", selector={"matchLabels": {"app": "web"}}),
+                                    "metadata": {"name": "web", "namespace": "shop", "uid": "u-1"}},
+     ['spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"web", '
+      '"batch.kubernetes.io/controller-uid":"u-1"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: '
+      "`selector` not auto-generated"]),
+    ("job selector on generated labels", workload("Job", selector={"matchLabels": {"batch.kubernetes.io/job-name": "web"}}), []),
+    ("invalid selector", workload("ReplicaSet", selector={"matchExpressions": [{"key": "app", "operator": "Near"}]}),
+     ['spec.selector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator',
+      'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:'
+      '[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"app", Operator:"Near", Values:[]string(nil)}}}: '
+      "invalid label selector"]),
     ("job manual selector", workload("Job", manualSelector=True, selector={"matchLabels": {"app": "api"}}),
      ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),
     ("job name too long for its label", {**workload("Job"), "metadata": {"name": "j" * 64, "namespace": "shop"}},

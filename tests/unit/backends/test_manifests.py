@@ -569,8 +569,8 @@ def test_workload_selector_required_and_not_empty(tmp_path: Path) -> None:
     )
     empty = DEPLOYMENT.replace("matchLabels: {app: web}", "matchLabels: {}")
     assert error_of(tmp_path, empty).endswith(
-        "spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{},"
-        "MatchExpressions:[]LabelSelectorRequirement{},}: empty selector is invalid for deployment"
+        "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{}, "
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
     )
 
 

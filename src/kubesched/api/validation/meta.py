@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from kubesched.api.objects import LabelSelector, ObjectMeta, OwnerReference
-from kubesched.api.validation.field import FieldIssue, invalid, required, too_long
+from kubesched.api.validation.field import FieldIssue, go_map, go_string, invalid, required, too_long
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
@@ -237,16 +237,25 @@ def validate_label_selector(selector: LabelSelector | None, path: str) -> list[F
     return out
 
 
-def selector_string(selector: LabelSelector) -> str:
-    """*metav1.LabelSelector as its generated String() prints it, for 'Invalid value: ...'."""
-    labels = "".join(f"{k}: {v}," for k, v in sorted(selector.match_labels.items()))
-    exprs = "".join(
-        "LabelSelectorRequirement{Key:" + e.key + ",Operator:" + e.operator + ",Values:[" + " ".join(e.values) + "],},"
-        for e in selector.match_expressions
-    )
-    text = "&LabelSelector{MatchLabels:map[string]string{" + labels + "},MatchExpressions:[]LabelSelectorRequirement{" + exprs + "},}"
-    # The rendering embeds user strings unquoted; keep it bounded like any other echoed value.
-    return text if len(text) <= 400 else text[:400] + f"...({len(text) - 400} more)"
+def selector_string(selector: LabelSelector, raw: object = None) -> str:
+    """A *metav1.LabelSelector as kube prints it in 'Invalid value: ...' (Go's %#v of the struct).
+    `raw` (the manifest's selector) tells an empty map from an absent one, as Go's nil does."""
+    given = raw if isinstance(raw, dict) else {}
+    if selector.match_labels or given.get("matchLabels") is not None:
+        labels = go_map(selector.match_labels)
+    else:
+        labels = "map[string]string(nil)"
+    if selector.match_expressions or given.get("matchExpressions") is not None:
+        items = ", ".join(
+            f"v1.LabelSelectorRequirement{{Key:{go_string(e.key)}, Operator:{go_string(e.operator)}, Values:"
+            + ("[]string{" + ", ".join(go_string(v) for v in e.values[:20]) + "}" if e.values else "[]string(nil)") + "}"
+            for e in selector.match_expressions[:10]
+        )
+        exprs = "[]v1.LabelSelectorRequirement{" + items + "}"
+    else:
+        exprs = "[]v1.LabelSelectorRequirement(nil)"
+    text = f"v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}"
+    return text if len(text) <= 800 else text[:800] + f"...({len(text) - 800} more)"
 
 
 __all__ = [

@@ -85,7 +85,8 @@ def _label_selector(raw: Any) -> LabelSelector | None:
 
 
 def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[str, str] | None) -> list[FieldIssue]:
-    """One workload of `kind` (already decoded, its selector decoded for the kind)."""
+    """One workload of `kind` (already decoded, its selector decoded for the kind; obj.spec.selector
+    keeps the raw form for messages)."""
     out = validate_object_meta(obj.metadata, namespaced=True, name_check=NAME_CHECKS[kind])
     spec = obj.spec
     out.extend(_nonnegative(spec.min_ready_seconds, "spec.minReadySeconds"))
@@ -112,7 +113,8 @@ def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[s
         if labels and not all(template.metadata.labels.get(k) == v for k, v in labels.items()):
             out.append(_mismatch(template))
     else:
-        out.extend(_selector(kind, selector if isinstance(selector, LabelSelector) or selector is None else None, template))
+        out.extend(_selector(kind, selector if isinstance(selector, LabelSelector) or selector is None else None, template,
+                             spec.selector))
     out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))
     restart = template.spec.restart_policy or "Always"
     if restart != "Always":
@@ -127,7 +129,7 @@ def _mismatch(template: Template) -> FieldIssue:
                    "`selector` does not match template `labels`", rendered=True)
 
 
-def _selector(kind: str, selector: LabelSelector | None, template: Template) -> list[FieldIssue]:
+def _selector(kind: str, selector: LabelSelector | None, template: Template, raw: Any) -> list[FieldIssue]:
     """A required label selector that must select the template's labels."""
     out: list[FieldIssue] = []
     if selector is None:
@@ -137,12 +139,17 @@ def _selector(kind: str, selector: LabelSelector | None, template: Template) -> 
     out.extend(errs)
     if not selector.match_labels and not selector.match_expressions:
         noun = "statefulset" if kind == "StatefulSet" else "deployment"
-        out.append(invalid("spec.selector", selector_string(selector), f"empty selector is invalid for {noun}", rendered=True))
+        out.append(invalid("spec.selector", selector_string(selector, raw), f"empty selector is invalid for {noun}",
+                           rendered=True))
         return out
     try:
+        # LabelSelectorAsSelector refuses what the selector's validation refused (keys, values,
+        # operators), and then nothing is matched against the template.
+        if errs:
+            raise SelectorError("invalid")
         compiled = compile_label_selector(selector)
     except SelectorError:
-        out.append(invalid("spec.selector", selector_string(selector), "invalid label selector", rendered=True))
+        out.append(invalid("spec.selector", selector_string(selector, raw), "invalid label selector", rendered=True))
         return out
     if not compiled.matches(template.metadata.labels):
         out.append(_mismatch(template))
@@ -167,14 +174,26 @@ def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
                                f"must be less than or equal to {MAX_PARALLELISM_INDEXED} when completion mode is Indexed"))
     template = spec.template or Template()
     if spec.manual_selector:
-        out.extend(_selector("Job", selector, template))
+        out.extend(_selector("Job", selector, template, spec.selector))
     else:
         # The API server generates the selector and adds these labels to the template before
         # validating it, so a name too long for a label value is reported on the template.
         uid, name = obj.metadata.uid or "00000000-0000-0000-0000-000000000000", obj.metadata.name
         generated = {JOB_CONTROLLER_UID: uid, JOB_NAME: name, LEGACY_JOB_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name}
         if selector is not None:
-            out.append(invalid("spec.selector", selector_string(selector), "`selector` not auto-generated", rendered=True))
+            # The API server adds the controller-uid label to a given selector; it must then select
+            # exactly the generated labels (a selector on app=... does not).
+            generated_selector = LabelSelector(match_labels={JOB_CONTROLLER_UID: uid, **selector.match_labels},
+                                               match_expressions=selector.match_expressions)
+            try:
+                matches = compile_label_selector(generated_selector).matches({JOB_CONTROLLER_UID: uid, JOB_NAME: name})
+            except SelectorError:
+                matches = True  # reported by the selector's own validation
+            if not matches:
+                raw = {**spec.selector, "matchLabels": {}} if isinstance(spec.selector, dict) else None
+                out.append(invalid("spec.selector", selector_string(generated_selector, raw), "`selector` not auto-generated",
+                                   rendered=True))
+            out.extend(validate_label_selector(selector, "spec.selector"))
         template = Template(metadata=msgspec.structs.replace(
             template.metadata, labels={**template.metadata.labels, **generated}), spec=template.spec)
     out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))

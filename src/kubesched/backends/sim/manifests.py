@@ -498,10 +498,11 @@ class _Loader:
         """The API server's validation of the object, after its defaulting of the namespace."""
         if doc.kind == "Service":
             return validate_object_meta(doc.meta, namespaced=False, name_check=name_is_dns_label)
-        raw = doc.raw
-        if doc.namespace and meta_raw.get("namespace") != doc.namespace:
-            raw = {**raw, "metadata": {**meta_raw, "namespace": doc.namespace}}
-        return validate_manifest(raw)
+        # The namespace and uid the API server would have set (the uid shows in a Job's selector).
+        meta = {**meta_raw, "uid": doc.meta.uid or stable_uid(doc.kind, doc.namespace, doc.name)}
+        if doc.namespace:
+            meta["namespace"] = doc.namespace
+        return validate_manifest({**doc.raw, "metadata": meta})
 
     def _simulation_settings(self, origin: Origin, raw: dict[str, Any]) -> None:
         meta_raw = raw["metadata"]
