@@ -1056,3 +1056,12 @@ def test_overflowing_quantities_never_reach_scheduling(tmp_path: Path) -> None:
     assert len(cluster.errors) == 2
     result = asyncio.run(asyncio.wait_for(Simulation(cluster, default_config(), seed=0).run(), timeout=60))
     assert result.placements == {"default/small": "n1"}
+
+
+def test_job_selector_without_manual_selector(tmp_path: Path) -> None:
+    on_generated = JOB.replace("spec:\n  parallelism", "spec:\n  selector: {matchLabels: {batch.kubernetes.io/job-name: etl}}\n"
+                                                       "  parallelism", 1)
+    assert len(load(tmp_path, on_generated).pods) == 3
+    on_app = on_generated.replace("batch.kubernetes.io/job-name: etl", "app: etl")
+    assert "spec.selector: Invalid value: v1.LabelSelector{" in error_of(tmp_path, on_app)
+    assert "`selector` not auto-generated" in error_of(tmp_path, on_app)

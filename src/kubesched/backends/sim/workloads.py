@@ -555,8 +555,7 @@ def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoptio
         selector = _required_selector(spec.selector, "Job")
         _check_template_matches(selector, labels)
     else:
-        if spec.selector is not None:
-            raise FieldError("spec.selector", "Invalid value: `selector` will be auto-generated")
+        # A given selector was checked by api.validation (it must select the generated labels).
         labels.update({JOB_CONTROLLER_UID: uid, JOB_NAME: name, LEGACY_JOB_CONTROLLER_UID: uid, LEGACY_JOB_NAME: name})
     raw_template = _raw_template(raw)
     out = Expansion(probe=_probe(raw_template, template, name, ns))
