@@ -173,3 +173,25 @@ async def test_samples_are_labelled_by_node() -> None:
     assert samples == [Sample({"instance": "a"}, 0.0, 30.0), Sample({"instance": "b"}, 0.0, 30.0)]
     await w.prom.close()
     assert w.prom.queries[MEMORY] == 1
+
+
+async def test_many_overlapping_outages_are_looked_up_by_bisection() -> None:
+    outages = [(float(s), float(s) + 10.0) for s in range(10_000, 0, -100)]  # unsorted on purpose
+    outages.append((5_000.0, 5_500.0))  # overlaps several
+    w = World(outages=outages)
+    assert set(await w.at(99).values(CPU)) == {"a", "b"}
+    with pytest.raises(PrometheusError, match="outage from 100s to 110s"):
+        await w.at(105).prom.query(CPU)
+    assert set(await w.at(110).values(MEMORY)) == {"a", "b"}
+    with pytest.raises(PrometheusError, match="outage from 5000s to 5500s"):
+        await w.at(5_450).prom.query(CPU)
+    assert set(await w.at(5_550).values(MEMORY)) == {"a", "b"}
+    with pytest.raises(PrometheusError, match="outage from 10000s to 10010s"):
+        await w.at(10_005).prom.query(CPU)
+
+
+async def test_a_subquery_over_too_many_samples_fails_as_prometheus_does() -> None:
+    w = World().at(60)
+    huge = Series("cpu", "avg", 10 * 365 * 86400.0, 1.0).render(CPU)
+    with pytest.raises(PrometheusError, match="query processing would load too many samples into memory"):
+        await w.prom.query(huge)

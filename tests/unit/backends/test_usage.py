@@ -62,6 +62,7 @@ def test_bursty_and_uniform() -> None:
         ("bursty:300m", "bursty needs peak=AMOUNT"),
         ("bursty:300m,peak=1,duty=0", "duty: '0' must be above 0 and at most 1"),
         ("bursty:300m,peak=1,mean=0s", "mean: '0s' must be above 0"),
+        ("bursty:300m,peak=1,mean=10ms", "mean: '10ms' is under the simulator's minimum burst length of 1s"),
         ("steady:uniform(2,1)", "lower bound is above the upper bound"),
         ("steady:uniform(10%,2)", "both bounds must be percentages, or both quantities"),
         ("steady:uniform(1)", "uniform takes two amounts"),

@@ -23,6 +23,9 @@ for what-ifs well beyond it while a run at a limit stays within a few GiB and un
   far more likely wrong than meant, and float seconds lose sub-millisecond precision.
 - MIN_SCRAPE_INTERVAL (1 s): the simulated node-exporter's scrape interval. Prometheus setups
   scrape every 10-60 s; below a second the sampling cost says nothing more about placement.
+- MIN_BURST_MEAN (1 s): a bursty usage model's mean burst length. The model flips between
+  bursts and pauses one draw at a time, so its cost grows with their number; bursts shorter
+  than a second cannot be told apart from noise by scrapes at least a second apart.
 - MAX_SCRAPES (5,000,000): scrapes in one run (its span of virtual time / scrapeInterval), e.g.
   2.4 years at 15 s. Spans where nothing changes and all usage is steady cost 12 bytes a scrape
   (they are stored as one repeated sample), so this bounds the run's index of scrape times.
@@ -49,6 +52,7 @@ MAX_COUNT_NODES = MAX_NODES
 MAX_COUNT_PODS = MAX_PODS
 MAX_VIRTUAL_SECONDS = 10 * 365 * 86400.0
 MIN_SCRAPE_INTERVAL = 1.0
+MIN_BURST_MEAN = 1.0
 MAX_SCRAPES = 5_000_000
 MAX_SAMPLE_CELLS = 50_000_000
 MAX_REFRESHES = 200_000

@@ -24,6 +24,7 @@ other query fails with PrometheusError, as does every query during a simulated o
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from kubesched.metrics.prometheus import PrometheusError, Sample
 from kubesched.metrics.queries import parse_rendered
 
 LOOKBACK = 300.0  # Prometheus's default lookback delta for instant vectors
+MAX_SAMPLES = 50_000_000  # Prometheus's default --query.max-samples
 _EPS = 1e-9
 
 _CPU = re.compile(
@@ -60,6 +62,13 @@ class SimPrometheus:
         self.usage = usage
         self.clock = clock
         self.outages = list(outages)
+        # Outages sorted by start, with the outage reaching furthest among those begun so far:
+        # a lookup is a bisection, however many outages a scenario lists.
+        ordered = sorted(self.outages)
+        self._starts = [start for start, _ in ordered]
+        self._reach: list[tuple[float, float]] = []
+        for outage in ordered:
+            self._reach.append(outage if not self._reach or outage[1] > self._reach[-1][1] else self._reach[-1])
         self.address = address
         self.queries: Counter[str] = Counter()
         self.closed = False
@@ -73,11 +82,12 @@ class SimPrometheus:
     def evaluate(self, promql: str) -> list[Sample]:
         """The instant query at the clock's current time (what `query` answers)."""
         now = self.clock.now()
-        for start, end in self.outages:
-            if start <= now < end:
-                raise PrometheusError(
-                    f"{self.address}: connection refused (simulated Prometheus outage from {start:g}s to {end:g}s)"
-                )
+        begun = bisect.bisect_right(self._starts, now)
+        if begun and self._reach[begun - 1][1] > now:
+            start, end = self._reach[begun - 1]
+            raise PrometheusError(
+                f"{self.address}: connection refused (simulated Prometheus outage from {start:g}s to {end:g}s)"
+            )
         self.queries[promql] += 1
         try:
             expression, series = parse_rendered(promql)
@@ -105,6 +115,12 @@ class SimPrometheus:
             raise self._unknown(promql, "subquery window and step must be above 0")
         last = np.floor(now / series.step + _EPS)
         first = np.floor((now - series.window) / series.step + _EPS) + 1
+        if (last - first + 1) * max(len(self.usage.node_names), 1) > MAX_SAMPLES:
+            # Prometheus's own guard (--query.max-samples), and the simulator's memory's.
+            raise PrometheusError(
+                f"query {promql!r} failed: execution: query processing would load too many samples into memory in "
+                "query execution"
+            )
         taus = np.arange(first, last + 1) * series.step
         valid, values = inner(taus)
         values = values[valid]

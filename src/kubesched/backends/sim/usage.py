@@ -21,7 +21,7 @@ runs there outside kubesched's pods: system daemons, other tenants, non-Kubernet
   phase) / period)); amplitude 0..1 (default 0.5), period > 0 (default 24h), phase (default 0).
 - `bursty:300m,peak=1500m,duty=0.2,mean=1m` - on/off bursts: `peak` (required) during a
   burst, the level in between. `duty` (0 < duty <= 1, default 0.2) is the long-run share of
-  time in bursts and `mean` (default 1m) the mean burst length; burst and pause lengths are
+  time in bursts and `mean` (default 1m, at least 1s) the mean burst length; burst and pause lengths are
   exponential, drawn from the run seed and the pod's uid, so a run is reproducible.
 - `uniform(a,b)` anywhere an amount goes is drawn once per object (per pod, per node copy of
   `sim.kubesched.io/count`) from the seed: `steady:uniform(5%,60%)` gives uneven nodes.
@@ -62,7 +62,7 @@ import numpy as np
 
 from kubesched.api.objects import Container, Node, Pod
 from kubesched.api.quantity import QuantityError, parse_duration, parse_quantity, resource_value
-from kubesched.backends.sim.limits import MAX_SAMPLE_CELLS, MAX_SCRAPES, LimitError, span_text
+from kubesched.backends.sim.limits import MAX_SAMPLE_CELLS, MAX_SCRAPES, MIN_BURST_MEAN, LimitError, span_text
 from kubesched.clock import Timer, VirtualClock
 
 if TYPE_CHECKING:
@@ -265,6 +265,10 @@ def parse_usage(text: str, resource: str) -> UsageSpec:
             mean=_duration(options["mean"], "mean", positive=True) if "mean" in options else 60.0,
             text=raw,
         )
+        if spec.mean < MIN_BURST_MEAN:
+            raise UsageError(
+                f"mean: {options['mean'].strip()!r} is under the simulator's minimum burst length of {MIN_BURST_MEAN:g}s"
+            )
     return spec
 
 
