@@ -1065,3 +1065,16 @@ def test_job_selector_without_manual_selector(tmp_path: Path) -> None:
     on_app = on_generated.replace("batch.kubernetes.io/job-name: etl", "app: etl")
     assert "spec.selector: Invalid value: v1.LabelSelector{" in error_of(tmp_path, on_app)
     assert "`selector` not auto-generated" in error_of(tmp_path, on_app)
+
+
+def test_pods_bound_by_node_name_cannot_overflow_a_node(tmp_path: Path) -> None:
+    # nodeName skips the fit check, so only the loader keeps the node's summed requests in int64.
+    big = named_pod("b", "  nodeName: n1\n").replace("cpu: 100m", f"memory: \"{2**62}\"")
+    docs = [big.replace("name: b,", f"name: b{i},") for i in range(3)]
+    cluster = load_paths([write(tmp_path, "---\n".join(docs))], keep_going=True)
+    assert [sp.pod.metadata.name for sp in cluster.pods] == ["b0"]
+    assert cluster.errors[0].endswith(
+        'document 2: Pod default/b1: spec.nodeName: the memory requests of the pods bound to node "n1" add up beyond '
+        "9223372036854775807"
+    )
+    assert len(cluster.errors) == 2

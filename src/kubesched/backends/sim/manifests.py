@@ -85,8 +85,8 @@ from typing import Any
 
 from kubesched.api import yamlio
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
-from kubesched.api.podinfo import PodError, make_pod_info
-from kubesched.api.quantity import parse_duration
+from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
+from kubesched.api.quantity import INT64_MAX, parse_duration
 from kubesched.api.selectors import Selector
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
 from kubesched.api.validation.meta import name_is_dns_label, validate_object_meta
@@ -427,6 +427,8 @@ class _Loader:
         self.settings_origin: Origin | None = None
         # Names of Namespace objects that were refused: what is created in them is refused too.
         self.refused_namespaces: set[str] = set()
+        # Node name -> summed requests (and non-zero requests) of the pods bound to it by nodeName.
+        self.bound: dict[str, dict[str, int]] = {}
 
     def refuse(self, exc: ManifestError) -> None:
         """One object is refused: raise, or with keep_going note it and carry on without it."""
@@ -594,11 +596,35 @@ class _Loader:
             settings=self.settings,
         )
 
+    def _check_bound(self, doc: _Doc, made: list[SimPod]) -> None:
+        """Pods bound by spec.nodeName skip the fit check, so their sums on a node are not bounded
+        by its allocatable: refuse the object whose pods would take a node's summed requests
+        beyond the scheduler's int64 columns (a limit of the simulator's, not the API server's)."""
+        staged: dict[str, dict[str, int]] = {}
+        for sp in made:
+            node = sp.pod.spec.node_name
+            if not node or sp.pod.status.phase in ("Succeeded", "Failed"):
+                continue
+            if node not in staged:
+                staged[node] = dict(self.bound.get(node, {}))
+            totals = staged[node]
+            plain = pod_requests(sp.pod)
+            non_zero = pod_requests(sp.pod, non_zero=True)
+            for key, value in [*plain.items(), *((f"{k} (non-zero)", v) for k, v in non_zero.items())]:
+                totals[key] = totals.get(key, 0) + value
+                if totals[key] > INT64_MAX:
+                    resource = key.split(" ", 1)[0]
+                    raise doc.error(FieldError("spec.nodeName", f"the {resource} requests of the pods bound to node "
+                                                                f"{shown(node)} add up beyond {INT64_MAX}"))
+        self.bound.update(staged)
+
     def _build_one(self, doc: _Doc, adoption: wl.Adoption, pods: list[SimPod],
                    selectors: list[tuple[str, str, str, Selector]]) -> None:
         """Pods and selectors of one Pod, Service or workload document; all or nothing."""
         if doc.kind == "Pod":
-            pods.extend(self._pods(doc))
+            made = self._pods(doc)
+            self._check_bound(doc, made)
+            pods.extend(made)
         elif doc.kind == "Service":
             try:
                 sel = wl.service_selector(doc.raw, doc.namespace)
@@ -609,6 +635,7 @@ class _Loader:
         elif doc.kind in wl.WORKLOAD_TYPES:
             expansion = self._expand(doc, adoption)
             made = self._workload_pods(doc, expansion)
+            self._check_bound(doc, made)
             selectors.extend(expansion.selectors)
             pods.extend(made)
 
