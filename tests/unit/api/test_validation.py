@@ -354,6 +354,10 @@ NODE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
      [f'status.allocatable.cpu: Invalid value: "1e30": must be less than or equal to {INT64}m']),
     ("bad quantity", {"status": {"capacity": {"memory": "12XB"}}}, [f'status.capacity.memory: Invalid value: "12XB": {QUANTITY_MSG}']),
     ("bad name", {"metadata": {"name": "Node_1"}}, [f'metadata.name: Invalid value: "Node_1": {SUBDOMAIN_MSG}']),
+    ("images", {"status": {"images": [{"names": ["a:1"], "sizeBytes": 2**61}, {"names": ["b:1"], "sizeBytes": 2**61}]}}, []),
+    ("images too big", {"status": {"images": [{"names": ["a:1", "a@sha256:x"], "sizeBytes": 2**61},
+                                              {"names": ["b:1"], "sizeBytes": 2**61}]}},
+     ["status.images: Invalid value: 6917529027641081856: the images' sizeBytes must add up to at most 4611686018427387904"]),
 ]
 
 

@@ -17,6 +17,7 @@ from kubesched.api.validation.resources import validate_resource_map
 
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+IMAGE_SIZES_LIMIT = 2**62
 
 
 def _taint_struct(t: Taint) -> str:
@@ -49,6 +50,11 @@ def validate_node(node: Node) -> list[FieldIssue]:
     for where, values in (("status.capacity", node.status.capacity), ("status.allocatable", node.status.allocatable)):
         _, errs = validate_resource_map(values, where, names=False, key_style=".")
         out.extend(errs)
+    # Not a rule of kube's: ImageLocality adds a pod's images' sizes on a node in int64 (after a
+    # float step), so a node's images may not add up beyond 2^62.
+    total = sum(max(0, image.size_bytes) * max(1, len(image.names)) for image in node.status.images)
+    if total > IMAGE_SIZES_LIMIT:
+        out.append(invalid("status.images", total, f"the images' sizeBytes must add up to at most {IMAGE_SIZES_LIMIT}"))
     return out
 
 
