@@ -12,8 +12,9 @@ from kubesched.api.validation.meta import (
     validate_label_name,
     validate_object_meta,
 )
-from kubesched.api.validation.pod import PREEMPTION_POLICIES, validate_taint_effect
+from kubesched.api.validation.pod import PREEMPTION_POLICIES
 from kubesched.api.validation.resources import validate_resource_map
+from kubesched.api.validation.scheduling import validate_taint_effect
 
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
