@@ -492,3 +492,11 @@ def test_a_line_stays_bounded_however_many_issues() -> None:
     pod = pod_with("metadata.labels", {f"bad key {i}": "x" for i in range(500)})
     line = invalid_object("Pod", "web-1", validate_pod(pod))
     assert line.endswith(", and 490 more]") and line.count("metadata.labels: Invalid value") == 10
+
+
+def test_undecodable_objects_are_reported_as_the_api_server_does() -> None:
+    issues = validate_pod(pod_with("spec.priority", "high"))
+    assert invalid_object("Pod", "web-1", issues) == (
+        'Pod in version "v1" cannot be handled as a Pod: spec.priority: expected `int | null`, got `str`'
+    )
+    assert invalid_object("Deployment", "web", issues, "apps/v1").startswith('Deployment in version "v1" cannot be handled')

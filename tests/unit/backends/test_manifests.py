@@ -576,7 +576,8 @@ def test_workload_selector_required_and_not_empty(tmp_path: Path) -> None:
 
 def test_wrong_field_type_in_workload_is_named(tmp_path: Path) -> None:
     message = error_of(tmp_path, DEPLOYMENT.replace("replicas: 3", "replicas: three"))
-    assert 'Deployment shop/web: The Deployment "web" is invalid: spec.replicas: expected `int' in message
+    assert ('Deployment shop/web: Deployment in version "v1" cannot be handled as a Deployment: spec.replicas: '
+            "expected `int") in message
     assert "got `str`" in message
     assert "spec.replicas: Invalid value: -1: must be greater than or equal to 0" in error_of(
         tmp_path, DEPLOYMENT.replace("replicas: 3", "replicas: -1"))
@@ -824,7 +825,8 @@ def test_missing_name(tmp_path: Path) -> None:
 def test_invalid_name_and_wrong_type(tmp_path: Path) -> None:
     assert 'metadata.name: Invalid value: "My_Pod"' in error_of(tmp_path, POD.format(name="My_Pod"))
     message = error_of(tmp_path, POD.format(name="a").replace("  name: a\n", "  name: a\n  labels: {replicas: 3}\n"))
-    assert "Pod default/a: metadata.labels" in message and "expected `str`, got `int`" in message
+    assert message.endswith('Pod default/a: Pod in version "v1" cannot be handled as a Pod: metadata.labels[...]: '
+                            "expected `str`, got `int`")
 
 
 def test_gated_pod_with_node_name_is_refused(tmp_path: Path) -> None:
@@ -838,8 +840,8 @@ def test_load_objects_from_dicts() -> None:
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}
     ])
     assert cluster.pods[0].pod.metadata.name == "p"
-    with pytest.raises(ManifestError, match=re.escape('<input>: document 1: Pod default/p: The Pod "p" is invalid: '
-                                                      "spec.containers: expected `array`")):
+    with pytest.raises(ManifestError, match=re.escape('<input>: document 1: Pod default/p: Pod in version "v1" cannot be '
+                                                      "handled as a Pod: spec.containers: expected `array`")):
         load_objects([{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": 3}}])
 
 

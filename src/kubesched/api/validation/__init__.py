@@ -37,7 +37,7 @@ def decode_issue(exc: msgspec.ValidationError, prefix: str = "") -> FieldIssue:
     path = ((m.group("path") or "") if m else "").lstrip(".")
     if prefix:
         path = f"{prefix}.{path}" if path and not path.startswith("[") else f"{prefix}{path}"
-    return FieldIssue(path, message[:1].lower() + message[1:])
+    return FieldIssue(path, message[:1].lower() + message[1:], decode=True)
 
 
 def _decode(raw: Any, kind: type[Any]) -> tuple[Any, list[FieldIssue]]:

@@ -57,6 +57,9 @@ class FieldIssue:
 
     path: str
     body: str
+    # True for a value that does not even decode (wrong type, int32 overflow): the API server
+    # answers those with "cannot be handled as a <Kind>" rather than "is invalid".
+    decode: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}: {self.body}" if self.path else self.body
@@ -65,7 +68,7 @@ class FieldIssue:
         """The same issue with its path moved under `prefix` (e.g. spec.template)."""
         if not prefix:
             return self
-        return FieldIssue(f"{prefix}.{self.path}" if self.path else prefix, self.body)
+        return FieldIssue(f"{prefix}.{self.path}" if self.path else prefix, self.body, self.decode)
 
 
 def _with_detail(head: str, detail: str) -> str:
@@ -124,6 +127,12 @@ def aggregate(issues: Iterable[FieldIssue]) -> str:
     return "[" + ", ".join(texts) + "]"
 
 
-def invalid_object(kind: str, name: str, issues: Sequence[FieldIssue]) -> str:
-    """kubectl's line for an object the API server refused: The Pod "web" is invalid: ..."""
+def invalid_object(kind: str, name: str, issues: Sequence[FieldIssue], api_version: str = "v1") -> str:
+    """kubectl's line for an object the API server refused: `The Pod "web" is invalid: ...`, or
+    for one it could not decode `Pod in version "v1" cannot be handled as a Pod: ...` (with the
+    field named, which the API server's JSON error leaves out)."""
+    undecodable = [i for i in issues if i.decode]
+    if undecodable:
+        version = api_version.rsplit("/", 1)[-1]
+        return f"{kind} in version {shown(version)} cannot be handled as a {kind}: {undecodable[0]}"
     return f"The {kind} {shown(name)} is invalid: {aggregate(issues)}"

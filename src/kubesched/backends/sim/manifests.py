@@ -314,7 +314,8 @@ class _Doc:
 
     def invalid(self, issues: Sequence[FieldIssue]) -> ManifestError:
         """What the API server's validation refused, in kubectl's words."""
-        return ManifestError(f"{self.origin}: {self.describe()}: {invalid_object(self.kind, self.name, issues)}")
+        api_version = str(self.raw.get("apiVersion") or "v1")
+        return ManifestError(f"{self.origin}: {self.describe()}: {invalid_object(self.kind, self.name, issues, api_version)}")
 
     def error(self, exc: FieldError | str, prefix: str = "") -> ManifestError:
         if isinstance(exc, str):
@@ -475,11 +476,12 @@ class _Loader:
         if api_version not in _SERVED[kind]:
             raise probe.error(f"no matches for kind {shown(kind)} in version {shown(api_version)}")
         if meta_raw is not None and not isinstance(meta_raw, dict):
-            raise probe.error(FieldError("metadata", f"expected a mapping, got {_type_name(meta_raw)}"))
+            raise probe.invalid([FieldIssue("metadata", f"expected a mapping, got {_type_name(meta_raw)}", decode=True)])
         try:
             meta: ObjectMeta = decode(meta_raw or {}, ObjectMeta, kind)
         except FieldError as exc:
-            raise probe.error(exc, "metadata") from None
+            path = f"metadata.{exc.field}" if exc.field and not exc.field.startswith("[") else f"metadata{exc.field}"
+            raise probe.invalid([FieldIssue(path, exc.message, decode=True)]) from None
         namespace = (meta.namespace or "default") if kind in _NAMESPACED else ""
         doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
         if not meta.name and kind not in _GENERATE_NAME_KINDS:
