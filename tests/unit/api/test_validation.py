@@ -132,6 +132,9 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
      [f'{C0}.ports[1].hostPort: Duplicate value: "TCP//8080"']),
     ("same host port other protocol", "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 53},
                                                                   {"containerPort": 80, "hostPort": 53, "protocol": "UDP"}], []),
+    ("hostNetwork defaults hostPort", "spec", {"hostNetwork": True, "containers": [
+        {"name": "a", "image": "x", "ports": [{"containerPort": 80}]}, {"name": "b", "image": "x", "ports": [{"containerPort": 80}]}]},
+     ['spec.containers[1].ports[0].hostPort: Duplicate value: "TCP//80"']),
     ("hostNetwork port mismatch", "spec", {"hostNetwork": True, "containers": [
         {"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 81}]}]},
      [f"{C0}.ports[0].containerPort: Invalid value: 80: must match `hostPort` when `hostNetwork` is true"]),

@@ -119,7 +119,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
                 out.append(forbidden(f"{where}.restartPolicy", "may not be set for non-init containers"))
             out.extend(_ports(c, where, spec.host_network))
             if group == "containers":
-                out.extend(_host_port_conflicts(c, where, ports))
+                out.extend(_host_port_conflicts(c, where, ports, spec.host_network))
             values, errs = validate_requirements(c.resources, f"{where}.resources")
             out.extend(errs)
             for name, value in values.items():
@@ -168,12 +168,14 @@ def _ports(c: Container, where: str, host_network: bool) -> list[FieldIssue]:
     return out
 
 
-def _host_port_conflicts(c: Container, where: str, seen: set[str]) -> list[FieldIssue]:
+def _host_port_conflicts(c: Container, where: str, seen: set[str], host_network: bool) -> list[FieldIssue]:
     out: list[FieldIssue] = []
     for j, p in enumerate(c.ports):
-        if p.host_port == 0:
+        # With hostNetwork, defaulting has set hostPort to containerPort before validation.
+        host_port = p.host_port or (p.container_port if host_network else 0)
+        if host_port == 0:
             continue
-        key = f"{p.protocol or 'TCP'}/{p.host_ip}/{p.host_port}"
+        key = f"{p.protocol or 'TCP'}/{p.host_ip}/{host_port}"
         if key in seen:
             out.append(duplicate(f"{where}.ports[{j}].hostPort", key))
         seen.add(key)
