@@ -89,6 +89,7 @@ from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
 from kubesched.api.selectors import Selector
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
+from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
 from kubesched.api.validation.meta import name_is_dns_label, validate_object_meta
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
@@ -108,9 +109,6 @@ SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SI
 SIM_CONFIGMAP = "kubesched-simulation"
 SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages")
 
-SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
-HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
-PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 DEFAULT_SCHEDULER = "default-scheduler"
 DEFAULT_MAX_PODS = "110"
 DEFAULT_TOLERATION_SECONDS = 300
@@ -731,10 +729,7 @@ class _Loader:
             node: Node = self._decode(doc, Node)
             node.metadata.name = name
             node.metadata.namespace = ""
-            try:
-                self._finish_node(node)
-            except FieldError as exc:
-                raise doc.error(exc) from None
+            self._finish_node(node)
             out.append(node)
             if background != (None, None):
                 self.background[name] = background
