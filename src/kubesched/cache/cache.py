@@ -80,6 +80,8 @@ class Cache:
             orphans = self._orphans.get(node)
             if orphans is not None:
                 orphans.pop(pi.uid, None)
+                if not orphans:  # the name of a node long deleted must not stay behind
+                    del self._orphans[node]
 
     def _put(self, pi: PodInfo, node: str) -> None:
         row = self.table.index.get(node)

@@ -24,6 +24,9 @@ BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 ABSENT = -1  # label value id of a node without the label
 NO_TAINT = np.iinfo(np.int16).max  # taint position of a node without the taint
+# A label column is re-encoded once it holds more than twice its live values plus this many
+# (values no node carries any more: the hostnames of nodes long gone, in a cluster that scales).
+COMPACT_SLACK = 64
 
 
 class NodeError(ValueError):
@@ -31,15 +34,21 @@ class NodeError(ValueError):
 
 
 class LabelColumn:
-    """Encoded values of one label key across rows: value id per row, ABSENT if unset."""
+    """Encoded values of one label key across rows: value id per row, ABSENT if unset.
 
-    __slots__ = ("_numeric", "ids", "key", "values", "vocab")
+    Value ids are never reused within a column object (plugins may keep per-value arrays for a
+    column while it lives); the table replaces a column that has collected too many dead values
+    by a fresh, compact one (see NodeTable._compact_label)."""
+
+    __slots__ = ("_numeric", "ids", "key", "live", "refs", "values", "vocab")
 
     def __init__(self, key: str, capacity: int) -> None:
         self.key = key
         self.ids = np.full(capacity, ABSENT, dtype=np.int32)
         self.values: list[str] = []
         self.vocab: dict[str, int] = {}
+        self.refs: list[int] = []  # rows carrying each value id
+        self.live = 0  # value ids carried by at least one row
         self._numeric: np.ndarray | None = None
 
     def encode(self, value: str) -> int:
@@ -48,8 +57,26 @@ class LabelColumn:
             vid = len(self.values)
             self.vocab[value] = vid
             self.values.append(value)
+            self.refs.append(0)
             self._numeric = None
         return vid
+
+    def set(self, row: int, value: str) -> None:
+        self.unset(row)
+        vid = self.encode(value)
+        self.ids[row] = vid
+        self.refs[vid] += 1
+        if self.refs[vid] == 1:
+            self.live += 1
+
+    def unset(self, row: int) -> None:
+        vid = int(self.ids[row])
+        if vid == ABSENT:
+            return
+        self.ids[row] = ABSENT
+        self.refs[vid] -= 1
+        if self.refs[vid] == 0:
+            self.live -= 1
 
     def numeric(self) -> np.ndarray:
         """Integer reading of each value id (NaN when not an integer), for Gt/Lt."""
@@ -220,18 +247,48 @@ class NodeTable:
 
     def _set_labels(self, row: int, labels: dict[str, str]) -> None:
         old = self.node_labels[row]
-        for key in old:
-            if key not in labels:
-                self.labels[key].ids[row] = ABSENT
+        dropped = [key for key in old if key not in labels]
+        for key in dropped:
+            self.labels[key].unset(row)
+            self._compact_label(key)
         for key, value in labels.items():
             if old.get(key) != value:
-                col = self.label_column(key)
-                col.ids[row] = col.encode(value)
+                self.label_column(key).set(row, value)
+                if key in old:
+                    self._compact_label(key)
         self.node_labels[row] = dict(labels)
 
-    def _set_images(self, row: int, node: Node) -> None:
+    def _compact_label(self, key: str) -> None:
+        """Keeps a column's vocabulary bounded by the values nodes carry now: a key no node has
+        goes, and a column mostly made of dead values is re-encoded as a new LabelColumn (so a
+        plugin holding the old one sees the change by identity; the caller bumps the generations)."""
+        col = self.labels[key]
+        if col.live == 0:
+            del self.labels[key]
+            return
+        if len(col.values) <= 2 * col.live + COMPACT_SLACK:
+            return
+        fresh = LabelColumn(key, self.capacity)
+        remap = np.full(len(col.values) + 1, ABSENT, dtype=np.int32)  # shifted by one: ABSENT stays ABSENT
+        for vid, value in enumerate(col.values):
+            if col.refs[vid]:
+                new = fresh.encode(value)
+                remap[vid + 1] = new
+                fresh.refs[new] = col.refs[vid]
+        fresh.live = col.live
+        fresh.ids = remap[col.ids.astype(np.int64) + 1]
+        self.labels[key] = fresh
+
+    def _drop_images(self, row: int) -> None:
         for image in self.images[row]:
-            self.image_rows[image].pop(row, None)
+            holders = self.image_rows[image]
+            holders.pop(row, None)
+            if not holders:  # no node has it any more: image names churn with every release
+                del self.image_rows[image]
+        self.images[row] = {}
+
+    def _set_images(self, row: int, node: Node) -> None:
+        self._drop_images(row)
         images: dict[str, int] = {}
         for img in node.status.images:
             for name in img.names:
@@ -252,9 +309,7 @@ class NodeTable:
         self.non_zero_requested[row, :] = 0
         self._set_labels(row, {})
         self.taint_pos[row, :] = NO_TAINT
-        for image in self.images[row]:
-            self.image_rows[image].pop(row, None)
-        self.images[row] = {}
+        self._drop_images(row)
         self.ports[row] = Counter()
         self.pods[row] = {}
         self.names[row] = None

@@ -77,3 +77,14 @@ def test_pod_index_counts_by_row_and_namespace():
     hits = c.pods.matching(sel, {"default"})
     assert list(c.pods.count_by_row(hits, c.table.size)) == [1, 1]
     assert len(c.pods.matching(sel)) == 3
+
+
+def test_pods_of_a_deleted_node_leave_nothing_behind_once_deleted():
+    c = Cache()
+    for i in range(100):  # nodes come and go, each with a pod that outlives it briefly
+        c.add_node(node(f"n{i}"))
+        p = info(pod(f"p{i}", "1", node_name=f"n{i}"))
+        c.add_pod(p)
+        c.remove_node(f"n{i}")
+        c.remove_pod(p.uid)
+    assert c._orphans == {} and c.placed == {} and len(c.pods) == 0

@@ -1,7 +1,9 @@
 import numpy as np
 
 from builders import info, node, pod
-from kubesched.cache.nodetable import ABSENT, NO_TAINT, NodeTable
+from kubesched.api.selectors import Requirement
+from kubesched.cache.labels import requirement_mask
+from kubesched.cache.nodetable import ABSENT, COMPACT_SLACK, NO_TAINT, NodeTable
 
 
 def test_rows_are_reused_after_delete_and_columns_grow():
@@ -63,7 +65,7 @@ def test_images_reverse_index():
     r = t.upsert_node(node("a", images=[(["nginx:1.25", "docker.io/library/nginx:1.25"], 100)]))
     assert t.image_rows["nginx:1.25"] == {r: 100}
     t.remove_node("a")
-    assert t.image_rows["nginx:1.25"] == {}
+    assert "nginx:1.25" not in t.image_rows  # an image no node has leaves the index
 
 
 def test_ports_counter():
@@ -83,3 +85,41 @@ def test_rows_lists_present_only():
         t.upsert_node(node(n))
     t.remove_node("b")
     assert np.array_equal(t.rows(), [0, 2])
+
+
+def test_image_index_stays_bounded_through_image_churn():
+    t = NodeTable()
+    for release in range(500):  # every rollout a new tag; the old one disappears from the node
+        t.upsert_node(node("a", images=[([f"app:{release}"], 100)]))
+    assert list(t.image_rows) == ["app:499"]
+
+
+def test_label_vocabulary_stays_bounded_through_node_churn():
+    t = NodeTable()
+    for i in range(2000):  # an autoscaled pool: each node a new hostname, three at a time
+        t.upsert_node(node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "zone": f"z{i % 3}", f"once-{i}": "x"}))
+        if i >= 3:
+            t.remove_node(f"n{i - 3}")
+    col = t.labels["kubernetes.io/hostname"]
+    assert col.live == 3 and len(col.values) <= 2 * 3 + COMPACT_SLACK
+    assert len(t.labels["zone"].values) == 3
+    assert set(t.labels) == {"kubernetes.io/hostname", "zone", "once-1997", "once-1998", "once-1999"}
+    # The encoding still answers correctly after compactions.
+    for name in ("n1997", "n1998", "n1999"):
+        row = t.row_of(name)
+        assert col.values[col.ids[row]] == name
+        assert requirement_mask(t, Requirement("kubernetes.io/hostname", "In", frozenset((name,))))[row]
+    assert int(requirement_mask(t, Requirement("kubernetes.io/hostname", "Exists", frozenset())).sum()) == 3
+    assert not requirement_mask(t, Requirement("kubernetes.io/hostname", "In", frozenset(("n5",)))).any()
+
+
+def test_a_compacted_column_is_a_new_object_and_keeps_every_row():
+    t = NodeTable()
+    for i in range(COMPACT_SLACK + 10):
+        t.upsert_node(node("keep", labels={"v": "stay"}) if i == 0 else node(f"x{i}", labels={"v": f"x{i}"}))
+    first = t.labels["v"]
+    for i in range(1, COMPACT_SLACK + 10):
+        t.upsert_node(node(f"x{i}", labels={"v": "stay"}))  # every value but one dies
+    col = t.labels["v"]
+    assert col is not first and col.live == 1 and len(col.values) < COMPACT_SLACK
+    assert all(col.values[i] == "stay" for i in t.label_ids("v")[: t.size])
