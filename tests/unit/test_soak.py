@@ -16,22 +16,31 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import msgspec
+import pytest
 
-from kubesched.api.objects import Pod
+from builders import info, pod
+from kubesched.api.objects import Namespace, Node, NodeStatus, ObjectMeta, Pod
+from kubesched.backends.kube import events
+from kubesched.backends.kube.events import EventRecorder
+from kubesched.backends.kube.informers import NamespaceHandler, PodHandler
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
+from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import VirtualClock
 from kubesched.config import default_config
-from kubesched.observe.record import Recorder
+from kubesched.metrics.args import PrometheusArgs
+from kubesched.metrics.provider import UsageService
+from kubesched.metrics.queries import Series
 from kubesched.scheduler import Scheduler
-from unit.simkit import node, pod
+from unit.metrics.fakeprom import FakePrometheus
+from unit.simkit import node
+from unit.simkit import pod as sim_pod
 
 SOAK_PODS = int(os.environ.get("KUBESCHED_SOAK_PODS", "20000"))
 NODES = 50
 LIVE = 1500  # pods alive at once: 150 of the 200 cpus the nodes have
 WAVE = 500
-WARM_UP_FRACTION = 0.2
-HISTORY = min(10000, SOAK_PODS // 10)
+WARM_UP_FRACTION = 0.2  # by then the fixed windows (recent cycles, metric buffers) are full
 RSS_MARGIN_FRACTION = 0.03
 RSS_MARGIN_BYTES = 3 * 1024 * 1024
 
@@ -54,18 +63,16 @@ class Churn:
 
     def __post_init__(self) -> None:
         self.sim = SimCluster(self.clock)
-        # The window of recent cycles is fixed, but fills only after `history` cycles: a short run
-        # takes a shorter one so that it is full by the end of the warm-up.
-        self.sched = Scheduler(default_config(), self.sim, self.clock, seed=1, recorder=Recorder(history=HISTORY))
+        self.sched = Scheduler(default_config(), self.sim, self.clock, seed=1)
         self.sim.scheduler = self.sched
         self.sim.keep_events = 100
         loaded = load_objects(
             [node(f"n{i}", labels={"topology.kubernetes.io/zone": f"z{i % 3}"}) for i in range(NODES)]
             + [
-                pod("fits", labels={"app": "web"}),
+                sim_pod("fits", labels={"app": "web"}),
                 # Never fits: it waits in the unschedulable pool until it is deleted.
-                pod("stuck", labels={"app": "batch"}, nodeSelector={"disk": "none"}),
-                pod("spread", labels={"app": "spread"}, topologySpreadConstraints=[{
+                sim_pod("stuck", labels={"app": "batch"}, nodeSelector={"disk": "none"}),
+                sim_pod("spread", labels={"app": "spread"}, topologySpreadConstraints=[{
                     "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
                     "labelSelector": {"matchLabels": {"app": "spread"}}}]),
             ]
@@ -128,7 +135,7 @@ def test_soak_memory_and_state_stay_flat() -> None:
     assert len(sched.cache.pods._by_label) <= 4 * LIVE
     assert not sched.in_flight and not sched.bindings and not sched.waiting and not sched.background
     assert sched.stats.cycle_seconds.count >= SOAK_PODS and len(sched.stats.cycle_seconds._counts) == 1024
-    assert len(sched.recorder.recent) <= HISTORY
+    assert len(sched.recorder.recent) <= 1000
     warm = next(b for n, b in churn.rss if n >= SOAK_PODS * WARM_UP_FRACTION)
     end = churn.rss[-1][1]
     mib = 1024 * 1024
@@ -168,3 +175,85 @@ def test_a_finished_pod_leaves_no_decision_record_and_a_pending_one_keeps_its_me
     asyncio.run(go())
     assert set(churn.sched.recorder.latest) == {"default/p7"}
     assert churn.sched.recorder.latest["default/p7"].message.startswith("0/50 nodes are available")
+
+
+# --- the kube backend's and the usage provider's per-object state --------------------------------
+
+
+class _NoClient:
+    async def post(self, *args: object, **kwargs: object) -> dict[str, object]:
+        return {}
+
+
+def _recorder(monkeypatch: pytest.MonkeyPatch, clock: list[float]) -> EventRecorder:
+    monkeypatch.setattr(events.time, "time", lambda: clock[0])
+    return EventRecorder(_NoClient(), "kubesched", "test")  # type: ignore[arg-type]
+
+
+def test_event_series_repeat_within_the_window_then_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    rec = _recorder(monkeypatch, now)
+    a, b = info(pod("a")), info(pod("b"))
+    rec.record(a, "Warning", "FailedScheduling", "0/3 nodes are available")
+    now[0] += 60
+    rec.record(a, "Warning", "FailedScheduling", "0/3 nodes are available")
+    assert [s.count for s in rec.series.values()] == [2]  # one series, counted twice
+    now[0] += events.SERIES_WINDOW
+    rec.record(b, "Warning", "FailedScheduling", "0/3 nodes are available")
+    assert [k[0] for k in rec.series] == [b.uid]  # a's went quiet six minutes ago: forgotten
+    assert set(rec._keys_of) == {b.uid}
+
+
+def test_event_series_of_a_deleted_pod_are_forgotten_and_their_number_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    rec = _recorder(monkeypatch, now)
+    pods = [info(pod(f"p{i}")) for i in range(50)]
+    for pi in pods:
+        rec.record(pi, "Warning", "FailedScheduling", "no")
+        rec.record(pi, "Normal", "Scheduled", "yes")
+    for pi in pods:
+        rec.forget_pod(pi.uid)
+    assert rec.series == {} and rec._keys_of == {}
+    monkeypatch.setattr(events, "MAX_SERIES", 10)
+    for pi in pods:
+        rec.record(pi, "Warning", "FailedScheduling", "no")
+    assert len(rec.series) == 10 and [k[0] for k in rec.series] == [pi.uid for pi in pods[-10:]]
+    assert sum(len(keys) for keys in rec._keys_of.values()) == 10
+
+
+def test_informers_forget_deleted_namespaces_and_report_deleted_pods() -> None:
+    churn = Churn()
+    gone: list[str] = []
+    for i in range(100):  # a namespace per CI run
+        ns = Namespace(metadata=ObjectMeta(name=f"ci-{i}", labels={"run": str(i)}))
+        NamespaceHandler(churn.sched).on_add(ns)
+        NamespaceHandler(churn.sched).on_delete(ns)
+    assert churn.sched.cache.namespace_labels == {}
+    p = churn.make(1)
+    handler = PodHandler(churn.sched, gone.append)
+    handler.on_add(p)
+    handler.on_delete(p)
+    assert gone == [p.metadata.uid] and not churn.sched.queue.pods
+
+
+async def test_usage_values_of_deleted_nodes_are_dropped() -> None:
+    prom = FakePrometheus()
+    service = UsageService(VirtualClock(), lambda coro, what: None, lambda a: prom)
+    provider = service.provider(PrometheusArgs())
+    cpu = Series("cpu")
+    provider.require(cpu)
+    table = NodeTable()
+    for i in range(200):  # nodes replaced one by one, each reporting usage while it lives
+        table.upsert_node(Node(metadata=ObjectMeta(name=f"n{i}"), status=NodeStatus(allocatable={"cpu": "4"})))
+        if i >= 2:
+            table.remove_node(f"n{i - 2}")
+            prom.values["cpu"].pop(f"n{i - 2}")
+        prom.set("cpu", **{f"n{i}": 0.5})
+        await provider.refresh()
+        provider.column(cpu, table)
+    await provider.refresh()
+    assert set(provider.series[cpu].values) == {"n198", "n199"} == set(provider.series[cpu].fetched)
+    # A node still there but missing from an answer keeps its aging value, as before.
+    prom.values["cpu"].pop("n199")
+    await provider.refresh()
+    assert set(provider.series[cpu].values) == {"n198", "n199"}

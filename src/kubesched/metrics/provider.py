@@ -100,6 +100,7 @@ class UsageProvider:
         self._timer: Timer | None = None
         self._running = False
         self._columns: dict[Series, tuple[tuple[int, int], Column]] = {}
+        self._table: NodeTable | None = None  # the node table columns were last made for
         self._started = False
         self._on_refresh = on_refresh
         # Per-pod usage by resource, keyed "namespace/name" (cpu in millicores, memory in bytes).
@@ -121,6 +122,7 @@ class UsageProvider:
         if cached is not None and cached[0] == key:
             return cached[1]
         data = self.series[series]
+        self._table = table
         value = np.full(table.capacity, np.nan)
         fetched = np.full(table.capacity, -np.inf)
         aliases = _aliases(table)
@@ -208,6 +210,7 @@ class UsageProvider:
 
     def _store(self, data: SeriesValues, samples: list[Sample], now: float) -> None:
         label = self.args.node_label
+        answered = set()
         for s in samples:
             node = s.labels.get(label)
             if node is None:
@@ -215,6 +218,20 @@ class UsageProvider:
             key = node_key(node)
             data.values[key] = s.value
             data.fetched[key] = now
+            answered.add(key)
+        self._forget_gone_nodes(data, answered)
+
+    def _forget_gone_nodes(self, data: SeriesValues, answered: set[str]) -> None:
+        """A value held for a node that is neither in this answer nor in the node table is of a
+        node deleted: dropped, or a cluster whose nodes come and go would keep every one's last
+        value. Values of existing nodes missing from the answer are kept and age, as before."""
+        table = self._table
+        if table is None or len(data.values) == len(answered):
+            return
+        aliases = _aliases(table)
+        for key in [k for k in data.values if k not in answered and k not in aliases]:
+            del data.values[key]
+            data.fetched.pop(key, None)
 
     def _store_pods(self, resource: str, samples: list[Sample]) -> None:
         scale = 1000.0 if resource == "cpu" else 1.0  # cores to millicores

@@ -89,7 +89,9 @@ class Recorder:
     (after a bind that failed because the pod was already gone, say).
     """
 
-    def __init__(self, history: int = 10000) -> None:
+    # Recent cycles kept for inspection. A record costs about 1.5 kB (rejections, top nodes with
+    # their plugin scores), so the window is a few MB at most.
+    def __init__(self, history: int = 1000) -> None:
         self.latest: dict[str, DecisionRecord] = {}
         self.recent: deque[DecisionRecord] = deque(maxlen=history)
         self._key_of: dict[str, str] = {}  # uid -> namespace/name, for records that have a uid

@@ -7,6 +7,9 @@ events library does it.
 - The same event repeated within six minutes (a pod failing again with the same
   message) becomes a series on the first event: its count and last observed time are
   patched, at most every 30 seconds, instead of a new object each time.
+- What is remembered for series stays bounded in a run of months: a series is forgotten six
+  minutes after its last event (as client-go's broadcaster does) or when its pod is deleted,
+  and never more than MAX_SERIES are kept (the least recently repeated go first).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ SERIES_PATCH_EVERY = 30.0
 NOTE_LIMIT = 1024  # the API refuses notes longer than 1 kB
 QUEUE_SIZE = 1000
 WORKERS = 4
+MAX_SERIES = 20 * QUEUE_SIZE
+
+SeriesKey = tuple[str, str, str, str]  # pod uid, type, reason, note
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -49,7 +55,7 @@ class _Series:
 
 @dataclass(slots=True)
 class _Pending:
-    key: tuple[str, str, str, str]
+    key: SeriesKey
     namespace: str
     body: dict[str, Any] | None  # a new event to create, or None for a series update
 
@@ -60,7 +66,9 @@ class EventRecorder:
         self.controller = controller
         self.instance = instance
         self.queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=QUEUE_SIZE)
-        self.series: dict[tuple[str, str, str, str], _Series] = {}
+        # Ordered by the last event of each series, oldest first: expiry pops from the front.
+        self.series: dict[SeriesKey, _Series] = {}
+        self._keys_of: dict[str, set[SeriesKey]] = {}  # pod uid -> its series
         self.posted = 0
         self.dropped = 0
         self.failed = 0
@@ -84,17 +92,20 @@ class EventRecorder:
         now = time.time()
         note = message if len(message) <= NOTE_LIMIT else message[: NOTE_LIMIT - 3] + "..."
         key = (pi.uid, type_, reason, note)
-        series = self.series.get(key)
-        if series is not None and now - series.last < SERIES_WINDOW:
+        self._expire(now)
+        series = self.series.pop(key, None)
+        if series is not None:
             series.count += 1
             series.last = now
+            self.series[key] = series  # to the back: the most recently repeated
             if series.name and now - series.patched_at >= SERIES_PATCH_EVERY:
                 series.patched_at = now
                 self._enqueue(_Pending(key, series.namespace, None))
             return
-        if len(self.series) > 20 * QUEUE_SIZE:
-            self._expire(now)
+        while len(self.series) >= MAX_SERIES:
+            self._drop(next(iter(self.series)))
         self.series[key] = _Series(pi.namespace, "", now, now, 1, now, 1)
+        self._keys_of.setdefault(pi.uid, set()).add(key)
         pod = pi.pod
         reporter = controller or self.controller
         body = {
@@ -126,8 +137,25 @@ class EventRecorder:
             self.dropped += 1
 
     def _expire(self, now: float) -> None:
-        for key in [k for k, s in self.series.items() if now - s.last >= SERIES_WINDOW]:
-            del self.series[key]
+        """Forgets the series whose last event is older than the window: the oldest are first."""
+        while self.series:
+            key, series = next(iter(self.series.items()))
+            if now - series.last < SERIES_WINDOW:
+                return
+            self._drop(key)
+
+    def _drop(self, key: SeriesKey) -> None:
+        del self.series[key]
+        keys = self._keys_of.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._keys_of[key[0]]
+
+    def forget_pod(self, uid: str) -> None:
+        """The pod was deleted: its series will not be repeated."""
+        for key in self._keys_of.pop(uid, ()):
+            self.series.pop(key, None)
 
     async def _work(self) -> None:
         while True:

@@ -31,8 +31,10 @@ def _without_version(obj: Any) -> Any:
 
 
 class PodHandler:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Scheduler, on_gone: Callable[[str], None] | None = None) -> None:
         self.scheduler = scheduler
+        # Told the uid of each deleted pod (the event recorder forgets the pod's series).
+        self.on_gone = on_gone
 
     def on_add(self, obj: Pod) -> None:
         self.scheduler.on_pod_add(obj)
@@ -46,7 +48,10 @@ class PodHandler:
         self.scheduler.on_pod_update(new)
 
     def on_delete(self, obj: Pod) -> None:
-        self.scheduler.on_pod_delete(obj.metadata.uid or obj.key)
+        uid = obj.metadata.uid or obj.key
+        self.scheduler.on_pod_delete(uid)
+        if self.on_gone is not None:
+            self.on_gone(uid)
 
 
 def _only_status_changed(old: Pod, new: Pod) -> bool:
@@ -92,7 +97,9 @@ class NamespaceHandler:
             self.scheduler.on_namespace(new)
 
     def on_delete(self, obj: Namespace) -> None:
-        pass  # its pods' deletions follow; namespaceSelectors simply stop matching it
+        # Its pods' deletions follow; namespaceSelectors stop matching it. Its labels go, or
+        # a cluster that makes a namespace per CI run would keep every one ever made.
+        self.scheduler.cache.remove_namespace(obj.metadata.name)
 
 
 class SelectorHandler(Generic[T]):
@@ -157,12 +164,12 @@ class Informers:
         return out
 
 
-def build_informers(client: ApiClient, scheduler: Scheduler) -> Informers:
+def build_informers(client: ApiClient, scheduler: Scheduler, on_pod_gone: Callable[[str], None] | None = None) -> Informers:
     """Nodes first: pods then land on rows that exist (the cache copes either way)."""
     reflectors: list[Reflector[Any]] = [
         Reflector(client, "/api/v1/nodes", Node, NodeHandler(scheduler), name="nodes"),
         Reflector(client, "/api/v1/namespaces", Namespace, NamespaceHandler(scheduler), name="namespaces"),
-        Reflector(client, "/api/v1/pods", Pod, PodHandler(scheduler), name="pods"),
+        Reflector(client, "/api/v1/pods", Pod, PodHandler(scheduler, on_pod_gone), name="pods"),
         Reflector(client, "/api/v1/services", SelectsByMap, SelectorHandler(scheduler, "Service", _service_selector),
                   name="services"),
         Reflector(client, "/api/v1/replicationcontrollers", SelectsByMap,

@@ -63,7 +63,7 @@ class KubeScheduler:
         self.backend = KubeBackend(self.client, self.events)
         self.scheduler = Scheduler(cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics)
         self.backend.scheduler = self.scheduler
-        self.informers: Informers = build_informers(self.client, self.scheduler)
+        self.informers: Informers = build_informers(self.client, self.scheduler, self.events.forget_pod)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
