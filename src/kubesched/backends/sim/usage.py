@@ -503,6 +503,7 @@ class UsageModel:
         self._last: float | None = None
         self._prev: float = -np.inf  # the start of the interval the last scrape covered
         self._changed_at = -np.inf  # the last time a pod started or stopped
+        self._counter_last: np.ndarray | float = 0.0  # the busy counter at the last scrape
         # Guard against a run sampling more than the limits allow (the up-front checks in the
         # engine estimate; this is the hard stop).
         self.max_scrapes = MAX_SCRAPES
@@ -601,10 +602,13 @@ class UsageModel:
 
     def _tick(self) -> None:
         now = self.clock.now()
-        self.sample(now)
         # Scrapes at start + k * interval, computed without accumulating rounding.
-        k = round((now - self.started_at) / self.interval) + 1
-        self._schedule(self.started_at + k * self.interval)
+        k = round((now - self.started_at) / self.interval)
+        if self._repeats():
+            self._repeat(k, 1)  # e.g. a scrape at the same instant as a retry, in a quiet span
+        else:
+            self.sample(now)
+        self._schedule(self.started_at + (k + 1) * self.interval)
 
     def catch_up(self, until: float | None, settle: tuple[float, float] | None = None) -> float | None:
         """Takes at once every scrape due before `until` (None: no bound), as the timers would
@@ -658,6 +662,7 @@ class UsageModel:
         self.samples = start + count
         self._prev = float(self._times[self.samples - 2])
         self._last = float(times[-1])
+        self._counter_last = self._counter_rows(np.array([self.samples - 1]))[0]
 
     def _reserve(self, samples: int, rows: int, t: float) -> None:
         """Room for `samples` scrapes and `rows` more sample rows, within the limits (LimitError
@@ -704,13 +709,14 @@ class UsageModel:
         mem_util = _utilization(mem, self.alloc[1])
         k = self.samples
         self._reserve(k + 1, 1, t)
-        previous = self._counter_rows(np.array([k - 1]))[0] if k else 0.0
+        previous = self._counter_last
         r = self._rows
         self._cpu[r] = cpu_util
         self._memory[r] = mem_util
         self._base[r] = previous + cpu_util * dt
         self._base_t[r] = t
         self._rows = r + 1
+        self._counter_last = self._base[r]
         self._times[k] = t
         self._rid[k] = r
         self.samples = k + 1
