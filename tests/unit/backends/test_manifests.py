@@ -170,6 +170,7 @@ def test_namespace_and_service(tmp_path: Path) -> None:
         metadata: {name: web, namespace: shop}
         spec:
           selector: {app: web}
+          ports: [{port: 80}]
         ---
         apiVersion: v1
         kind: Service
@@ -1080,3 +1081,12 @@ def test_pods_bound_by_node_name_cannot_overflow_a_node(tmp_path: Path) -> None:
         "9223372036854775807"
     )
     assert len(cluster.errors) == 2
+
+
+def test_services_are_validated(tmp_path: Path) -> None:
+    svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}}\n"
+    assert error_of(tmp_path, svc).endswith('Service default/web: The Service "web" is invalid: spec.ports: Required value')
+    two = svc.replace("spec: {", "spec: {ports: [{port: 80}, {port: 70000, name: b}], ")
+    assert error_of(tmp_path, two).endswith(
+        'The Service "web" is invalid: [spec.ports[0].name: Required value, spec.ports[1].port: Invalid value: 70000: must '
+        "be between 1 and 65535, inclusive]")

@@ -101,6 +101,9 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         return validate_namespace(raw)
     if kind == "PriorityClass":
         return validate_priority_class(raw)
+    if kind == "Service":
+        typed, issues = _decode(raw, cluster.Service)
+        return issues or cluster.validate_service(typed)
     if isinstance(kind, str) and kind in WORKLOAD_KINDS:
         return validate_workload(kind, raw)
     return []

@@ -3,16 +3,20 @@ ValidatePriorityClass check them on create."""
 
 from __future__ import annotations
 
-from kubesched.api.objects import Namespace, Node, PriorityClass, Taint
-from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_string, invalid, not_supported
+import msgspec
+
+from kubesched.api.objects import Int32, Namespace, Node, ObjectMeta, PriorityClass, Taint
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_string, invalid, not_supported, required
 from kubesched.api.validation.meta import (
+    dns1123_subdomain,
     label_value,
     name_is_dns_label,
     name_is_dns_subdomain,
     validate_label_name,
+    validate_labels,
     validate_object_meta,
 )
-from kubesched.api.validation.pod import PREEMPTION_POLICIES
+from kubesched.api.validation.pod import PREEMPTION_POLICIES, PROTOCOLS
 from kubesched.api.validation.resources import validate_resource_map
 from kubesched.api.validation.scheduling import validate_taint_effect
 
@@ -82,4 +86,67 @@ def validate_priority_class(pc: PriorityClass) -> list[FieldIssue]:
         out.append(forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"))
     if pc.preemption_policy is not None and pc.preemption_policy not in PREEMPTION_POLICIES:
         out.append(not_supported("preemptionPolicy", pc.preemption_policy, PREEMPTION_POLICIES))
+    return out
+
+
+# --- services (read for their selector; validated as ValidateService does the fields here) ---------
+
+SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+
+
+class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    pass
+
+
+class ServicePort(_Obj):
+    name: str = ""
+    port: Int32 = 0
+    protocol: str = ""
+
+
+class ServiceSpec(_Obj):
+    type: str = ""
+    cluster_ip: str = msgspec.field(default="", name="clusterIP")
+    external_name: str = ""
+    selector: dict[str, str] = msgspec.field(default_factory=dict)
+    ports: list[ServicePort] = msgspec.field(default_factory=list)
+
+
+class Service(_Obj):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ServiceSpec = msgspec.field(default_factory=ServiceSpec)
+
+
+def validate_service(svc: Service) -> list[FieldIssue]:
+    """ValidateService on create, for its type, ports and selector (names are DNS labels, as
+    kube 1.37 relaxed them from DNS-1035)."""
+    out = validate_object_meta(svc.metadata, namespaced=True, name_check=name_is_dns_label)
+    spec = svc.spec
+    kind = spec.type or "ClusterIP"
+    if kind not in SERVICE_TYPES:
+        out.append(not_supported("spec.type", kind, SERVICE_TYPES))
+    if kind == "ExternalName":
+        if not spec.external_name:
+            out.append(required("spec.externalName"))
+        else:
+            out.extend(invalid("spec.externalName", spec.external_name, msg) for msg in dns1123_subdomain(spec.external_name))
+    headless = kind == "ClusterIP" and spec.cluster_ip == "None"
+    if not spec.ports and not headless and kind != "ExternalName":
+        out.append(required("spec.ports"))
+    names: set[str] = set()
+    for i, port in enumerate(spec.ports):
+        at = f"spec.ports[{i}]"
+        if len(spec.ports) > 1 and not port.name:
+            out.append(required(f"{at}.name"))
+        elif port.name:
+            out.extend(invalid(f"{at}.name", port.name, msg) for msg in name_is_dns_label(port.name))
+            if port.name in names:
+                out.append(duplicate(f"{at}.name", port.name))
+            names.add(port.name)
+        if not 1 <= port.port <= 65535:
+            out.append(invalid(f"{at}.port", port.port, "must be between 1 and 65535, inclusive"))
+        protocol = port.protocol or "TCP"
+        if protocol not in PROTOCOLS:
+            out.append(not_supported(f"{at}.protocol", protocol, PROTOCOLS))
+    out.extend(validate_labels(spec.selector, "spec.selector"))
     return out

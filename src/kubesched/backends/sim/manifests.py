@@ -84,13 +84,13 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import yamlio
+from kubesched.api.knownfields import strict_decoding_error, unknown_fields
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
 from kubesched.api.selectors import Selector
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
 from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
-from kubesched.api.validation.meta import name_is_dns_label, validate_object_meta
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
@@ -485,6 +485,11 @@ class _Loader:
         if not meta.name and kind not in _GENERATE_NAME_KINDS:
             raise doc.invalid([FieldIssue("metadata.name", "Required value: name is required")])
         issues = self._validate(doc, meta_raw or {})
+        if not any(issue.decode for issue in issues):
+            # Strict field validation, as kubectl apply asks for: after decoding, before validation.
+            unknown = unknown_fields(kind, raw)
+            if unknown:
+                issues = [FieldIssue("", strict_decoding_error(unknown), decode=True)]
         if issues:
             raise doc.invalid(issues)
         if meta.name:
@@ -498,8 +503,6 @@ class _Loader:
     @staticmethod
     def _validate(doc: _Doc, meta_raw: dict[str, Any]) -> list[FieldIssue]:
         """The API server's validation of the object, after its defaulting of the namespace."""
-        if doc.kind == "Service":
-            return validate_object_meta(doc.meta, namespaced=False, name_check=name_is_dns_label)
         # The namespace and uid the API server would have set (the uid shows in a Job's selector).
         meta = {**meta_raw, "uid": doc.meta.uid or stable_uid(doc.kind, doc.namespace, doc.name)}
         if doc.namespace:
