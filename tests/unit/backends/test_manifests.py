@@ -1090,3 +1090,16 @@ def test_services_are_validated(tmp_path: Path) -> None:
     assert error_of(tmp_path, two).endswith(
         'The Service "web" is invalid: [spec.ports[0].name: Required value, spec.ports[1].port: Invalid value: 70000: must '
         "be between 1 and 65535, inclusive]")
+
+
+def test_copies_and_generated_names_stay_valid_names(tmp_path: Path) -> None:
+    long = "a" * 252
+    text = named_pod(long).replace(f"  name: {long},", f"  name: {long},")
+    text = text.replace(f"metadata: {{name: {long}, namespace: default}}",
+                        f"metadata: {{name: {long}, namespace: default, annotations: {{sim.kubesched.io/count: \"3\"}}}}")
+    message = error_of(tmp_path, text)
+    assert f'metadata.name: Invalid value: "{"a" * 100}"...(154 more): must be no more than 253 bytes' in message
+    generated = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: " + "g" * 100 + "-}\n" \
+                "spec: {containers: [{name: c, image: x}]}\n"
+    (sp,) = load(tmp_path, generated).pods
+    assert len(sp.pod.metadata.name) == 63 and sp.pod.metadata.name.startswith("g" * 58)

@@ -90,6 +90,8 @@ from kubesched.api.quantity import INT64_MAX, parse_duration
 from kubesched.api.selectors import Selector
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
 from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
+from kubesched.api.validation.field import invalid
+from kubesched.api.validation.meta import name_is_dns_subdomain
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
@@ -111,6 +113,7 @@ SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages")
 DEFAULT_SCHEDULER = "default-scheduler"
 DEFAULT_MAX_PODS = "110"
 DEFAULT_TOLERATION_SECONDS = 300
+MAX_GENERATE_NAME_PREFIX = 58
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -765,6 +768,10 @@ class _Loader:
             return [self._generate(scope, ns, meta.generate_name)]
         if meta.name:
             names = [f"{meta.name}-{i}" for i in range(count)]
+            longest = names[-1] if names else meta.name
+            problems = name_is_dns_subdomain(longest)
+            if problems:
+                raise doc.invalid([invalid("metadata.name", longest, msg) for msg in problems])
             for name in names:
                 if not self.namer.reserve(scope, ns, name):
                     raise doc.error(f"copy {_quoted(name)} ({SIM_COUNT}) clashes with another {scope} of that name")
@@ -772,6 +779,8 @@ class _Loader:
         return [self._generate(scope, ns, meta.generate_name) for _ in range(count)]
 
     def _generate(self, scope: str, ns: str, prefix: str) -> str:
+        # kube's name generator keeps at most 58 characters of generateName before its 5.
+        prefix = prefix[:MAX_GENERATE_NAME_PREFIX]
         key = (scope, ns, prefix)
         n = self.generate_counters.get(key, 0)
         self.generate_counters[key] = n + 1
