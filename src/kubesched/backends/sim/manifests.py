@@ -84,6 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import yamlio
+from kubesched.api.knownfields import strict_decoding_error, unknown_fields
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
@@ -487,6 +488,11 @@ class _Loader:
         if not meta.name and kind not in _GENERATE_NAME_KINDS:
             raise doc.invalid([FieldIssue("metadata.name", "Required value: name is required")])
         issues = self._validate(doc, meta_raw or {})
+        if not any(issue.decode for issue in issues):
+            # Strict field validation, as kubectl apply asks for: after decoding, before validation.
+            unknown = unknown_fields(kind, raw)
+            if unknown:
+                issues = [FieldIssue("", strict_decoding_error(unknown), decode=True)]
         if issues:
             raise doc.invalid(issues)
         if meta.name:

@@ -1,0 +1,65 @@
+"""Strict field validation of manifests: unknown fields named as the API server names them."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.api.knownfields import MAX_LISTED, strict_decoding_error, unknown_fields
+from kubesched.backends.sim.manifests import ManifestError, load_objects
+
+
+def pod(**spec: object) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "pause"}], **spec}}
+
+
+def test_a_valid_object_has_no_unknown_fields() -> None:
+    obj = pod(tolerations=[{"key": "k", "operator": "Exists"}], nodeSelector={"any-key": "v"},
+              affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                  {"matchExpressions": [{"key": "a", "operator": "In", "values": ["b"]}]}]}}})
+    obj["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    obj["metadata"] = {"name": "p", "labels": {"a": "b"}, "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]}
+    assert unknown_fields("Pod", obj) == []
+
+
+def test_unknown_fields_in_document_order_with_list_indexes() -> None:
+    obj = pod(toleration=[{"key": "x"}])
+    obj["spec"]["containers"] = [{"name": "c", "image": "x", "resource": {}}]  # type: ignore[index]
+    obj["spec"]["zz"] = 1  # type: ignore[index]
+    obj["metadata"] = {"name": "p", "extra": True}
+    assert unknown_fields("Pod", obj) == ["metadata.extra", "spec.containers[0].resource", "spec.toleration", "spec.zz"]
+
+
+def test_templates_of_workloads_are_checked_too() -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                           "template": {"metadata": {"labels": {"a": "b"}},
+                                        "spec": {"containers": [{"name": "c", "image": "x", "port": 80}]}}}}
+    assert unknown_fields("Deployment", deployment) == ["spec.template.spec.containers[0].port"]
+
+
+def test_wrong_types_are_not_unknown_fields() -> None:
+    assert unknown_fields("Pod", pod(tolerations="all", nodeSelector=[1])) == []
+
+
+def test_the_message_is_the_api_servers() -> None:
+    assert strict_decoding_error(["spec.a", "spec.b"]) == 'strict decoding error: unknown field "spec.a", unknown field "spec.b"'
+    long = strict_decoding_error([f"spec.f{i}" for i in range(MAX_LISTED + 5)])
+    assert long.endswith(", and 5 more")
+
+
+def test_the_loader_refuses_a_misspelt_field_as_kubectl_apply_does() -> None:
+    with pytest.raises(ManifestError) as info:
+        load_objects([pod(toleration=[{"key": "x", "operator": "Exists"}])])
+    assert str(info.value).endswith(
+        'Pod default/p: Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.toleration"'
+    )
+
+
+def test_keep_going_leaves_the_misspelt_object_out() -> None:
+    good = pod()
+    bad = pod(nodeSelectors={"a": "b"})
+    bad["metadata"] = {"name": "q"}
+    cluster = load_objects([good, bad], keep_going=True)
+    assert [p.pod.metadata.name for p in cluster.pods] == ["p"]
+    assert len(cluster.errors) == 1 and 'unknown field "spec.nodeSelectors"' in cluster.errors[0]
