@@ -10,9 +10,14 @@ and apimachinery (Kubernetes 1.34); paths and messages are what `kubectl apply` 
 `invalid_object(kind, name, issues)` gives kubectl's whole line (`The Pod "web" is invalid: ...`,
 several issues as `[a, b]`). User values in messages are cut by `shown` (field.py).
 
-One rule is the scheduler's rather than the API server's: a quantity (or a pod's summed request)
-whose scheduler integer does not fit in int64 is refused (the API server would store it, and
-kube-scheduler would wrap it); see api.quantity.
+Kinds: Pod, Node, Namespace, PriorityClass, Service, and the workloads Deployment, ReplicaSet,
+StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does).
+
+Some rules are the scheduler's rather than the API server's, because kubesched keeps these
+numbers in int64 columns: a quantity (or a pod's summed request) whose scheduler integer does
+not fit in int64 is refused (the API server would store it, and kube-scheduler would wrap it;
+see api.quantity), and so is a node whose images' sizes add up beyond 2^62. The loader adds one
+more: pods bound by nodeName may not take a node's summed requests beyond int64.
 """
 
 from __future__ import annotations
