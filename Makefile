@@ -63,7 +63,7 @@ bench-kube: $(STAMP) k8s-bin
 # resident memory at the end exceeds its level after warm-up by more than 3% + 3 MiB (tests/unit/test_soak.py).
 .PHONY: soak
 soak: $(STAMP)
-	KUBESCHED_SOAK_PODS=200000 $(BIN)/python -m pytest tests/unit/test_soak.py -q -s -p no:cacheprovider -k flat
+	KUBESCHED_SOAK_PODS=200000 $(BIN)/python -m pytest tests/unit/test_soak.py -q -s -p no:cacheprovider --timeout 1800 -k flat
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

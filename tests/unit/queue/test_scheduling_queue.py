@@ -1,7 +1,7 @@
 from builders import info, pod
 from kubesched.clock import VirtualClock
 from kubesched.framework.interface import ClusterEvent, Status
-from kubesched.queue.scheduling_queue import SchedulingQueue
+from kubesched.queue.scheduling_queue import QueueCounts, SchedulingQueue
 
 NODE_ADD = ClusterEvent("Node", "Add")
 POD_DELETE = ClusterEvent("Pod", "Delete")
@@ -120,3 +120,27 @@ def test_deleted_while_in_flight_is_not_requeued():
     q.delete(qpi.pi.uid)
     q.add_unschedulable(qpi, [], q.scheduling_cycle)
     assert q.counts().backoff == 0
+
+
+def test_churn_leaves_no_stale_entries_behind():
+    """Pods deleted in every state of the queue, over and over: once their backoff times have
+    passed, the queue holds nothing of them (heaps included), so a long run does not grow."""
+    clock, q = make(initial_backoff=1, max_backoff=10)
+    for round_ in range(50):
+        pis = [info(pod(f"r{round_}-{i}")) for i in range(40)]
+        for pi in pis:
+            q.add(pi)
+        for i in range(30):  # ten stay active
+            qpi = q.pop()
+            # to the pool (a plugin rejected it) or to backoff (no plugin to wait for)
+            q.add_unschedulable(qpi, ["TaintToleration"] if i % 2 else [], q.scheduling_cycle - 1)
+        q.activate(pi.uid for pi in pis[:5])  # some leave backoff early: their backoff entry goes stale
+        q.update(pis[-1])  # re-sorted while active: a stale active entry
+        for pi in pis:
+            q.delete(pi.uid)
+        clock.advance_to(clock.now() + 11)
+        clock.run_due()
+    assert q.pop() is None
+    assert not q.pods and not q._unschedulable and not q._gated and not q._pool_buckets
+    assert q._backoff == [] and q._active == []
+    assert q.counts() == QueueCounts(0, 0, 0, 0)
