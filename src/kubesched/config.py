@@ -98,6 +98,8 @@ _KUBE_FIELD_ERROR = re.compile(
     re.IGNORECASE,
 )
 
+# Keys shown bare in a field path; others are quoted.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\-/]{1,100}")
 # A validator's message that starts with the field it is about: "window: must be ...".
 _FIELD_PREFIX = re.compile(r"([A-Za-z_][\w]*(?:(?:\.[A-Za-z_][\w]*)|\[\d+\])*): ")
 
@@ -300,6 +302,13 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _key(key: Any) -> str:
+    """A mapping key as a path segment: plain names as they are, anything else quoted and cut."""
+    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key):
+        return key
+    return _show(key)
+
+
 def _show(value: Any) -> str:
     """A value for an error message: JSON-like scalars, a type word for anything bigger."""
     if isinstance(value, Mapping):
@@ -334,7 +343,7 @@ def _fields(data: Any, path: str, known: Iterable[str], gone: Mapping[str, str] 
     known = tuple(known)
     for key in data:
         if key not in known:
-            where = _join(path, str(key))
+            where = _join(path, _key(key))
             if gone and key in gone:
                 raise ConfigError(f"{where}: unknown field ({gone[key]})")
             raise ConfigError(f"{where}: unknown field (known fields: {', '.join(known)})")
@@ -702,7 +711,7 @@ def _args_error(exc: ValidationError, path: str) -> ConfigError:
     """The first pydantic error as one line: field path, message, offending value."""
     errors = exc.errors(include_url=False)
     err = errors[0]
-    loc = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]]
+    loc = [f"[{p}]" if isinstance(p, int) else f".{_key(p)}" for p in err["loc"]]
     kind, msg, value = err["type"], err["msg"], err.get("input")
     if kind == "extra_forbidden":
         text = f"{path}{''.join(loc)}: unknown field"

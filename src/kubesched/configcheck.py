@@ -36,7 +36,7 @@ def check_numbers(value: Any, path: str, show: Any = repr) -> None:
             for name, info in type(item).model_fields.items():
                 children.append((getattr(item, name), f"{where}.{info.alias or name}"))
         elif isinstance(item, Mapping):
-            children = [(v, f"{where}.{k}") for k, v in item.items()]
+            children = [(v, f"{where}.{k if isinstance(k, str) and k.isidentifier() else show(k)}") for k, v in item.items()]
         elif isinstance(item, (list, tuple, set, frozenset)):
             children = [(v, f"{where}[{i}]") for i, v in enumerate(item)]
         elif isinstance(item, bool):
