@@ -1041,6 +1041,10 @@ def test_huge_scalars_are_cut_in_messages(tmp_path: Path) -> None:
     big = "x" * 10_000_000
     message = error_of(tmp_path, named_pod("p").replace("name: c,", f"name: {big},"))
     assert len(message) < 2000 and "...(9999900 more)" in message
+    for text in (named_pod(big), named_pod("p", namespace=big), f"apiVersion: v1\nkind: {big}\n"):
+        cluster = load_paths([write(tmp_path, text)], keep_going=True)
+        assert all(len(line) < 2000 for line in cluster.errors + cluster.warnings)
+        assert len(cluster.errors + cluster.warnings) == 1
 
 
 def test_overflowing_quantities_never_reach_scheduling(tmp_path: Path) -> None:

@@ -273,7 +273,7 @@ def _objects(origin: Origin, data: Any) -> Iterator[tuple[Origin, dict[str, Any]
         if items is None:
             return
         if not isinstance(items, list):
-            raise ManifestError(f"{origin}: {kind}: items: expected a list, got {_type_name(items)}")
+            raise ManifestError(f"{origin}: {_cut(kind)}: items: expected a list, got {_type_name(items)}")
         for i, item in enumerate(items, 1):
             sub = Origin(origin.file, origin.document, i)
             if not isinstance(item, dict):
@@ -289,6 +289,11 @@ def _type_name(value: Any) -> str:
     if isinstance(value, str):
         return f"the string {_quoted(value)}"
     return type(value).__name__
+
+
+def _cut(text: str) -> str:
+    """Unquoted user text (a name, a kind) in a message, cut like validation.shown."""
+    return text if len(text) <= 100 else f"{text[:100]}...({len(text) - 100} more)"
 
 
 def _quoted(value: Any) -> str:
@@ -310,8 +315,9 @@ class _Doc:
     meta: ObjectMeta
 
     def describe(self) -> str:
-        name = self.name or f"{self.meta.generate_name}*"
-        return f"{self.kind} {self.namespace}/{name}" if self.namespace else f"{self.kind} {name}"
+        # Names are user input of any length until validated: cut them like any echoed value.
+        name = _cut(self.name or f"{self.meta.generate_name}*")
+        return f"{self.kind} {_cut(self.namespace)}/{name}" if self.namespace else f"{self.kind} {name}"
 
     def invalid(self, issues: Sequence[FieldIssue]) -> ManifestError:
         """What the API server's validation refused, in kubectl's words."""
@@ -456,7 +462,7 @@ class _Loader:
         api_version = raw.get("apiVersion")
         if not isinstance(api_version, str) or not api_version:
             # kubectl refuses it before sending: "error validating data: apiVersion not set".
-            raise ManifestError(f"{origin}: {kind}: apiVersion: Required value (every object needs apiVersion and kind)")
+            raise ManifestError(f"{origin}: {_cut(kind)}: apiVersion: Required value (every object needs apiVersion and kind)")
         group = _api_group(api_version)
         meta_raw = raw.get("metadata")
         if (kind == "ConfigMap" and group == "" and isinstance(meta_raw, dict)
@@ -464,7 +470,7 @@ class _Loader:
             self._simulation_settings(origin, raw)
             return
         if kind not in _GROUPS or group not in _GROUPS[kind]:
-            label = f"{kind} ({api_version})"
+            label = f"{_cut(kind)} ({_cut(api_version)})"
             count, first = self.skipped.get(label, (0, origin))
             self.skipped[label] = (count + 1, first)
             return
