@@ -19,15 +19,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from kubesched.api.quantity import parse_duration
+from kubesched.api.yamlio import YamlError, load_one
 from kubesched.configcheck import build_check, check_numbers
 from kubesched.configmerge import (
     ConfigError,
@@ -262,37 +262,15 @@ def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig
 # --- YAML ---------------------------------------------------------------------------------------
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML that refuses a key repeated in one mapping, as kube's strict decoding does."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable):
-                if key in seen:
-                    mark = key_node.start_mark
-                    raise ConfigError(f"line {mark.line + 1}, column {mark.column + 1}: duplicate key {key!r}")
-                seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
 def _parse_yaml(text: str, source: str) -> Any:
+    """The file's single document through the shared bounded reader (duplicate keys refused,
+    alias expansion and depth limited), its errors in this module's forms."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = exc.problem or exc.context or "syntax error"
-        if exc.context and exc.problem and exc.problem.startswith("but "):
-            problem = f"{exc.context}, {exc.problem}"
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+        return load_one(text)
+    except YamlError as exc:
+        if exc.problem.startswith("invalid YAML") and exc.line is not None:
+            raise ConfigError(f"{source}:{exc.line}:{exc.column}: {exc.problem}") from None
+        raise ConfigError(f"{source}: {exc.located()}") from None
 
 
 # --- scalar and structure helpers ----------------------------------------------------------------

@@ -1115,3 +1115,18 @@ def test_in_tree_plugin_args_in_kubes_words(plugin: str, args: dict[str, Any], m
 
     data = cfg(profiles=[{"pluginConfig": [{"name": plugin, "args": args}]}])
     assert refused(data, default_registry()).startswith(f"profiles[0].pluginConfig[0].args.{message}")
+
+
+def test_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    lines = [f"apiVersion: {API_VERSION}", f"kind: {KIND}", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{k}: &a{k} [*a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}]"
+              for k in range(1, 9)]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    message = file_refused(path)
+    assert message.startswith(f"{path}: aliases expand this document by ")
+    assert "more than the limit of 1000000" in message
+
+
+def test_deep_nesting_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, f"apiVersion: {API_VERSION}\nkind: {KIND}\nprofiles: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "nesting deeper than 100 levels" in file_refused(path)
