@@ -199,3 +199,23 @@ def test_web_batch_figures_are_unchanged() -> None:
 def test_flink_burst_load_aware_figures_are_the_readmes() -> None:
     result = asyncio.run(Simulation(load_scenario("flink-burst"), load_config(EXAMPLES / "load-aware.yaml")).run())
     assert _figures(result) == (1386, 0, 1386, 8454.0, 2715.0, 74.44, 16.95, 0.0)
+
+
+def test_a_long_run_can_be_cancelled_promptly() -> None:
+    """Ctrl-C under asyncio.run cancels the task: the run must reach an await often, even while it
+    samples a long span of varying usage with no scheduling in it."""
+    objects = [annotated(node("n"), count="50", background_cpu="diurnal:30%,period=1h"),
+               annotated(pod("late"), arrival="720h")]
+    sim = Simulation(load_objects(objects), default_config())
+
+    async def main() -> float:
+        task = asyncio.create_task(sim.run())
+        await asyncio.sleep(0.3)
+        cancelled_at = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.perf_counter() - cancelled_at
+
+    assert asyncio.run(main()) < 1.0
+    assert 0 < sim.usage.samples < 172_000  # it was stopped part way

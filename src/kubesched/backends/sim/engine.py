@@ -32,7 +32,8 @@ from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.scheduler import Scheduler
 
-YIELD_EVERY = 64  # scheduling cycles between chances for binding tasks to run
+YIELD_EVERY = 64  # scheduling cycles (or scrapes sampled at once) between chances for other tasks to run
+YIELD_SECONDS = 0.1  # and at least this often in wall time, so a cancellation lands promptly
 # Once no cluster change is left to come, pods still retrying (backoff, Permit timeouts,
 # the pool's periodic flush) get this much more virtual time, then the run ends: in a real
 # cluster they would retry forever, and nothing would change their fate.
@@ -127,7 +128,13 @@ class Simulation:
         total = len(owned)
         started = time.perf_counter()
         cycles = 0
+        yielded = started
         while True:
+            if time.perf_counter() - yielded > YIELD_SECONDS:
+                # Nothing else is ready here (all was drained), so this changes nothing but lets
+                # a cancellation (Ctrl-C) in, however few cycles the run has.
+                await asyncio.sleep(0)
+                yielded = time.perf_counter()
             clock.run_due()
             if sched.background:
                 # Work that timers started (metric refreshes) finishes at this instant of
@@ -155,7 +162,8 @@ class Simulation:
                 # meanwhile, so they are taken at once and the clock jumps to the last of them
                 # (stopping where the settle rule above would end the run).
                 until = clock.next_time(skip=usage.timer)
-                taken = usage.catch_up(until, (sim.last_external, SETTLE_SECONDS) if settling else None)
+                taken = usage.catch_up(until, (sim.last_external, SETTLE_SECONDS) if settling else None,
+                                       budget=YIELD_EVERY)
                 if taken is not None:
                     clock.advance_to(taken)
                     continue

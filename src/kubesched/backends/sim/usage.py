@@ -610,14 +610,17 @@ class UsageModel:
             self.sample(now)
         self._schedule(self.started_at + (k + 1) * self.interval)
 
-    def catch_up(self, until: float | None, settle: tuple[float, float] | None = None) -> float | None:
+    def catch_up(
+        self, until: float | None, settle: tuple[float, float] | None = None, *, budget: int | None = None
+    ) -> float | None:
         """Takes at once every scrape due before `until` (None: no bound), as the timers would
         one by one; with `settle` = (origin, span), only those at most `span` after `origin`.
         The caller knows nothing else happens meanwhile. Returns the time of the last scrape
         taken, or None; the scrape timer is then set for the next one.
 
         While nothing changes and all running usage is steady, the scrapes repeat the last
-        sample: they are added in one step, whatever their number."""
+        sample: they are added in one step, whatever their number. Otherwise each is sampled,
+        at most `budget` of them in one call (the caller calls again, and stays responsive)."""
         if self._timer is None or (until is None and settle is None):
             return None
         k = round((self._next_at - self.started_at) / self.interval)
@@ -635,6 +638,10 @@ class UsageModel:
             self.sample(t)
             taken = t
             k += 1
+            if budget is not None:
+                budget -= 1
+                if budget <= 0:
+                    break
         if taken is not None:
             self._timer.cancel()
             self._schedule(self.started_at + k * self.interval)
