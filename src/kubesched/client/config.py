@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
+from kubesched.api.yamlio import YamlError, load_one
 
 __all__ = [
     "EXEC_API_VERSIONS",
@@ -58,6 +58,12 @@ EXEC_EXPIRY_MARGIN_SECONDS = 5.0
 
 class KubeConfigError(ValueError):
     """A kubeconfig, in-cluster or exec-plugin problem; the message names the source and the field."""
+
+
+def _q(value: Any, limit: int = 100) -> str:
+    """A user's value in a message: repr (one line, control characters escaped), cut to `limit`."""
+    text = repr(value) if isinstance(value, str) else type(value).__name__ if isinstance(value, (dict, list)) else repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 # --- client certificates ---------------------------------------------------------------------------
@@ -360,9 +366,11 @@ def load_kubeconfig(path: str | None = None, context: str | None = None) -> Conn
     """Read a kubeconfig: `path`, else $KUBECONFIG, else ~/.kube/config; `context`, else current-context."""
     file = Path(path).expanduser() if path else default_kubeconfig_path()
     try:
-        text = file.read_text()
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise KubeConfigError(f"{file}: kubeconfig file not found") from None
+    except UnicodeDecodeError:
+        raise KubeConfigError(f"{file}: the kubeconfig is not UTF-8 text") from None
     except OSError as exc:
         raise KubeConfigError(f"{file}: cannot read the kubeconfig: {exc.strerror or exc}") from None
     return _KubeConfig(file, text).connection(context)
@@ -382,9 +390,10 @@ class _KubeConfig:
         self.file = file
         self.dir = file.resolve().parent
         try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise KubeConfigError(f"{file}: not valid YAML: {exc}") from None
+            # The shared bounded reader: duplicate keys refused, alias expansion and depth limited.
+            doc = load_one(text)
+        except YamlError as exc:
+            raise KubeConfigError(f"{file}: {exc.located()}") from None
         if doc is None:
             doc = {}
         if not isinstance(doc, dict):
@@ -401,7 +410,7 @@ class _KubeConfig:
                 raise KubeConfigError(f"{self.file}: {section}[{i}] needs a name")
             body = item.get(inner) or {}
             if not isinstance(body, dict):
-                raise KubeConfigError(f"{self.file}: {section}[{i}] ({item['name']!r}): {inner} must be a mapping")
+                raise KubeConfigError(f"{self.file}: {section}[{i}] ({_q(item['name'])}): {inner} must be a mapping")
             out.setdefault(item["name"], body)  # the first definition wins, as in client-go's merge
         return out
 
@@ -410,7 +419,7 @@ class _KubeConfig:
         if value is None or value == "":
             return None
         if not isinstance(value, str):
-            raise KubeConfigError(f"{where}: {key} must be a string")
+            raise KubeConfigError(f"{where}: {key} must be a string, got {_q(value)}")
         return value
 
     def _path(self, value: str) -> str:
@@ -429,47 +438,49 @@ class _KubeConfig:
         name = context or self.doc.get("current-context")
         if not name:
             raise KubeConfigError(f"{f}: no context given and current-context is not set")
+        if not isinstance(name, str):
+            raise KubeConfigError(f"{f}: current-context must be a string, got {_q(name)}")
         contexts = self._named("contexts", "context")
         if name not in contexts:
             known = ", ".join(sorted(contexts)) or "none"
             what = "context" if context else "current-context"
-            raise KubeConfigError(f"{f}: {what} {name!r} is not defined (contexts: {known})")
+            raise KubeConfigError(f"{f}: {what} {_q(name)} is not defined (contexts: {_q(known, 300)[1:-1]})")
         ctx = contexts[name]
-        cwhere = f"{f}: context {name!r}"
+        cwhere = f"{f}: context {_q(name)}"
         cluster_name = self._str(ctx, "cluster", cwhere)
         if not cluster_name:
             raise KubeConfigError(f"{cwhere}: cluster is not set")
         clusters = self._named("clusters", "cluster")
         if cluster_name not in clusters:
-            raise KubeConfigError(f"{cwhere}: cluster {cluster_name!r} is not defined in clusters")
+            raise KubeConfigError(f"{cwhere}: cluster {_q(cluster_name)} is not defined in clusters")
         user_name = self._str(ctx, "user", cwhere)
         user: dict[str, Any] = {}
         if user_name:
             users = self._named("users", "user")
             if user_name not in users:
-                raise KubeConfigError(f"{cwhere}: user {user_name!r} is not defined in users")
+                raise KubeConfigError(f"{cwhere}: user {_q(user_name)} is not defined in users")
             user = users[user_name]
         namespace = self._str(ctx, "namespace", cwhere) or "default"
 
         cluster = clusters[cluster_name]
-        where = f"{f}: cluster {cluster_name!r}"
+        where = f"{f}: cluster {_q(cluster_name)}"
         server = self._str(cluster, "server", where)
         if not server:
             raise KubeConfigError(f"{where}: server is not set")
-        parts = urlsplit(server)
-        if parts.scheme not in ("https", "http") or not parts.netloc:
-            raise KubeConfigError(f"{where}: server {server!r} is not an http(s) URL")
+        parts = _url(server, where, "server")
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise KubeConfigError(f"{where}: server {_q(server)} is not an http(s) URL")
         tls_server_name = self._str(cluster, "tls-server-name", where)
         proxy_url = self._str(cluster, "proxy-url", where)
-        if proxy_url and urlsplit(proxy_url).scheme not in ("http", "https"):
-            raise KubeConfigError(f"{where}: proxy-url {proxy_url!r}: only http(s) proxies are supported")
+        if proxy_url and _url(proxy_url, where, "proxy-url").scheme not in ("http", "https"):
+            raise KubeConfigError(f"{where}: proxy-url {_q(proxy_url)}: only http(s) proxies are supported")
         insecure = cluster.get("insecure-skip-tls-verify", False)
         if not isinstance(insecure, bool):
             raise KubeConfigError(f"{where}: insecure-skip-tls-verify must be true or false")
         ca_data = cluster.get("certificate-authority-data")
         ca_file = self._str(cluster, "certificate-authority", where)
-        uwhere = f"{f}: user {user_name!r}"
-        source = f"{f} (context {name!r})"
+        uwhere = f"{f}: user {_q(user_name)}"
+        source = f"{f} (context {_q(name)})"
 
         ssl_ctx: ssl.SSLContext | bool = False
         if parts.scheme == "https":
@@ -478,7 +489,7 @@ class _KubeConfig:
             ssl_ctx = self._ssl(cluster, where, ca_data, ca_file, insecure)
             self._client_cert(ssl_ctx, user, uwhere)
         elif any(user.get(k) for k in ("client-certificate", "client-certificate-data")):
-            raise KubeConfigError(f"{uwhere}: a client certificate needs an https server (cluster {cluster_name!r} has {server!r})")
+            raise KubeConfigError(f"{uwhere}: a client certificate needs an https server (cluster {_q(cluster_name)} has {_q(server)})")
 
         token = self._str(user, "token", uwhere)
         token_file = self._str(user, "tokenFile", uwhere)
@@ -487,7 +498,7 @@ class _KubeConfig:
             self._read(token_file, uwhere, "tokenFile")
         if user.get("auth-provider"):
             provider = user["auth-provider"].get("name", "?") if isinstance(user["auth-provider"], dict) else "?"
-            raise KubeConfigError(f"{uwhere}: auth-provider {provider!r} is not supported; use an exec credential plugin instead")
+            raise KubeConfigError(f"{uwhere}: auth-provider {_q(provider)} is not supported; use an exec credential plugin instead")
         if (user.get("username") or user.get("password")) and not (token or token_file or user.get("exec")):
             raise KubeConfigError(f"{uwhere}: username/password (basic) authentication is not supported by Kubernetes any more")
         exec_provider = None
@@ -521,7 +532,9 @@ class _KubeConfig:
                     ctx = ssl.create_default_context(cadata=pem)
             else:
                 ctx = ssl.create_default_context()
-        except ssl.SSLError as exc:
+        except KubeConfigError:
+            raise
+        except (ssl.SSLError, ValueError, TypeError) as exc:  # ValueError/TypeError: cadata that is no certificate at all
             field_name = "certificate-authority-data" if ca_data else "certificate-authority"
             raise KubeConfigError(f"{where}: {field_name} does not hold a valid CA certificate ({exc})") from None
         if insecure:
@@ -548,7 +561,7 @@ class _KubeConfig:
             raise KubeConfigError(f"{where}: client-certificate(-data) is set but client-key(-data) is not")
         try:
             load_cert_chain_data(ctx, cert, key)
-        except ssl.SSLError as exc:
+        except (ssl.SSLError, ValueError) as exc:
             raise KubeConfigError(
                 f"{where}: client-certificate(-data)/client-key(-data) do not form a valid PEM certificate and key ({exc})"
             ) from None
@@ -575,12 +588,15 @@ class _KubeConfig:
             command = self._path(command)  # client-go resolves only commands that are paths, not names on PATH
         api_version = self._str(spec, "apiVersion", where)
         if api_version not in EXEC_API_VERSIONS:
-            raise KubeConfigError(f"{where}: apiVersion {api_version!r} is not supported (use one of {', '.join(EXEC_API_VERSIONS)})")
+            raise KubeConfigError(f"{where}: apiVersion {_q(api_version)} is not supported (use one of {', '.join(EXEC_API_VERSIONS)})")
         args = spec.get("args") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise KubeConfigError(f"{where}: args must be a list of strings")
         env: dict[str, str] = {}
-        for i, item in enumerate(spec.get("env") or []):
+        env_items = spec.get("env") or []
+        if not isinstance(env_items, list):
+            raise KubeConfigError(f"{where}: env must be a list of name/value pairs")
+        for i, item in enumerate(env_items):
             if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not isinstance(item.get("value", ""), str):
                 raise KubeConfigError(f"{where}: env[{i}] must have a string name and value")
             env[item["name"]] = item.get("value", "")
@@ -600,6 +616,11 @@ class _KubeConfig:
                 for item in ext:
                     if isinstance(item, dict) and item.get("name") == "client.authentication.k8s.io/exec":
                         cluster_info["config"] = item.get("extension")
+            try:
+                # The plugin reads this as JSON: NaN/Infinity or binary values would not parse there.
+                json.dumps(cluster_info, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise KubeConfigError(f"{where}: the cluster's exec extension cannot be passed to the plugin as JSON: {exc}") from None
         return ExecProvider(
             command,
             args,
@@ -609,6 +630,22 @@ class _KubeConfig:
             install_hint=self._str(spec, "installHint", where) or "",
             cluster_info=cluster_info,
         )
+
+
+def _url(value: str, where: str, key: str) -> Any:
+    """urlsplit, with its ValueErrors (a bad IPv6 literal, a port out of range) as KubeConfigError."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - parsing the port is what raises
+    except ValueError as exc:
+        raise KubeConfigError(f"{where}: {key} {_q(value)} is not a valid URL: {exc}") from None
+    if parts.hostname:
+        try:
+            # What connecting does with the name: a label over 63 characters or an empty one fails there.
+            parts.hostname.encode("idna")
+        except UnicodeError as exc:
+            raise KubeConfigError(f"{where}: {key} {_q(value)} has an invalid host name: {exc}") from None
+    return parts
 
 
 # --- in-cluster --------------------------------------------------------------------------------------

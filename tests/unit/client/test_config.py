@@ -7,6 +7,7 @@ server is involved.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import ssl
@@ -17,9 +18,12 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
 
 from kubesched.client import config as cfgmod
 from kubesched.client.config import ConnectionConfig, ExecProvider, KubeConfigError, load_connection, load_incluster, load_kubeconfig
+from unit.fuzz.budget import examples
+from unit.fuzz.mutations import mutations_of
 
 from .conftest import Pki, write
 
@@ -232,8 +236,9 @@ def test_missing_server(tmp_path: Path) -> None:
 
 def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
     bad = write(tmp_path / "bad", "clusters: [oops\n")
-    with pytest.raises(KubeConfigError, match=f"{bad}: not valid YAML"):
+    with pytest.raises(KubeConfigError) as err:
         load_kubeconfig(str(bad))
+    assert str(err.value).startswith(f"{bad}: line 2, column 1: invalid YAML: ")
     with pytest.raises(KubeConfigError, match="kubeconfig file not found"):
         load_kubeconfig(str(tmp_path / "absent"))
     listy = write(tmp_path / "listy", "- 1\n- 2\n")
@@ -467,3 +472,111 @@ async def test_exec_provider_direct() -> None:
     provider = ExecProvider(sys.executable, ["-c", "print('{}')"], source="unit")
     with pytest.raises(KubeConfigError, match="printed kind None, expected 'ExecCredential'"):
         await provider.credential()
+
+
+# --- bad values: one message naming the field, never a traceback ------------------------------------
+
+
+def test_duplicate_keys_alias_bombs_and_binary_files(tmp_path: Path) -> None:
+    dup = write(tmp_path / "dup", "current-context: a\ncurrent-context: b\n")
+    with pytest.raises(KubeConfigError) as err:
+        load_kubeconfig(str(dup))
+    assert str(err.value) == f"{dup}: line 2, column 1: duplicate key 'current-context'"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * 8) + "]" for k in range(1, 9)]
+    bomb = write(tmp_path / "bomb", "\n".join(lines) + "\n")
+    with pytest.raises(KubeConfigError, match="aliases expand this document by"):
+        load_kubeconfig(str(bomb))
+    binary = write(tmp_path / "binary", b"\xff\xfe\x00garbage")
+    with pytest.raises(KubeConfigError) as err:
+        load_kubeconfig(str(binary))
+    assert str(err.value) == f"{binary}: the kubeconfig is not UTF-8 text"
+
+
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        ({"server": float("inf")}, "cluster 'c1': server must be a string, got inf"),
+        ({"server": float("nan")}, "cluster 'c1': server must be a string, got nan"),
+        ({"server": 10**400}, "cluster 'c1': server must be a string, got "),
+        ({"server": ["https://a"]}, "cluster 'c1': server must be a string, got list"),
+        ({"server": "https://[::1"}, "cluster 'c1': server 'https://[::1' is not a valid URL: Invalid IPv6 URL"),
+        ({"server": "https://host:99999"}, "cluster 'c1': server 'https://host:99999' is not a valid URL: Port out of range 0-65535"),
+        ({"server": "https://host:port"}, "cluster 'c1': server 'https://host:port' is not a valid URL: Port could not be cast"),
+        ({"server": "https://:6443"}, "cluster 'c1': server 'https://:6443' is not an http(s) URL"),
+        ({"server": "https://" + "a" * 100_000}, "cluster 'c1': server 'https://aaaa"),
+        ({"server": "https://a..b"}, "cluster 'c1': server 'https://a..b' has an invalid host name: "),
+        ({"server": "https://a", "proxy-url": "http://[x"}, "cluster 'c1': proxy-url 'http://[x' is not a valid URL"),
+        ({"server": "https://a", "insecure-skip-tls-verify": "yes"}, "cluster 'c1': insecure-skip-tls-verify must be true or false"),
+        ({"server": "https://a", "certificate-authority-data": float("inf")},
+         "cluster 'c1': certificate-authority-data must be a base64 string"),
+    ],
+)
+def test_bad_cluster_values(tmp_path: Path, cluster: dict[str, Any], message: str) -> None:
+    path = kubeconfig(tmp_path / "kc", cluster=cluster)
+    with pytest.raises(KubeConfigError) as err:
+        load_kubeconfig(str(path))
+    text = str(err.value)
+    assert text.startswith(f"{path}: {message}")
+    assert "\n" not in text and len(text) < 400
+
+
+def test_bad_context_and_exec_values(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path / "kc", current=None)
+    doc = yaml.safe_load(path.read_text())
+    doc["current-context"] = ["main"]
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(KubeConfigError) as err:
+        load_kubeconfig(str(path))
+    assert str(err.value) == f"{path}: current-context must be a string, got list"
+
+    exec_spec = {"apiVersion": "client.authentication.k8s.io/v1", "command": "x", "env": 5}
+    path = kubeconfig(tmp_path / "kc2", user={"exec": exec_spec})
+    with pytest.raises(KubeConfigError) as err:
+        load_kubeconfig(str(path))
+    assert str(err.value) == f"{path}: user 'u1': exec: env must be a list of name/value pairs"
+
+    exec_spec = {"apiVersion": "client.authentication.k8s.io/v1", "command": "x", "provideClusterInfo": True}
+    path = kubeconfig(tmp_path / "kc3", user={"exec": exec_spec}, cluster={
+        "server": "https://a",
+        "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {"ratio": float("nan")}}],
+    })
+    with pytest.raises(KubeConfigError) as err:
+        load_kubeconfig(str(path))
+    assert str(err.value).startswith(f"{path}: user 'u1': exec: the cluster's exec extension cannot be passed to the plugin as JSON")
+
+
+def _fuzz_seeds() -> list[dict[str, Any]]:
+    base = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "main",
+        "clusters": [{"name": "c1", "cluster": {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True,
+                                                "tls-server-name": "kubernetes", "proxy-url": "http://proxy:3128"}}],
+        "users": [{"name": "u1", "user": {"token": "abc"}}],
+        "contexts": [{"name": "main", "context": {"cluster": "c1", "user": "u1", "namespace": "kube-system"}}],
+    }
+    with_exec = copy.deepcopy(base)
+    with_exec["users"][0]["user"] = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/true", "args": ["a", "b"],
+        "env": [{"name": "A", "value": "b"}], "provideClusterInfo": True, "installHint": "install it",
+        "interactiveMode": "Never",
+    }}
+    with_exec["clusters"][0]["cluster"]["extensions"] = [
+        {"name": "client.authentication.k8s.io/exec", "extension": {"audience": "x", "n": 1}},
+    ]
+    return [base, with_exec]
+
+
+@settings(max_examples=examples(150))
+@given(doc=mutations_of(_fuzz_seeds()))
+def test_fuzzed_kubeconfigs_load_or_fail_in_one_line(tmp_path_factory: pytest.TempPathFactory, doc: dict[str, Any]) -> None:
+    path = tmp_path_factory.mktemp("kc") / "config"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    started = time.monotonic()
+    try:
+        conn = load_kubeconfig(str(path))
+    except KubeConfigError as exc:
+        message = str(exc)
+        assert message and "\n" not in message and len(message) < 2000, message
+    else:
+        assert conn.server.startswith(("http://", "https://"))
+    assert time.monotonic() - started < 10
