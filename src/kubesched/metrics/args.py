@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -97,8 +98,19 @@ class PrometheusArgs(BaseModel):
     @field_validator("address")
     @classmethod
     def _check_address(cls, value: str) -> str:
+        shown = repr(value) if len(value) <= 100 else repr(value[:97]) + "..."
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+            raise ValueError(f"{shown} is not an http:// or https:// URL")
+        # What every request would trip on later (and only show in a log): no host, a bad port.
+        try:
+            parts = urlsplit(value)
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"{shown} is not a valid URL: {exc}") from None
+        if not parts.hostname:
+            raise ValueError(f"{shown} has no host")
+        if port == 0:
+            raise ValueError(f"{shown}: port 0 cannot be connected to")
         return value.rstrip("/")
 
     @field_validator("refresh_interval", "timeout")
