@@ -12,6 +12,10 @@ Deliberate differences from kube-scheduler:
 - a negative score weight is refused (kube-scheduler accepts it and subtracts that score);
 - every pluginConfig entry must name a plugin kubesched can resolve, and args given to a plugin
   that takes none are refused (kube-scheduler passes unknown args through to out-of-tree plugins).
+- scheduler extenders are refused after kube's own checks of them: kubesched does not call them yet;
+- numbers are held to what the Go types hold (durations to int64 nanoseconds, qps to float32, every
+  number in plugin args finite and within int64), and load_config builds the scheduler once, so a
+  plugin that cannot start with its args is refused at load, not when a run begins.
 """
 
 from __future__ import annotations
@@ -186,7 +190,7 @@ class SchedulerConfig:
     pod_max_backoff_seconds: float = 10.0
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
-    # Kept as written; validated only for kube's cross-extender rules.
+    # Always empty: extenders are checked as kube checks them, then refused (not supported yet).
     extenders: list[dict[str, Any]] = field(default_factory=list)
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
@@ -526,7 +530,13 @@ def _extenders(raw: Any) -> list[dict[str, Any]]:
             binders += 1
     if binders > 1:
         raise _invalid("extenders", f'"found {binders} extenders implementing bind"', "only one extender can implement bind")
-    return [dict(ext) for ext in extenders]
+    if extenders:
+        # Accepting them would schedule as if they were not there: say so instead.
+        raise ConfigError(
+            f"extenders[0]: scheduler extenders are not supported by kubesched yet ({len(extenders)} configured); "
+            "remove the extenders section"
+        )
+    return []
 
 
 # --- profiles -----------------------------------------------------------------------------------

@@ -413,7 +413,6 @@ def test_global_fields_are_read() -> None:
             "resourceName": "kubesched", "resourceNamespace": "sched",
         },
         clientConnection={"kubeconfig": "/etc/kube.conf", "qps": 0, "burst": 300, "contentType": "application/json"},
-        extenders=[{"urlPrefix": "http://ext", "filterVerb": "filter", "prioritizeVerb": "prio", "weight": 2}],
     )
     assert (config.parallelism, config.percentage_of_nodes_to_score) == (8, 30)
     assert (config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds) == (2.0, 20.0)
@@ -428,7 +427,14 @@ def test_global_fields_are_read() -> None:
     assert config.client_connection == ClientConnection(
         kubeconfig="/etc/kube.conf", qps=50.0, burst=300, content_type="application/json"
     )
-    assert config.extenders[0]["urlPrefix"] == "http://ext"
+
+
+def test_extenders_are_refused_as_not_supported() -> None:
+    ext = {"urlPrefix": "http://ext", "filterVerb": "filter", "prioritizeVerb": "prio", "weight": 2}
+    assert refused(cfg(extenders=[ext])) == (
+        "extenders[0]: scheduler extenders are not supported by kubesched yet (1 configured); remove the extenders section"
+    )
+    assert parse(extenders=[]).extenders == []
 
 
 def test_profile_percentage_and_several_profiles() -> None:
