@@ -69,7 +69,7 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     # names and metadata
     ("bad name", "metadata.name", "Web_1", [f'metadata.name: Invalid value: "Web_1": {SUBDOMAIN_MSG}']),
     ("long name", "metadata.name", "a" * 254, [f'metadata.name: Invalid value: "{"a" * 100}"...(154 more): must be no more than '
-                                              "253 bytes"]),
+                                              "253 characters"]),
     ("bad namespace", "metadata.namespace", "Team", [f'metadata.namespace: Invalid value: "Team": {LABEL_MSG}']),
     ("namespace with dot", "metadata.namespace", "a.b", ['metadata.namespace: Invalid value: "a.b": must not contain dots']),
     ("generateName ok", "metadata", {"generateName": "job-", "namespace": "default"}, []),
@@ -83,7 +83,7 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     ("bad label value", "metadata.labels", {"a": "-x"}, [f'metadata.labels: Invalid value: "-x": {VALUE_MSG}']),
     ("empty label value", "metadata.labels", {"a": ""}, []),
     ("long label value", "metadata.labels", {"a": "x" * 64},
-     [f'metadata.labels: Invalid value: "{"x" * 64}": must be no more than 63 bytes']),
+     [f'metadata.labels: Invalid value: "{"x" * 64}": must be no more than 63 characters']),
     ("bad annotation key", "metadata.annotations", {"a/b/c": "x"},
      ["metadata.annotations: Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' "
       "or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
@@ -434,6 +434,41 @@ WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
      ["spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0"]),
     ("podManagementPolicy", workload("StatefulSet", podManagementPolicy="Random"),
      ['spec.podManagementPolicy: Invalid value: "Random": must be \'OrderedReady\' or \'Parallel\'']),
+    # Texts below are the pinned kube-apiserver's answers to the same objects.
+    ("serviceName is a label", workload("StatefulSet", serviceName="a.b"),
+     ['spec.serviceName: Invalid value: "a.b": must not contain dots']),
+    ("serviceName blank", workload("StatefulSet", serviceName=" "),
+     ['spec.serviceName: Invalid value: " ": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '
+      "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation "
+      "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]),
+    ("updateStrategy type", workload("StatefulSet", updateStrategy={"type": "Bogus", "rollingUpdate": {"partition": 3}}),
+     ['spec.updateStrategy: Invalid value: {"Type":"Bogus","RollingUpdate":{"Partition":3,"MaxUnavailable":null}}: '
+      "must be 'RollingUpdate' or 'OnDelete'"]),
+    ("updateStrategy OnDelete", workload("StatefulSet", updateStrategy={"type": "OnDelete", "rollingUpdate": {"partition": 1}}),
+     ['spec.updateStrategy.rollingUpdate: Invalid value: {"Partition":1,"MaxUnavailable":null}: '
+      "only allowed for updateStrategy 'RollingUpdate'"]),
+    ("partition", workload("StatefulSet", updateStrategy={"rollingUpdate": {"partition": -1}}),
+     ["spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0"]),
+    ("statefulset maxUnavailable is dropped (feature gate off)", workload("StatefulSet", updateStrategy={
+        "rollingUpdate": {"maxUnavailable": "x"}}), []),
+    ("pvc retention", workload("StatefulSet", persistentVolumeClaimRetentionPolicy={"whenDeleted": "X", "whenScaled": ""}),
+     ['spec.persistentVolumeClaimRetentionPolicy.whenDeleted: Unsupported value: "X": supported values: "Retain", "Delete"']),
+    ("deployment strategy type", workload("Deployment", strategy={"type": "Bogus", "rollingUpdate": {"maxSurge": "1<"}}),
+     ['spec.strategy: Unsupported value: {"Type":"Bogus","RollingUpdate":{"MaxUnavailable":0,"MaxSurge":"1\\u003c"}}: '
+      'supported values: "Recreate", "RollingUpdate"']),
+    ("recreate with rollingUpdate", workload("Deployment", strategy={"type": "Recreate", "rollingUpdate": {}}),
+     ["spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"]),
+    ("surge and unavailable 0", workload("Deployment", strategy={"rollingUpdate": {"maxSurge": "0%", "maxUnavailable": "0"}}),
+     ['spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0": a valid percent string must be a numeric string '
+      "followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+      'spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0": may not be 0 when `maxSurge` is 0']),
+    ("unavailable over 100%", workload("Deployment", strategy={"rollingUpdate": {"maxUnavailable": "200%", "maxSurge": -1}}),
+     ["spec.strategy.rollingUpdate.maxSurge: Invalid value: -1: must be greater than or equal to 0",
+      'spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "200%": must not be greater than 100%']),
+    ("progress deadline defaults to 600", workload("Deployment", minReadySeconds=600),
+     ["spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds"]),
+    ("progress deadline", workload("Deployment", minReadySeconds=5, progressDeadlineSeconds=5),
+     ["spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds"]),
     ("job ok", workload("Job", parallelism=2, completions=4), []),
     ("job restartPolicy default", workload("Job", template=copy.deepcopy(TEMPLATE)),
      ['spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"']),
@@ -456,7 +491,7 @@ WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("job manual selector", workload("Job", manualSelector=True, selector={"matchLabels": {"app": "api"}}),
      ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),
     ("job name too long for its label", {**workload("Job"), "metadata": {"name": "j" * 64, "namespace": "shop"}},
-     [f'spec.template.labels: Invalid value: "{"j" * 64}": must be no more than 63 bytes'] * 2),
+     [f'spec.template.labels: Invalid value: "{"j" * 64}": must be no more than 63 characters'] * 2),
     ("rc selector defaults to template labels", workload("ReplicationController"), []),
     ("rc mismatch", workload("ReplicationController", selector={"app": "api"}),
      ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`']),

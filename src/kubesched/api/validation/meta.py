@@ -51,7 +51,7 @@ def regex_error(message: str, fmt: str, *examples: str) -> str:
 
 
 def max_len_error(length: int) -> str:
-    return f"must be no more than {length} bytes"
+    return f"must be no more than {length} characters"
 
 
 EMPTY_ERROR = "must be non-empty"

@@ -22,6 +22,15 @@ from kubesched.api.validation.meta import (
     validate_object_meta,
 )
 from kubesched.api.validation.pod import validate_pod_template
+from kubesched.api.validation.strategies import (
+    DeploymentStrategy,
+    RetentionPolicy,
+    StatefulSetStrategy,
+    validate_deployment_strategy,
+    validate_progress_deadline,
+    validate_retention_policy,
+    validate_statefulset_strategy,
+)
 
 JOB_CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
@@ -60,6 +69,11 @@ class WorkloadSpec(_Obj):
     active_deadline_seconds: Int64 | None = None
     backoff_limit: Int32 | None = None
     manual_selector: bool | None = None
+    strategy: DeploymentStrategy | None = None
+    progress_deadline_seconds: Int32 | None = None
+    service_name: str = ""
+    update_strategy: StatefulSetStrategy | None = None
+    persistent_volume_claim_retention_policy: RetentionPolicy | None = None
 
 
 class Workload(_Obj):
@@ -96,11 +110,18 @@ def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[s
     out.extend(_nonnegative(spec.replicas, "spec.replicas"))
     if kind == "Deployment":
         out.extend(_nonnegative(spec.revision_history_limit, "spec.revisionHistoryLimit"))
+        out.extend(validate_deployment_strategy(spec.strategy))
+        out.extend(validate_progress_deadline(spec.progress_deadline_seconds, spec.min_ready_seconds))
     if kind == "StatefulSet":
         if spec.pod_management_policy not in ("", "OrderedReady", "Parallel"):
             out.append(invalid("spec.podManagementPolicy", spec.pod_management_policy, "must be 'OrderedReady' or 'Parallel'"))
+        out.extend(validate_statefulset_strategy(spec.update_strategy))
+        out.extend(validate_retention_policy(spec.persistent_volume_claim_retention_policy))
         if spec.ordinals is not None:
             out.extend(_nonnegative(spec.ordinals.start, "spec.ordinals.start"))
+        if spec.service_name:
+            # The headless Service's name becomes part of every pod's DNS name: a DNS-1123 label.
+            out.extend(invalid("spec.serviceName", spec.service_name, msg) for msg in name_is_dns_label(spec.service_name))
     template = spec.template or Template()
     if kind == "ReplicationController":
         labels = selector if isinstance(selector, dict) and selector else dict(template.metadata.labels)
