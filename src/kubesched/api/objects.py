@@ -172,6 +172,7 @@ class PodSpec(_Obj):
     tolerations: list[Toleration] = msgspec.field(default_factory=list)
     topology_spread_constraints: list[TopologySpreadConstraint] = msgspec.field(default_factory=list)
     overhead: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    runtime_class_name: str | None = None
     scheduling_gates: list[PodSchedulingGate] = msgspec.field(default_factory=list)
     host_network: bool = False
     restart_policy: str = ""

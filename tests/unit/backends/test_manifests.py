@@ -649,6 +649,18 @@ def test_missing_priority_class_names_pod_and_class(tmp_path: Path) -> None:
     assert "Deployment shop/web: spec.template.spec.priorityClassName: no PriorityClass with name gold" in message
 
 
+def test_overhead_needs_a_runtime_class(tmp_path: Path) -> None:
+    # The RuntimeClass admission plugin refuses overhead a pod sets without naming a RuntimeClass.
+    message = error_of(tmp_path, POD.format(name="a").replace("spec:\n", "spec:\n  overhead: {cpu: 10m}\n"))
+    assert message == (f"{tmp_path / 'cluster.yaml'}: document 1: Pod default/a: spec.overhead: "
+                       "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead")
+    # A pod exported from a cluster names its RuntimeClass and carries the overhead it was given.
+    exported = POD.format(name="a").replace("spec:\n", "spec:\n  runtimeClassName: kata\n  overhead: {cpu: 10m}\n")
+    assert load(tmp_path, exported).pods[0].pod.spec.overhead == {"cpu": "10m"}
+    bad_name = POD.format(name="a").replace("spec:\n", "spec:\n  runtimeClassName: Kata_\n")
+    assert 'spec.runtimeClassName: Invalid value: "Kata_"' in error_of(tmp_path, bad_name)
+
+
 def test_priority_that_disagrees_with_class_is_refused(tmp_path: Path) -> None:
     message = error_of(tmp_path, CLASSES + POD.format(name="a").replace(
         "spec:\n", "spec:\n  priorityClassName: high\n  priority: 7\n"))
@@ -1102,7 +1114,7 @@ def test_copies_and_generated_names_stay_valid_names(tmp_path: Path) -> None:
     text = text.replace(f"metadata: {{name: {long}, namespace: default}}",
                         f"metadata: {{name: {long}, namespace: default, annotations: {{sim.kubesched.io/count: \"3\"}}}}")
     message = error_of(tmp_path, text)
-    assert f'metadata.name: Invalid value: "{"a" * 100}"...(154 more): must be no more than 253 bytes' in message
+    assert f'metadata.name: Invalid value: "{"a" * 100}"...(154 more): must be no more than 253 characters' in message
     generated = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: " + "g" * 100 + "-}\n" \
                 "spec: {containers: [{name: c, image: x}]}\n"
     (sp,) = load(tmp_path, generated).pods

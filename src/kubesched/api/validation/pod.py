@@ -62,6 +62,9 @@ def validate_pod_spec(spec: PodSpec, path: str, *, template: bool) -> list[Field
     if spec.priority_class_name:
         out.extend(invalid(f"{path}.priorityClassName", spec.priority_class_name, msg)
                    for msg in name_is_dns_subdomain(spec.priority_class_name))
+    if spec.runtime_class_name is not None:
+        out.extend(invalid(f"{path}.runtimeClassName", spec.runtime_class_name, msg)
+                   for msg in name_is_dns_subdomain(spec.runtime_class_name))
     if spec.preemption_policy is not None and spec.preemption_policy not in PREEMPTION_POLICIES:
         out.append(not_supported(f"{path}.preemptionPolicy", spec.preemption_policy, PREEMPTION_POLICIES))
     if spec.affinity is not None:
@@ -130,7 +133,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
 def _port_name(name: str) -> list[str]:
     errs = []
     if len(name) > 15:
-        errs.append("must be no more than 15 bytes")
+        errs.append("must be no more than 15 characters")
     if not name or not set(name) <= _PORT_NAME_CHARS:
         errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not any("a" <= ch <= "z" for ch in name):

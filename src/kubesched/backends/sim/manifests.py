@@ -112,6 +112,7 @@ SIM_CONFIGMAP = "kubesched-simulation"
 SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages")
 
 DEFAULT_SCHEDULER = "default-scheduler"
+RUNTIME_CLASS_OVERHEAD = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
 DEFAULT_MAX_PODS = "110"
 DEFAULT_TOLERATION_SECONDS = 300
 MAX_GENERATE_NAME_PREFIX = 58
@@ -850,6 +851,11 @@ class _Loader:
             raise FieldError("spec.schedulingGates", "Forbidden: cannot be set when spec.nodeName is set")
         _add_default_tolerations(spec.tolerations)
         self._resolve_priority(pod)
+        if spec.overhead and not spec.runtime_class_name:
+            # The RuntimeClass admission plugin: overhead comes from a RuntimeClass, never from the
+            # user alone. The simulator reads no RuntimeClass objects, so a pod naming one (as pods
+            # exported from a cluster do) keeps the overhead it carries.
+            raise FieldError("spec.overhead", RUNTIME_CLASS_OVERHEAD)
         try:
             make_pod_info(pod)
         except PodError as exc:
