@@ -108,8 +108,11 @@ class NodeTable:
         self.non_zero_requested = np.zeros((capacity, 2), dtype=np.int64)
         self.labels: dict[str, LabelColumn] = {}
         self.taint_vocab: dict[tuple[str, str, str], int] = {}
+        # A new list object whenever columns are renumbered (compaction): callers caching
+        # per-column answers key them on this list's identity.
         self.taint_list: list[tuple[str, str, str]] = []
         self.taint_pos = np.full((capacity, 0), NO_TAINT, dtype=np.int16)
+        self.taint_refs: list[int] = []  # rows carrying each taint column
         self.node_labels: list[dict[str, str]] = []
         self.images: list[dict[str, int]] = []
         self.image_rows: dict[str, dict[int, int]] = {}
@@ -196,8 +199,26 @@ class NodeTable:
             idx = len(self.taint_list)
             self.taint_vocab[taint] = idx
             self.taint_list.append(taint)
+            self.taint_refs.append(0)
             self.taint_pos = np.hstack([self.taint_pos, np.full((self.capacity, 1), NO_TAINT, dtype=np.int16)])
         return idx
+
+    def _clear_taints(self, row: int) -> None:
+        for col in np.flatnonzero(self.taint_pos[row] != NO_TAINT):
+            self.taint_refs[col] -= 1
+        self.taint_pos[row, :] = NO_TAINT
+
+    def _compact_taints(self) -> None:
+        """Keeps the taint columns bounded by the taints nodes carry now. Taint values churn
+        (cluster-autoscaler stamps times into some), so columns no node has any more go once
+        they outnumber the live ones; the list is then a new object (see taint_list)."""
+        live = [c for c, refs in enumerate(self.taint_refs) if refs]
+        if len(self.taint_list) - len(live) <= len(live) + COMPACT_SLACK:
+            return
+        self.taint_list = [self.taint_list[c] for c in live]
+        self.taint_refs = [self.taint_refs[c] for c in live]
+        self.taint_vocab = {taint: i for i, taint in enumerate(self.taint_list)}
+        self.taint_pos = np.ascontiguousarray(self.taint_pos[:, live])
 
     # --- nodes -------------------------------------------------------------------
 
@@ -235,11 +256,13 @@ class NodeTable:
         for res, value in alloc.items():
             self.allocatable[row, self.resource_index[res]] = value
         self._set_labels(row, node.metadata.labels)
-        self.taint_pos[row, :] = NO_TAINT
+        self._clear_taints(row)
         for pos, t in enumerate(node.spec.taints):
             col = self._taint_column((t.key, t.value, t.effect))
             if self.taint_pos[row, col] == NO_TAINT:
                 self.taint_pos[row, col] = pos
+                self.taint_refs[col] += 1
+        self._compact_taints()
         self._set_images(row, node)
         self.generation += 1
         self.node_generation += 1
@@ -308,7 +331,8 @@ class NodeTable:
         self.requested[row, :] = 0
         self.non_zero_requested[row, :] = 0
         self._set_labels(row, {})
-        self.taint_pos[row, :] = NO_TAINT
+        self._clear_taints(row)
+        self._compact_taints()
         self._drop_images(row)
         self.ports[row] = Counter()
         self.pods[row] = {}

@@ -64,20 +64,23 @@ def untolerated_taint(table: NodeTable, code: int) -> tuple[str, str, str]:
 class _Untolerated:
     """Taint columns with the given effects that a set of tolerations does not tolerate.
 
-    `table.taint_list` only ever grows, so the answer for its first `seen` entries stays
-    valid and only new columns need checking."""
+    `table.taint_list` only grows until the table renumbers its columns, and then it is a new
+    list: while it is the same list, the answer for its first `seen` entries stays valid and
+    only new columns need checking."""
 
     tolerations: Sequence[Toleration]
     effects: frozenset[str]
     seen: int = 0
     cols: list[int] = field(default_factory=list)
     array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    source: list[tuple[str, str, str]] | None = None
 
     def columns(self, table: NodeTable) -> np.ndarray:
         taints = table.taint_list
+        if taints is not self.source:  # renumbered (or another table): start over
+            self.source, self.seen, self.cols = taints, 0, []
+            self.array = np.zeros(0, dtype=np.int64)
         if self.seen != len(taints):
-            if self.seen > len(taints):  # a different (newer) table: start over
-                self.seen, self.cols = 0, []
             for col in range(self.seen, len(taints)):
                 key, value, effect = taints[col]
                 if effect not in self.effects:

@@ -123,3 +123,21 @@ def test_a_compacted_column_is_a_new_object_and_keeps_every_row():
     col = t.labels["v"]
     assert col is not first and col.live == 1 and len(col.values) < COMPACT_SLACK
     assert all(col.values[i] == "stay" for i in t.label_ids("v")[: t.size])
+
+
+def test_taint_columns_stay_bounded_through_taint_churn():
+    """cluster-autoscaler stamps a time into its taints: every scale-down a new distinct taint."""
+    t = NodeTable()
+    t.upsert_node(node("steady", taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]))
+    for i in range(3000):
+        stamp = {"key": "DeletionCandidateOfClusterAutoscaler", "value": str(1_700_000_000 + i), "effect": "PreferNoSchedule"}
+        t.upsert_node(node(f"n{i}", taints=[stamp]))
+        if i >= 2:
+            t.remove_node(f"n{i - 2}")
+    assert len(t.taint_list) <= 2 * 3 + COMPACT_SLACK
+    assert t.taint_pos.shape[1] == len(t.taint_list) == len(t.taint_refs)
+    # Every present node still reads its own taints back.
+    for name in ("steady", "n2998", "n2999"):
+        row = t.row_of(name)
+        carried = [t.taint_list[c] for c in np.flatnonzero(t.taint_pos[row] != NO_TAINT)]
+        assert carried == [(x.key, x.value, x.effect) for x in t.nodes[row].spec.taints]

@@ -220,3 +220,16 @@ def test_plugin_metadata() -> None:
     assert events == {("Node", "Add"), ("Node", "UpdateNodeTaint")}
     with pytest.raises(ValueError, match="takes no args"):
         TaintToleration({"unexpected": 1})
+
+
+def test_a_cached_pod_stays_right_when_the_table_renumbers_its_taints() -> None:
+    cache = cache_with([node("keep", taints=[taint("gpu", "NoSchedule")])])
+    pi = tolerating(tol("gpu", "Exists"))
+    assert filter_view(pi, cache) == {"keep": None}
+    before = cache.table.taint_list
+    for i in range(200):  # churned taints, then gone: the table compacts its columns
+        cache.add_node(node(f"t{i}", taints=[taint("churn", "NoSchedule", str(i))]))
+        cache.remove_node(f"t{i}")
+    cache.add_node(node("new", taints=[taint("other", "NoSchedule")]))
+    assert cache.table.taint_list is not before
+    assert filter_view(pi, cache) == {"keep": None, "new": ("other", "", "NoSchedule")}
