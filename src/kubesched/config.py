@@ -20,17 +20,15 @@ Deliberate differences from kube-scheduler:
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from kubesched.api.quantity import parse_duration
 from kubesched.api.yamlio import YamlError, load_one
 from kubesched.configcheck import build_check, check_numbers
 from kubesched.configmerge import (
@@ -40,9 +38,21 @@ from kubesched.configmerge import (
     expand_profile,
     merge_plugin_set,
 )
+from kubesched.configvalues import INT32 as _INT32
+from kubesched.configvalues import dns1123_label_error, dns1123_subdomain_error
+from kubesched.configvalues import invalid as _invalid
+from kubesched.configvalues import path_key as _key
+from kubesched.configvalues import read_bool as _bool
+from kubesched.configvalues import read_duration as _duration
+from kubesched.configvalues import read_fields as _fields
+from kubesched.configvalues import read_int as _int
+from kubesched.configvalues import read_list as _list
+from kubesched.configvalues import read_percentage as _percentage
+from kubesched.configvalues import read_str as _str
+from kubesched.configvalues import show as _show
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
 from kubesched.framework.registry import Registry, RegistryError, default_registry
-from kubesched.metrics.args import MAX_DURATION_SECONDS, MAX_DURATION_TEXT, go_duration
+from kubesched.metrics.args import MAX_DURATION_SECONDS, go_duration
 
 __all__ = [
     "API_VERSION",
@@ -90,8 +100,6 @@ UNSUPPORTED_PLUGINS = frozenset(
 # Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).
 REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
 _FLOAT32_MAX = 3.4028234663852886e38
 # client-go's leaderelection.JitterFactor.
 LEADER_JITTER_FACTOR = 1.2
@@ -102,8 +110,6 @@ _KUBE_FIELD_ERROR = re.compile(
     re.IGNORECASE,
 )
 
-# Keys shown bare in a field path; others are quoted.
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\-/]{1,100}")
 # A validator's message that starts with the field it is about: "window: must be ...".
 _FIELD_PREFIX = re.compile(r"([A-Za-z_][\w]*(?:(?:\.[A-Za-z_][\w]*)|\[\d+\])*): ")
 
@@ -275,139 +281,6 @@ def _parse_yaml(text: str, source: str) -> Any:
         if exc.problem.startswith("invalid YAML") and exc.line is not None:
             raise ConfigError(f"{source}:{exc.line}:{exc.column}: {exc.problem}") from None
         raise ConfigError(f"{source}: {exc.located()}") from None
-
-
-# --- scalar and structure helpers ----------------------------------------------------------------
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _key(key: Any) -> str:
-    """A mapping key as a path segment: plain names as they are, anything else quoted and cut."""
-    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key):
-        return key
-    return _show(key)
-
-
-def _show(value: Any) -> str:
-    """A value for an error message: JSON-like scalars, a type word for anything bigger."""
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, float) and not math.isfinite(value):
-        # As YAML spells them, which is how they reached us.
-        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        # Python refuses to print integers of thousands of digits; nobody wants to read one either.
-        return f"an integer of about {value.bit_length() * 30103 // 100000 + 1} digits"
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _invalid(path: str, value: str, detail: str) -> ConfigError:
-    """kube's field.Invalid as apimachinery prints it: `<path>: Invalid value: <value>: <detail>`;
-    `value` is already rendered (a Go duration, a number, a quoted string)."""
-    return ConfigError(f"{path}: Invalid value: {value}: {detail}")
-
-
-def _fields(data: Any, path: str, known: Iterable[str], gone: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A mapping with only known keys (None reads as empty), like kube's strict decoding."""
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path or 'configuration'}: must be a mapping, got {_show(data)}")
-    known = tuple(known)
-    for key in data:
-        if key not in known:
-            where = _join(path, _key(key))
-            if gone and key in gone:
-                raise ConfigError(f"{where}: unknown field ({gone[key]})")
-            raise ConfigError(f"{where}: unknown field (known fields: {', '.join(known)})")
-    return dict(data)
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ConfigError(f"{path}: must be a list, got {_show(value)}")
-    return value
-
-
-def _int(value: Any, path: str, bounds: tuple[int, int] = _INT64) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{path}: must be an integer, got {_show(value)}")
-    if not bounds[0] <= value <= bounds[1]:
-        raise ConfigError(f"{path}: out of range for a {'32' if bounds == _INT32 else '64'}-bit integer, got {value}")
-    return value
-
-
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path}: must be true or false, got {_show(value)}")
-    return value
-
-
-def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{path}: must be a string, got {_show(value)}")
-    return value
-
-
-def _duration(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ConfigError(f"{path}: must be a duration such as \"15s\", got {_show(value)}")
-    try:
-        seconds = parse_duration(value)
-    except OverflowError:  # an integer beyond any float
-        seconds = math.inf
-    except ValueError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    if math.isnan(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
-        # Go's durations are int64 nanoseconds: time.ParseDuration refuses anything longer.
-        raise ConfigError(f"{path}: invalid duration {_show(value)}: must be no longer than {MAX_DURATION_TEXT}")
-    return seconds
-
-
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def dns1123_label_error(value: str) -> str:
-    """apimachinery's IsDNS1123Label message for a namespace name, "" when valid."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if not _DNS1123_LABEL.fullmatch(value):
-        return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-                "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-    return ""
-
-
-def dns1123_subdomain_error(value: str) -> str:
-    """apimachinery's IsDNS1123Subdomain message for an object name, "" when valid."""
-    if len(value) > 253:
-        return "must be no more than 253 characters"
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        return ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
-                "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-    return ""
-
-
-def _percentage(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> int | None:
-    if raw.get(key) is None:
-        return default
-    value = _int(raw[key], path, _INT32)
-    if not 0 <= value <= 100:
-        raise _invalid(path, str(value), "not in valid range [0-100]")
-    return value
 
 
 # --- top-level sections --------------------------------------------------------------------------

@@ -17,13 +17,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from kubesched.configmerge import ConfigError
+from kubesched.configvalues import INT64
 
 if TYPE_CHECKING:
     from kubesched.config import SchedulerConfig
     from kubesched.framework.registry import Registry
-
-_INT64 = (-(2**63), 2**63 - 1)
-
 
 def check_numbers(value: Any, path: str, show: Any = repr) -> None:
     """Raises ConfigError at the first non-finite float or integer beyond int64 under `value`, in
@@ -43,7 +41,7 @@ def check_numbers(value: Any, path: str, show: Any = repr) -> None:
             continue
         elif isinstance(item, float) and not math.isfinite(item):
             raise ConfigError(f"{where}: Invalid value: {show(item)}: must be a finite number")
-        elif isinstance(item, int) and not _INT64[0] <= item <= _INT64[1]:
+        elif isinstance(item, int) and not INT64[0] <= item <= INT64[1]:
             raise ConfigError(f"{where}: Invalid value: {show(item)}: must fit in a 64-bit integer")
         stack.extend(reversed(children))
 
