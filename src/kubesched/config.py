@@ -592,10 +592,13 @@ def _args_error(exc: ValidationError, path: str) -> ConfigError:
                 loc.pop()
             loc.append(f".{inner}")
             msg = msg[named.end(1) + 2:]
-        text = f"{path}{''.join(loc)}: {msg}"
-        # Messages that already show the value are left alone.
-        if not (kube_style or isinstance(value, (Mapping, list)) or "got " in msg):
-            text += f", got {_show(value)}"
+        where = f"{path}{''.join(loc)}"
+        if named or isinstance(value, (Mapping, list, tuple)) or "got " in msg:
+            # The message places or shows the value itself (or the value is a whole structure).
+            text = f"{where}: {msg}"
+        else:
+            # kube's field.Invalid form, with the value as the user wrote it.
+            text = f"{where}: Invalid value: {_show(value)}: {msg}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} in these args)"
     return ConfigError(text)

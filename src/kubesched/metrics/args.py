@@ -98,19 +98,19 @@ class PrometheusArgs(BaseModel):
     @field_validator("address")
     @classmethod
     def _check_address(cls, value: str) -> str:
-        shown = repr(value) if len(value) <= 100 else repr(value[:97]) + "..."
+        # The value itself is shown by the caller, in kube's "Invalid value: <value>: ..." form.
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"{shown} is not an http:// or https:// URL")
+            raise ValueError("must be an http:// or https:// URL")
         # What every request would trip on later (and only show in a log): no host, a bad port.
         try:
             parts = urlsplit(value)
             port = parts.port
         except ValueError as exc:
-            raise ValueError(f"{shown} is not a valid URL: {exc}") from None
+            raise ValueError(f"must be a valid URL: {exc}") from None
         if not parts.hostname:
-            raise ValueError(f"{shown} has no host")
+            raise ValueError("must name a host")
         if port == 0:
-            raise ValueError(f"{shown}: port 0 cannot be connected to")
+            raise ValueError("port 0 cannot be connected to")
         return value.rstrip("/")
 
     @field_validator("refresh_interval", "timeout")
@@ -176,9 +176,9 @@ class UsageArgs(BaseModel):
             raise ValueError(f"window: must be greater than 0 with aggregation {self.aggregation}")
         # The subquery range is written in whole seconds: a shorter window would read as 0s.
         if self.aggregation != "latest" and self.window < 1:
-            raise ValueError(f"window: must be at least 1s with aggregation {self.aggregation}, got {go_duration(self.window)}")
+            raise ValueError(f"window: Invalid value: {go_duration(self.window)}: must be at least 1s with aggregation {self.aggregation}")
         if self.window > MAX_WINDOW_SECONDS:
-            raise ValueError(f"window: must be at most 24h0m0s, got {go_duration(self.window)}")
+            raise ValueError(f"window: Invalid value: {go_duration(self.window)}: must be at most 24h0m0s")
         return self
 
 
@@ -233,7 +233,7 @@ class EstimationArgs(BaseModel):
         # A placement is forgotten after FRESH_HORIZON_SECONDS: a longer settle time would stop
         # counting the pod before the metrics show it.
         if value is not None and value > FRESH_HORIZON_SECONDS:
-            raise ValueError(f"must be at most 10m0s (placements are remembered that long), got {go_duration(value)}")
+            raise ValueError("must be at most 10m0s (placements are remembered that long)")
         return value
 
     def settle_for(self, usage: UsageArgs) -> float:

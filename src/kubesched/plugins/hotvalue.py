@@ -51,9 +51,7 @@ class HotWindow(BaseModel):
         if value <= 0:
             raise ValueError("must be greater than 0")
         if value > FRESH_HORIZON:
-            raise ValueError(
-                f"{format_duration(value)} is longer than the {format_duration(FRESH_HORIZON)} placements are remembered"
-            )
+            raise ValueError(f"must be at most {format_duration(FRESH_HORIZON)}, how long placements are remembered")
         return value
 
 

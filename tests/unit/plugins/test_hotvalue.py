@@ -44,7 +44,7 @@ def test_crane_spelling_of_the_divisor() -> None:
     ("args", "message"),
     [
         ({"windows": []}, "at least one window"),
-        ({"windows": [{"timeRange": "11m", "divisor": 1}]}, "longer than the 10m"),
+        ({"windows": [{"timeRange": "11m", "divisor": 1}]}, "must be at most 10m, how long placements are remembered"),
         ({"windows": [{"timeRange": "0s", "divisor": 1}]}, "greater than 0"),
         ({"windows": [{"timeRange": "1m", "divisor": 0}]}, "greater than or equal to 1"),
         ({"windows": [{"timeRange": "1m"}]}, "Field required"),
