@@ -14,7 +14,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["strict_decoding_error", "unknown_fields"]
+__all__ = ["go_nulls", "strict_decoding_error", "unknown_fields"]
+
+# Scalar shapes in known-fields.json, with the zero value Go's decoder leaves for a JSON null in
+# a list or map of them; "" is anything else (raw JSON), where null stays null.
+ZERO: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False, "quantity": "0", "int-or-string": 0}
+SCALARS = frozenset({*ZERO, ""})
 
 # Most unknown fields listed in one message; the API server lists them all, but one object with
 # thousands of bad keys must still give one readable line.
@@ -54,23 +59,68 @@ def unknown_fields(kind: str, obj: dict[str, Any]) -> list[str]:
 
 
 def _children(value: dict[Any, Any], fields: dict[str, str], path: str) -> Iterator[tuple[str, Any, str | None]]:
-    """(path, value, type) of each field of one object; type None for an unknown field, "" for a
-    value with no fields to check."""
+    """(path, value, type) of each field of one object that has fields of its own; type None for
+    an unknown field."""
     for key, child in value.items():
         where = f"{path}.{key}" if path else str(key)
         shape = fields.get(key) if isinstance(key, str) else None
         if shape is None:
             yield where, child, None
-        elif shape.startswith("[]") and len(shape) > 2:
+        elif shape[:2] == "[]" and shape[2:] not in SCALARS:
             if isinstance(child, list):
                 for i, item in enumerate(child):
                     yield f"{where}[{i}]", item, shape[2:]
-        elif shape.startswith("{}") and len(shape) > 2:
+        elif shape[:2] == "{}" and shape[2:] not in SCALARS:
             if isinstance(child, dict):
                 for k, item in child.items():
                     yield f"{where}[{k}]", item, shape[2:]
-        elif shape and not shape.startswith(("[]", "{}")):
+        elif shape not in SCALARS and shape[:2] not in ("[]", "{}"):
             yield where, child, shape
+
+
+def go_nulls(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as Go's JSON decoder reads it: a null field is left unset (its zero value), a null in
+    a list or map becomes the element's zero value (`labels: {a: null}` is the label a="",
+    `cpu: null` a zero quantity, `containers: [null]` an empty container). Unknown fields are kept
+    as they are, for the strict check. A copy; `obj` is not changed."""
+    schema = _schema()
+    root = schema["kinds"].get(kind)
+    if root is None:
+        return obj
+    types: dict[str, dict[str, str]] = schema["types"]
+
+    def value(v: Any, shape: str) -> Any:
+        if shape in SCALARS:
+            return v
+        if shape[:2] in ("[]", "{}"):
+            item = shape[2:]
+            if shape[:2] == "[]" and isinstance(v, list):
+                return [element(x, item) for x in v]
+            if shape[:2] == "{}" and isinstance(v, dict):
+                return {k: element(x, item) for k, x in v.items()}
+            return v  # the wrong type: the decoder's complaint
+        if not isinstance(v, dict):
+            return v
+        fields = types[shape]
+        out = {}
+        for k, x in v.items():
+            known = fields.get(k) if isinstance(k, str) else None
+            if known is None:
+                out[k] = x
+            elif x is not None:
+                out[k] = value(x, known)
+        return out
+
+    def element(x: Any, shape: str) -> Any:
+        if x is not None:
+            return value(x, shape)
+        if shape in ZERO:
+            return ZERO[shape]
+        # A nil list, map or raw value; an empty object for a struct.
+        return None if shape in SCALARS or shape[:2] in ("[]", "{}") else {}
+
+    result: dict[str, Any] = value(obj, root)
+    return result
 
 
 def strict_decoding_error(paths: list[str]) -> str:

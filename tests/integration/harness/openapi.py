@@ -5,8 +5,10 @@ kubectl apply asks the API server for strict field validation, so a misspelt fie
 loader does the same from `src/kubesched/api/known-fields.json`, which this module writes from
 the pinned kube-apiserver (`make known-fields`) and which tests/integration/api checks against it.
 
-The file maps each type to its fields, each field to its shape: "" (a scalar, or anything),
-"T" (an object of type T), "[]T" / "{}T" (a list / map of T), "[]" / "{}" (of scalars).
+The file maps each type to its fields, each field to its shape: "T" (an object of type T), a
+scalar ("string", "integer", "number", "boolean", "quantity", "int-or-string"; "" for anything
+else), or "[]X" / "{}X" (a list / map of X). The scalar types let the loader decode `null` as
+Go does: the element's zero value ("" for a string, 0 for a quantity, {} for an object).
 """
 
 from __future__ import annotations
@@ -47,6 +49,26 @@ def _ref(prop: dict[str, Any]) -> str | None:
     return None
 
 
+# Schemas without properties that the loader decodes specially.
+_SPECIAL_SCALARS = {
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": "quantity",
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int-or-string",
+}
+_PLAIN_SCALARS = ("string", "integer", "number", "boolean")
+
+
+def _scalar(prop: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> str:
+    """The scalar type of a property (or list item, or map value) that is not an object with
+    fields: "string", "integer", ..., or "" when it is anything else (raw JSON, a list of lists)."""
+    target = _ref(prop)
+    if target is not None:
+        if target in _SPECIAL_SCALARS:
+            return _SPECIAL_SCALARS[target]
+        prop = schemas.get(target, {})
+    kind = prop.get("type")
+    return kind if kind in _PLAIN_SCALARS else ""
+
+
 def known_fields(schemas: dict[str, dict[str, Any]], version: str) -> dict[str, Any]:
     """The compact field tree of KINDS from the OpenAPI schemas (all group-versions merged)."""
     names: dict[str, str] = {}
@@ -70,22 +92,23 @@ def known_fields(schemas: dict[str, dict[str, Any]], version: str) -> dict[str, 
         shorts[full] = short(full)
         fields: dict[str, str] = {}
         for field, prop in sorted((schemas[full].get("properties") or {}).items()):
-            shape, target = "", _ref(prop)
+            shape, item = "", prop
             if prop.get("type") == "array":
-                shape, target = "[]", _ref(prop.get("items") or {})
+                shape, item = "[]", prop.get("items") or {}
             elif isinstance(prop.get("additionalProperties"), dict):
-                shape, target = "{}", _ref(prop["additionalProperties"])
+                shape, item = "{}", prop["additionalProperties"]
+            target = _ref(item)
             if target is not None and schemas.get(target, {}).get("properties"):
                 pending.append(target)
                 fields[field] = shape + target
             else:
-                fields[field] = shape
+                fields[field] = shape + _scalar(item, schemas)
         types[full] = fields
     return {
         "kubernetes": version,
         "kinds": {kind: shorts[schema] for kind, (_, schema) in KINDS.items()},
         "types": {
-            shorts[full]: {f: (s[:2] + shorts[s[2:]] if s[:2] in ("[]", "{}") and s[2:] else shorts.get(s, s)) for f, s in fields.items()}
+            shorts[full]: {f: (s[:2] + shorts.get(s[2:], s[2:]) if s[:2] in ("[]", "{}") else shorts.get(s, s)) for f, s in fields.items()}
             for full, fields in sorted(types.items(), key=lambda kv: shorts[kv[0]])
         },
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.api.knownfields import MAX_LISTED, strict_decoding_error, unknown_fields
+from kubesched.api.knownfields import MAX_LISTED, go_nulls, strict_decoding_error, unknown_fields
 from kubesched.backends.sim.manifests import ManifestError, load_objects
 
 
@@ -63,3 +63,28 @@ def test_keep_going_leaves_the_misspelt_object_out() -> None:
     cluster = load_objects([good, bad], keep_going=True)
     assert [p.pod.metadata.name for p in cluster.pods] == ["p"]
     assert len(cluster.errors) == 1 and 'unknown field "spec.nodeSelectors"' in cluster.errors[0]
+
+
+def test_nulls_read_as_go_reads_them() -> None:
+    pod = {
+        "metadata": {"name": "p", "labels": {"a": None}, "annotations": None},
+        "spec": {
+            "containers": [None, {"name": "c", "resources": {"requests": {"cpu": None}}, "ports": [{"containerPort": None}]}],
+            "nodeSelector": {"disk": None},
+            "tolerations": None,
+            "extra": None,
+        },
+    }
+    assert go_nulls("Pod", pod) == {
+        "metadata": {"name": "p", "labels": {"a": ""}},
+        "spec": {
+            "containers": [{}, {"name": "c", "resources": {"requests": {"cpu": "0"}}, "ports": [{}]}],
+            "nodeSelector": {"disk": ""},
+            "extra": None,  # unknown: left for the strict check
+        },
+    }
+    assert pod["metadata"]["labels"] == {"a": None}  # a copy
+    # Wrong types are left for the decoder to report; other kinds pass through.
+    assert go_nulls("Pod", {"spec": [None]}) == {"spec": [None]}
+    assert go_nulls("Widget", {"a": None}) == {"a": None}
+    assert go_nulls("PriorityClass", {"value": None, "preemptionPolicy": None}) == {}

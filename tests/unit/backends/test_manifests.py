@@ -719,8 +719,16 @@ def test_priority_class_validation(tmp_path: Path) -> None:
         "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. "
         "error: system-mine is not a known system priority class"
     )
-    no_value = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: x}\n"
-    assert 'PriorityClass x: The PriorityClass "x" is invalid: value: Required value' in error_of(tmp_path, no_value)
+    # No value (or value: null) is value 0 to the API server, as to its Go decoder.
+    for no_value in ("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: x}\n",
+                     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: x}\nvalue: null\n"):
+        assert [pc.value for pc in load(tmp_path, no_value).priority_classes if pc.metadata.name == "x"] == [0]
+
+
+def test_nulls_are_go_zero_values(tmp_path: Path) -> None:
+    text = POD.format(name="a").replace("spec:\n", "spec:\n  nodeSelector: {disk: null}\n  tolerations: null\n")
+    pod = load(tmp_path, text.replace("metadata:\n", "metadata:\n  labels: {tier: null}\n", 1)).pods[0].pod
+    assert pod.metadata.labels == {"tier": ""} and pod.spec.node_selector == {"disk": ""}
 
 
 # --- simulation annotations --------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import msgspec
 
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.validation import cluster, pod, workloads
-from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, required, shown
+from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
 _MSGSPEC_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -76,8 +76,7 @@ def validate_namespace(obj: Namespace | dict[str, Any]) -> list[FieldIssue]:
 
 def validate_priority_class(obj: PriorityClass | dict[str, Any]) -> list[FieldIssue]:
     if isinstance(obj, dict):
-        if "value" not in obj:
-            return [required("value")]
+        # No value is the value 0: the API server's Go type has no way to tell them apart.
         typed, issues = _decode(obj, PriorityClass)
         return issues or cluster.validate_priority_class(typed)
     return cluster.validate_priority_class(obj)

@@ -84,7 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import yamlio
-from kubesched.api.knownfields import strict_decoding_error, unknown_fields
+from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
@@ -483,6 +483,9 @@ class _Loader:
                      ObjectMeta())
         if api_version not in _SERVED[kind]:
             raise probe.error(f"no matches for kind {shown(kind)} in version {shown(api_version)}")
+        # Nulls read as the API server's Go decoder reads them, before anything looks at the object.
+        raw = go_nulls(kind, raw)
+        meta_raw = raw.get("metadata")
         if meta_raw is not None and not isinstance(meta_raw, dict):
             raise probe.invalid([FieldIssue("metadata", f"expected a mapping, got {_type_name(meta_raw)}", decode=True)])
         try:
