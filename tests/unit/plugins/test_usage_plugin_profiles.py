@@ -77,10 +77,13 @@ def test_profile_loads_with_every_plugins_args(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("plugin", "args", "message"),
     [
-        ("TargetLoadPacking", {"targetUtilization": 150}, ".args.targetUtilization: Invalid value: 150: Input should be less than or equal to 99"),
-        ("LoadVariationRiskBalancing", {"safeVarianceSensitivity": 0}, ".args.safeVarianceSensitivity: Invalid value: 0: Input should be greater than 0"),
+        ("TargetLoadPacking", {"targetUtilization": 150},
+         ".args.targetUtilization: Invalid value: 150: Input should be less than or equal to 99"),
+        ("LoadVariationRiskBalancing", {"safeVarianceSensitivity": 0},
+         ".args.safeVarianceSensitivity: Invalid value: 0: Input should be greater than 0"),
         ("MultiDimensionalScore", {"weights": {"gpu": 1}}, ".args.weights.gpu: unknown field"),
-        ("HotValue", {"windows": [{"timeRange": "1h", "count": 1}]}, '.args.windows[0].timeRange: Invalid value: "1h": must be at most 10m, how long placements are remembered'),
+        ("HotValue", {"windows": [{"timeRange": "1h", "count": 1}]},
+         '.args.windows[0].timeRange: Invalid value: "1h": must be at most 10m, how long placements are remembered'),
         ("SLAQueueSort", {"tiers": {"Gold": 1, "gold": 2}}, ".args.tiers: 'gold' and 'Gold' are the same tier"),
     ],
 )
