@@ -70,6 +70,9 @@ __all__ = [
 ]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
+# Real configurations are a few kilobytes; this only keeps a wrong file (a log, a disk image,
+# /dev/zero) from being read whole.
+MAX_CONFIG_BYTES = 4 * 2**20
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -214,13 +217,21 @@ def load_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     if path is None:
         return default_config(registry)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # At most one byte past the limit is read, so /dev/zero or a huge file cannot fill memory.
+        with Path(path).open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a configuration file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, the limit for a configuration file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     data = _parse_yaml(text, str(path))
     if data is None:
         raise ConfigError(f"{path}: the file is empty; expected a {KIND}")

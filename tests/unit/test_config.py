@@ -1143,3 +1143,16 @@ def test_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
 def test_deep_nesting_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, f"apiVersion: {API_VERSION}\nkind: {KIND}\nprofiles: " + "[" * 5000 + "]" * 5000 + "\n")
     assert "nesting deeper than 100 levels" in file_refused(path)
+
+
+def test_huge_or_endless_files_are_not_read_whole(tmp_path: Path) -> None:
+    from kubesched.config import MAX_CONFIG_BYTES
+
+    big = tmp_path / "big.yaml"
+    big.write_text(f"apiVersion: {API_VERSION}\nkind: {KIND}\n" + "# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    assert file_refused(big) == f"{big}: larger than 4 MiB, the limit for a configuration file"
+    if Path("/dev/zero").exists():
+        assert file_refused("/dev/zero") == "/dev/zero: larger than 4 MiB, the limit for a configuration file"
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"apiVersion: \xff\xfe\n")
+    assert file_refused(binary) == f"{binary}: not UTF-8 text (byte 12)"

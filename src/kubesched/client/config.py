@@ -52,6 +52,8 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 # Projected service-account tokens rotate; client-go re-reads the file once a minute.
 TOKEN_FILE_REFRESH_SECONDS = 60.0
+# Largest kubeconfig read (kubectl's merged configs with many embedded certificates stay far below).
+MAX_KUBECONFIG_BYTES = 16 * 2**20
 # A credential this close to its expiry is not used any more.
 EXEC_EXPIRY_MARGIN_SECONDS = 5.0
 
@@ -366,13 +368,19 @@ def load_kubeconfig(path: str | None = None, context: str | None = None) -> Conn
     """Read a kubeconfig: `path`, else $KUBECONFIG, else ~/.kube/config; `context`, else current-context."""
     file = Path(path).expanduser() if path else default_kubeconfig_path()
     try:
-        text = file.read_text(encoding="utf-8")
+        # Bounded: a kubeconfig is kilobytes (certificates included); /dev/zero must not fill memory.
+        with file.open("rb") as f:
+            raw = f.read(MAX_KUBECONFIG_BYTES + 1)
     except FileNotFoundError:
         raise KubeConfigError(f"{file}: kubeconfig file not found") from None
-    except UnicodeDecodeError:
-        raise KubeConfigError(f"{file}: the kubeconfig is not UTF-8 text") from None
     except OSError as exc:
         raise KubeConfigError(f"{file}: cannot read the kubeconfig: {exc.strerror or exc}") from None
+    if len(raw) > MAX_KUBECONFIG_BYTES:
+        raise KubeConfigError(f"{file}: larger than {MAX_KUBECONFIG_BYTES // 2**20} MiB, the limit for a kubeconfig")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KubeConfigError(f"{file}: the kubeconfig is not UTF-8 text") from None
     return _KubeConfig(file, text).connection(context)
 
 

@@ -487,6 +487,10 @@ def test_duplicate_keys_alias_bombs_and_binary_files(tmp_path: Path) -> None:
     bomb = write(tmp_path / "bomb", "\n".join(lines) + "\n")
     with pytest.raises(KubeConfigError, match="aliases expand this document by"):
         load_kubeconfig(str(bomb))
+    if Path("/dev/zero").exists():
+        with pytest.raises(KubeConfigError) as err:
+            load_kubeconfig("/dev/zero")
+        assert str(err.value) == "/dev/zero: larger than 16 MiB, the limit for a kubeconfig"
     binary = write(tmp_path / "binary", b"\xff\xfe\x00garbage")
     with pytest.raises(KubeConfigError) as err:
         load_kubeconfig(str(binary))
