@@ -14,12 +14,16 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["go_nulls", "strict_decoding_error", "unknown_fields"]
+__all__ = ["go_nulls", "strict_decoding_error", "unknown_fields", "wrong_type"]
 
 # Scalar shapes in known-fields.json, with the zero value Go's decoder leaves for a JSON null in
 # a list or map of them; "" is anything else (raw JSON), where null stays null.
-ZERO: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False, "quantity": "0", "int-or-string": 0}
+ZERO: dict[str, Any] = {"string": "", "int32": 0, "int64": 0, "integer": 0, "number": 0, "boolean": False, "quantity": "0",
+                        "int-or-string": 0}
 SCALARS = frozenset({*ZERO, ""})
+_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "int-or-string": (-(2**31), 2**31 - 1)}
+# kubectl re-encodes a whole float below this as an integer (2.0 is sent as 2); past it, as 1e+21.
+_WHOLE_FLOAT_LIMIT = 1e21
 
 # Most unknown fields listed in one message; the API server lists them all, but one object with
 # thousands of bad keys must still give one readable line.
@@ -129,3 +133,90 @@ def strict_decoding_error(paths: list[str]) -> str:
     if len(paths) > MAX_LISTED:
         listed.append(f"and {len(paths) - MAX_LISTED} more")
     return "strict decoding error: " + ", ".join(listed)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _scalar_problem(value: Any, shape: str) -> str | None:
+    """Why Go's decoder refuses `value` for a scalar field of this shape, or None."""
+    if value is None or shape == "":
+        return None
+    got = _json_type(value)
+    if shape == "string":
+        return None if got == "str" else f"expected `str`, got `{got}`"
+    if shape == "boolean":
+        return None if got == "bool" else f"expected `bool`, got `{got}`"
+    if shape == "quantity":
+        return None if got in ("str", "number") else f"expected `str | number`, got `{got}`"
+    if shape == "int-or-string" and got == "str":
+        return None
+    if shape == "number":
+        return None if got == "number" else f"expected `number`, got `{got}`"
+    # int32, int64, integer, int-or-string: a whole number within the Go type's range.
+    expected = "`int | str`" if shape == "int-or-string" else "`int`"
+    if got != "number":
+        return f"expected {expected}, got `{got}`"
+    if isinstance(value, float):
+        if not (value.is_integer() and abs(value) < _WHOLE_FLOAT_LIMIT):
+            return f"expected {expected}, got `float`"
+        value = int(value)
+    low, high = _RANGES.get(shape, (None, None))
+    if low is not None and high is not None and not low <= value <= high:
+        return f"expected `int` {'>=' if value < low else '<='} {low if value < low else high}"
+    return None
+
+
+def wrong_type(kind: str, obj: dict[str, Any]) -> tuple[str, str] | None:
+    """The first known field of `obj` whose value Go's decoder cannot take (`description: false`,
+    a 2^40 into an int32, a list for an object), as (path, problem): the API server answers
+    "cannot be handled as a <Kind>" for those, whether or not kubesched reads the field. Nulls are
+    fine (see go_nulls); unknown fields are the strict check's."""
+    schema = _schema()
+    root = schema["kinds"].get(kind)
+    if root is None:
+        return None
+    types: dict[str, dict[str, str]] = schema["types"]
+    # Depth first in document order, without recursion: (path, value, shape) still to check.
+    stack: list[Iterator[tuple[str, Any, str]]] = [iter([("", obj, root)])]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            continue
+        path, value, shape = step
+        if value is None:
+            continue
+        if shape in SCALARS:
+            problem = _scalar_problem(value, shape)
+            if problem is not None:
+                return path, problem
+        elif not isinstance(value, list if shape[:2] == "[]" else dict):
+            return path, f"expected `{'array' if shape[:2] == '[]' else 'object'}`, got `{_json_type(value)}`"
+        else:
+            stack.append(_typed_children(path, value, shape, types))
+    return None
+
+
+def _typed_children(path: str, value: Any, shape: str, types: dict[str, dict[str, str]]) -> Iterator[tuple[str, Any, str]]:
+    """(path, value, shape) of the items of a list or map, or of the known fields of an object."""
+    if shape[:2] == "[]":
+        for i, item in enumerate(value):
+            yield f"{path}[{i}]", item, shape[2:]
+    elif shape[:2] == "{}":
+        for k, item in value.items():
+            yield f"{path}[{k}]", item, shape[2:]
+    else:
+        fields = types[shape]
+        for k, item in value.items():
+            if isinstance(k, str) and k in fields:
+                yield (f"{path}.{k}" if path else k), item, fields[k]

@@ -6,8 +6,8 @@ loader does the same from `src/kubesched/api/known-fields.json`, which this modu
 the pinned kube-apiserver (`make known-fields`) and which tests/integration/api checks against it.
 
 The file maps each type to its fields, each field to its shape: "T" (an object of type T), a
-scalar ("string", "integer", "number", "boolean", "quantity", "int-or-string"; "" for anything
-else), or "[]X" / "{}X" (a list / map of X). The scalar types let the loader decode `null` as
+scalar ("string", "int32", "int64", "integer", "number", "boolean", "quantity", "int-or-string";
+"" for anything else), or "[]X" / "{}X" (a list / map of X). The scalar types let the loader decode `null` as
 Go does: the element's zero value ("" for a string, 0 for a quantity, {} for an object).
 """
 
@@ -66,6 +66,8 @@ def _scalar(prop: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> str:
             return _SPECIAL_SCALARS[target]
         prop = schemas.get(target, {})
     kind = prop.get("type")
+    if kind == "integer" and prop.get("format") in ("int32", "int64"):
+        return str(prop["format"])  # the Go type's range is what the decoder enforces
     return kind if kind in _PLAIN_SCALARS else ""
 
 

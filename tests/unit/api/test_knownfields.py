@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.api.knownfields import MAX_LISTED, go_nulls, strict_decoding_error, unknown_fields
+from kubesched.api.knownfields import MAX_LISTED, go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.backends.sim.manifests import ManifestError, load_objects
 
 
@@ -88,3 +88,29 @@ def test_nulls_read_as_go_reads_them() -> None:
     assert go_nulls("Pod", {"spec": [None]}) == {"spec": [None]}
     assert go_nulls("Widget", {"a": None}) == {"a": None}
     assert go_nulls("PriorityClass", {"value": None, "preemptionPolicy": None}) == {}
+
+
+@pytest.mark.parametrize(("obj", "expected"), [
+    ({"spec": {"containers": [{"name": "c", "image": 5}]}}, ("spec.containers[0].image", "expected `str`, got `number`")),
+    ({"spec": {"terminationGracePeriodSeconds": 2**63}}, ("spec.terminationGracePeriodSeconds", "expected `int` <= 9223372036854775807")),
+    ({"spec": {"containers": [{"ports": [{"containerPort": 80.5}]}]}},
+     ("spec.containers[0].ports[0].containerPort", "expected `int`, got `float`")),
+    ({"spec": {"containers": [{"resources": {"requests": {"cpu": True}}}]}},
+     ("spec.containers[0].resources.requests[cpu]", "expected `str | number`, got `bool`")),
+    ({"spec": {"hostNetwork": "yes"}}, ("spec.hostNetwork", "expected `bool`, got `str`")),
+    ({"spec": {"tolerations": {"key": "a"}}}, ("spec.tolerations", "expected `array`, got `object`")),
+    ({"spec": {"affinity": ["x"]}}, ("spec.affinity", "expected `object`, got `array`")),
+    # Accepted as Go (after kubectl's re-encoding) accepts them: whole floats, numbers as quantities,
+    # nulls, and unknown fields of any type (the strict check's business).
+    ({"spec": {"containers": [{"ports": [{"containerPort": 80.0}], "resources": {"limits": {"cpu": 1.5}}}],
+               "nodeName": None, "bogus": 5}}, None),
+])
+def test_values_of_the_wrong_type_are_found(obj: dict[str, object], expected: tuple[str, str] | None) -> None:
+    assert wrong_type("Pod", obj) == expected
+
+
+def test_a_description_of_the_wrong_type_is_refused_though_unread() -> None:
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}, "value": 1, "description": False}
+    cluster = load_objects([pc], keep_going=True)
+    assert cluster.errors == ['<input>: document 1: PriorityClass x: PriorityClass in version "v1" cannot be handled as a '
+                              "PriorityClass: description: expected `str`, got `bool`"]

@@ -84,7 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import yamlio
-from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields
+from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
@@ -497,7 +497,9 @@ class _Loader:
         doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
         if not meta.name and kind not in _GENERATE_NAME_KINDS:
             raise doc.invalid([FieldIssue("metadata.name", "Required value: name is required")])
-        issues = self._validate(doc, meta_raw or {})
+        # A value of the wrong type anywhere (read by kubesched or not) is the decoder's error.
+        mistyped = wrong_type(kind, raw)
+        issues = [FieldIssue(*mistyped, decode=True)] if mistyped else self._validate(doc, meta_raw or {})
         if not any(issue.decode for issue in issues):
             # Strict field validation, as kubectl apply asks for: after decoding, before validation.
             unknown = unknown_fields(kind, raw)
