@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 
@@ -62,18 +62,19 @@ class VirtualClock:
         heapq.heappush(self._timers, (timer.when, next(self._seq), timer))
         return timer
 
-    def next_time(self, skip: Timer | None = None) -> float | None:
-        """When the next live timer is due; with `skip`, the next one other than that timer (so
-        the simulator can see how far it may jump while only `skip`'s periodic work is due)."""
+    def next_time(self, skip: Timer | Collection[Timer] | None = None) -> float | None:
+        """When the next live timer is due; with `skip`, the next one other than those timers (so
+        the simulator can see how far it may jump while only their periodic work is due)."""
         while self._timers and self._timers[0][2].cancelled:
             heapq.heappop(self._timers)
         if not self._timers:
             return None
-        if skip is None or self._timers[0][2] is not skip:
+        skipped = () if skip is None else (skip,) if not isinstance(skip, Collection) else skip
+        if not any(self._timers[0][2] is t for t in skipped):
             return self._timers[0][0]
         # Put the entry back as it was: (when, seq) orders the heap, so nothing runs in another order.
         entry = heapq.heappop(self._timers)
-        after = self.next_time()
+        after = self.next_time(skipped)
         heapq.heappush(self._timers, entry)
         return after
 

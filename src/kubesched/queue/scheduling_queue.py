@@ -35,6 +35,7 @@ class QueuedPodInfo:
     where: str = ""  # "active", "backoff", "unschedulable", "gated", "" (in flight)
     version: int = 0
     entered_pool: float = 0.0
+    pool_cycle: int = 0  # the scheduling cycle whose failure put it in the unschedulable pool
 
 
 @dataclass(slots=True)
@@ -203,6 +204,7 @@ class SchedulingQueue:
         if self._move_request_cycle >= pod_cycle or not qpi.unschedulable_plugins:
             self._to_backoff(qpi, "ScheduleAttemptFailure")
         else:
+            qpi.pool_cycle = pod_cycle
             self._to_pool(qpi, "ScheduleAttemptFailure")
 
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
@@ -281,6 +283,25 @@ class SchedulingQueue:
                 oldest_left = qpi.entered_pool
         if oldest_left is not None:
             self._pool_timer = self.clock.call_at(oldest_left + self.max_in_unschedulable, self._flush_pool)
+
+    # --- for the simulator: retries that cannot change anything -------------------------------
+
+    @property
+    def pool_timer(self) -> Timer | None:
+        """The timer of the pool's next timeout flush, if any pod waits in the pool."""
+        return self._pool_timer
+
+    def retry_would_repeat(self) -> bool:
+        """True when no cluster event came since any pooled pod's failed cycle: a retry by
+        timeout would meet exactly the state that rejected it (the simulator's cluster reports
+        every change as an event; a real cluster's safety net is why kube retries at all)."""
+        return all(qpi.pool_cycle > self._move_request_cycle for qpi in self._unschedulable.values())
+
+    def defer_pool_flush(self, until: float) -> None:
+        """Moves the pool's next timeout flush to `until` (pods then due are retried then)."""
+        if self._pool_timer is not None:
+            self._pool_timer.cancel()
+        self._pool_timer = self.clock.call_at(until, self._flush_pool) if self._unschedulable else None
 
     # --- introspection ------------------------------------------------------------------------------
 

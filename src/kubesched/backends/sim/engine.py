@@ -157,6 +157,16 @@ class Simulation:
                 not (sched.queue.has_timed_work() or sched.waiting) or nxt - sim.last_external > SETTLE_SECONDS
             ):
                 break  # only pods that nothing will change are left
+            pool = sched.queue.pool_timer
+            if not sched.background and pool is not None and clock.peek() is pool and sched.queue.retry_would_repeat():
+                # The pool's 5-minute retry is due, but nothing happened since those pods failed:
+                # every retry would fail the same way (kube's cycles are deterministic for a given
+                # state), so it waits for the next other event. Placements and messages are the
+                # same; only the count of failed attempts is lower.
+                until = clock.next_time(skip=[t for t in (pool, usage.timer) if t is not None])
+                if until is not None and until > clock.now():
+                    sched.queue.defer_pool_flush(until)
+                    continue
             if not sched.background and clock.peek() is usage.timer:
                 # Only scrapes are due before the next other timer: nothing else can happen
                 # meanwhile, so they are taken at once and the clock jumps to the last of them
