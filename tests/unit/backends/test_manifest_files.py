@@ -60,3 +60,36 @@ def test_an_alias_bomb_in_a_deployment_template_is_refused_quickly(tmp_path: Pat
     with pytest.raises(ManifestError, match="aliases expand this document by"):
         load_paths([path])
     assert time.monotonic() - start < 5
+
+
+def _deployment(name: str, replicas: int) -> dict[str, object]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "pause"}]}}}}
+
+
+def test_a_huge_count_is_refused_before_any_copy_is_made() -> None:
+    from kubesched.backends.sim.limits import MAX_COUNT_PODS
+    from kubesched.backends.sim.manifests import load_objects
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"sim.kubesched.io/count": "50000000"}},
+           "spec": {"containers": [{"name": "c", "image": "pause"}]}}
+    start = time.monotonic()
+    cluster = load_objects([pod], keep_going=True)
+    assert time.monotonic() - start < 2
+    assert cluster.pods == []
+    (message,) = cluster.errors
+    assert message.endswith(f"metadata.annotations[sim.kubesched.io/count]: 50000000 pods is over the simulator's limit "
+                            f"of {MAX_COUNT_PODS} pods in one run")
+
+
+def test_workloads_past_the_run_limit_are_refused_and_the_rest_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubesched.backends.sim import limits
+    from kubesched.backends.sim.manifests import load_objects
+
+    monkeypatch.setattr(limits, "MAX_PODS", 100)  # the same rule as at 1,000,000, at a test's size
+    cluster = load_objects([_deployment("a", 95), _deployment("b", 10), _deployment("c", 5)], keep_going=True)
+    assert len(cluster.pods) == 100  # a and c; b is refused before its pods exist
+    (message,) = cluster.errors
+    assert "Deployment default/b" in message and "105 pods in one run is over the simulator's limit of 100 pods" in message

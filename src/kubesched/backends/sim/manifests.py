@@ -93,6 +93,7 @@ from kubesched.api.validation import FieldIssue, invalid_object, shown, validate
 from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
 from kubesched.api.validation.field import invalid
 from kubesched.api.validation.meta import name_is_dns_subdomain
+from kubesched.backends.sim import limits
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
@@ -150,6 +151,7 @@ _SERVED: dict[str, frozenset[str]] = {
     "StatefulSet": frozenset({"apps/v1"}),
     "Job": frozenset({"batch/v1"}),
 }
+_WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job"})
 _GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
 _SKIP_HINTS = {
@@ -577,9 +579,12 @@ class _Loader:
         # A namespace whose object was refused does not exist: the API server refuses what is
         # created in it (an undeclared namespace, by contrast, is created for the user).
         missing = self.refused_namespaces - namespaces.keys()
+        oversized = self._over_run_limits()
         nodes: list[Node] = []
         for doc in self.docs["Node"]:
             try:
+                if id(doc) in oversized:
+                    raise oversized[id(doc)]
                 nodes.extend(self._nodes(doc))
             except ManifestError as exc:
                 self.refuse(exc)
@@ -592,6 +597,8 @@ class _Loader:
             try:
                 if doc.namespace in missing:
                     raise doc.error(f"namespaces {shown(doc.namespace)} not found")
+                if id(doc) in oversized:
+                    raise oversized[id(doc)]
                 self._build_one(doc, adoption, pods, selectors)
             except ManifestError as exc:
                 self.refuse(exc)
@@ -613,6 +620,27 @@ class _Loader:
             background=self.background,
             settings=self.settings,
         )
+
+    def _over_run_limits(self) -> dict[int, ManifestError]:
+        """The documents that would take the run past the simulator's limits on nodes and pods,
+        found from what each asks for (count annotations, replicas) before anything is made, so
+        that no input expands until memory runs out. Refused documents leave room for the rest."""
+        over: dict[int, ManifestError] = {}
+        nodes = pods = 0
+        for doc in self.order:
+            claim = _claimed(doc)
+            counts_nodes = doc.kind == "Node"
+            if doc.kind in _WORKLOADS and claim > limits.MAX_REPLICAS:
+                continue  # the workload's own check refuses it, naming its field, before expansion
+            try:
+                if doc.kind in ("Pod", "Node") and SIM_COUNT in doc.meta.annotations:
+                    limits.check_count(doc.kind, claim)
+                limits.check_totals(nodes + claim if counts_nodes else nodes, pods if counts_nodes else pods + claim)
+            except limits.LimitError as exc:
+                over[id(doc)] = doc.error(FieldError(exc.field, exc.detail) if exc.field else exc.detail)
+                continue
+            nodes, pods = (nodes + claim, pods) if counts_nodes else (nodes, pods + claim)
+        return over
 
     def _check_bound(self, doc: _Doc, made: list[SimPod]) -> None:
         """Pods bound by spec.nodeName skip the fit check, so their sums on a node are not bounded
@@ -921,6 +949,30 @@ class _Loader:
             elif not node and key in SIM_BACKGROUND:
                 alt = SIM_USAGE[SIM_BACKGROUND.index(key)]
                 self.warnings.append(f"{prefix}: ignored: background load applies to Nodes; a pod's usage is {alt}")
+
+
+def _claimed(doc: _Doc) -> int:
+    """How many pods (or nodes) a document asks for, read from the raw object without making
+    any: a count annotation, a workload's replicas, a Job's parallelism; 1 when unreadable
+    (the document's own checks then say what is wrong)."""
+    if doc.kind in ("Pod", "Node"):
+        raw_count = doc.meta.annotations.get(SIM_COUNT)
+        if raw_count is None:
+            return 1
+        try:
+            return max(int(str(raw_count).strip()), 0)
+        except ValueError:
+            return 1
+    spec = doc.raw.get("spec")
+    if not isinstance(spec, dict):
+        return 1 if doc.kind in _WORKLOADS else 0
+    if doc.kind == "Job":
+        value = spec.get("parallelism", 1)
+    elif doc.kind in _WORKLOADS:
+        value = spec.get("replicas", 1)
+    else:
+        return 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
 
 
 def _add_default_tolerations(tolerations: list[Toleration]) -> None:
