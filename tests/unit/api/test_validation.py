@@ -243,6 +243,14 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     # The API server does not parse Gt/Lt values; such a term matches no node when scheduling.
     ("Gt non-integer accepted", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
      {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["many"]}]}]}, []),
+    # Required terms' values must be label values on create (the kube-apiserver refuses "x y" and "-1");
+    # preferred terms' are not checked.
+    ("required values are label values", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
+     {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["-1"]}]}]},
+     [f'{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]: '
+      f'Invalid value: "-1": {VALUE_MSG}']),
+    ("preferred values are not", f"{NAA}.preferredDuringSchedulingIgnoredDuringExecution",
+     [{"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["x y"]}]}}], []),
     ("matchFields key", f"{NAA}.requiredDuringSchedulingIgnoredDuringExecution",
      {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.uid", "operator": "In", "values": ["x"]}]}]},
      [f'{NAA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key: Invalid value: '

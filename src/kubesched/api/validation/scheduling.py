@@ -72,20 +72,22 @@ def _node_selector(selector: NodeSelector, path: str) -> list[FieldIssue]:
         return [required(terms, "must have at least one node selector term")]
     out: list[FieldIssue] = []
     for i, term in enumerate(selector.node_selector_terms):
-        out.extend(_node_selector_term(term, f"{terms}[{i}]"))
+        out.extend(_node_selector_term(term, f"{terms}[{i}]", label_values=True))
     return out
 
 
-def _node_selector_term(term: NodeSelectorTerm, path: str) -> list[FieldIssue]:
+def _node_selector_term(term: NodeSelectorTerm, path: str, *, label_values: bool = False) -> list[FieldIssue]:
+    """One term; `label_values` for the required terms, whose values must be label values on
+    create (kube keeps accepting old preferred terms, and required ones already stored, without)."""
     out: list[FieldIssue] = []
     for j, req in enumerate(term.match_expressions):
-        out.extend(_node_requirement(req, f"{path}.matchExpressions[{j}]"))
+        out.extend(_node_requirement(req, f"{path}.matchExpressions[{j}]", label_values=label_values))
     for j, req in enumerate(term.match_fields):
         out.extend(_node_field_requirement(req, f"{path}.matchFields[{j}]"))
     return out
 
 
-def _node_requirement(req: NodeSelectorRequirement, path: str) -> list[FieldIssue]:
+def _node_requirement(req: NodeSelectorRequirement, path: str, *, label_values: bool) -> list[FieldIssue]:
     out: list[FieldIssue] = []
     op = req.operator
     if op in ("In", "NotIn"):
@@ -100,6 +102,9 @@ def _node_requirement(req: NodeSelectorRequirement, path: str) -> list[FieldIssu
             out.append(required(f"{path}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
     else:
         out.append(invalid(f"{path}.operator", op, "not a valid selector operator"))
+    if label_values:
+        for i, value in enumerate(req.values):
+            out.extend(invalid(f"{path}.values[{i}]", value, msg) for msg in label_value(value))
     out.extend(validate_label_name(req.key, f"{path}.key"))
     return out
 
