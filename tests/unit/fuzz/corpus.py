@@ -74,7 +74,6 @@ POD = {
             "labelSelector": {"matchLabels": {"app": "web"}}, "minDomains": 2,
             "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": "Ignore", "matchLabelKeys": ["tier"],
         }],
-        "overhead": {"cpu": "10m"},
     },
 }
 GATED = {
@@ -177,19 +176,60 @@ def _parent(obj: Any, path: tuple[Any, ...]) -> Any:
     return obj
 
 
+def _retyped(value: Any) -> Any:
+    """The same value as another JSON type, as users write it: 3 as "3", "3" as 3, true as "true"."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return [value]
+    return value
+
+
+# Values that decoders and validators treat specially, put where any value was.
+EDGE_VALUES = (0.5, 2.0, 1e21, 2**31, 2**63, -(2**63) - 1, "", " ", "0", "-0", "1.0", [], {})
+
+
+def _list_ancestor(path: tuple[Any, ...]) -> int | None:
+    """The length of the path to the innermost list item on `path` (so path[:n] is that item)."""
+    for n in range(len(path), 0, -1):
+        if isinstance(path[n - 1], int):
+            return n
+    return None
+
+
 @st.composite
 def mutated(draw: st.DrawFn, seeds: tuple[dict[str, Any], ...] = SEEDS) -> dict[str, Any]:
-    """A seed object with one to three fields replaced by junk, deleted, or added."""
+    """A seed object with one to three fields replaced by junk, retyped, deleted, added or
+    duplicated. kind and apiVersion are rarely touched: another kind goes elsewhere and teaches
+    the validators nothing."""
     obj = copy.deepcopy(draw(st.sampled_from(seeds)))
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         where = list(paths(obj))
-        path = draw(st.sampled_from(where))
+        inner = [p for p in where if p[0] not in ("kind", "apiVersion")]
+        path = draw(st.sampled_from(inner if inner and draw(st.integers(0, 19)) else where))
         parent = _parent(obj, path)
-        action = draw(st.sampled_from(("replace", "replace", "replace", "delete", "add")))
+        action = draw(st.sampled_from(("replace", "replace", "retype", "edge", "delete", "add", "duplicate")))
         if action == "replace":
             parent[path[-1]] = draw(junk())
+        elif action == "retype":
+            parent[path[-1]] = _retyped(parent[path[-1]])
+        elif action == "edge":
+            parent[path[-1]] = copy.deepcopy(draw(st.sampled_from(EDGE_VALUES)))
         elif action == "delete":
             del parent[path[-1]]
+        elif action == "duplicate" and (n := _list_ancestor(path)) is not None:
+            # A second entry equal to one already there: two containers of the same name, the same
+            # toleration twice, a repeated port.
+            items = _parent(obj, path[:n])
+            items.append(copy.deepcopy(items[path[n - 1]]))
         elif isinstance(parent, dict):
             parent[draw(st.sampled_from(("extra", "key", "name", "value", "operator", "x-y")))] = draw(junk())
         else:
