@@ -184,6 +184,8 @@ def simulate(
     for refused in cluster.errors:
         err.print("[bold red]error:[/] ", end="")
         err.print(clip(refused), highlight=False, markup=False, soft_wrap=True)
+    if cluster.errors and not cluster.nodes and not cluster.pods:
+        raise fail("nothing left to simulate: every node and pod was refused (see above)")
     try:
         results = _run_simulations(cluster, configs, seed, quiet)
     except LimitError as exc:

@@ -137,3 +137,12 @@ def test_ctrl_c_stops_a_run_within_a_second() -> None:
     assert "Traceback" not in out + errs
     # A second on an idle machine; the test suite shares two cores, hence the margin.
     assert took < 3, took
+
+
+def test_nothing_left_after_refusals_is_said_plainly(tmp_path: Path) -> None:
+    (tmp_path / "pod.yaml").write_text(POD.format(name="Web", container="c"))
+    code, out = invoke("simulate", str(tmp_path / "pod.yaml"), "-q")
+    assert code == 2
+    assert 'The Pod "Web" is invalid' in out
+    assert "nothing left to simulate: every node and pod was refused" in out
+    assert "scheduling cycles" not in out
