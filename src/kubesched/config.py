@@ -73,6 +73,9 @@ API_VERSION = "kubescheduler.config.k8s.io/v1"
 # Real configurations are a few kilobytes; this only keeps a wrong file (a log, a disk image,
 # /dev/zero) from being read whole.
 MAX_CONFIG_BYTES = 4 * 2**20
+# kube-scheduler sets no limit; every profile is a set of plugin instances built at load time and
+# kept for the run, and real configurations have a handful. A few thousand took minutes to load.
+MAX_PROFILES = 100
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -274,6 +277,9 @@ def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig
     cfg.extenders = _extenders(top.get("extenders"))
 
     raw_profiles = _list(top.get("profiles"), "profiles") or [{}]
+    if len(raw_profiles) > MAX_PROFILES:
+        # In kube's field.TooMany words; each profile is a framework built at load and kept.
+        raise ConfigError(f"profiles: Too many: {len(raw_profiles)}: must have at most {MAX_PROFILES} items")
     for i, raw in enumerate(raw_profiles):
         cfg.profiles.append(_profile(raw, f"profiles[{i}]", registry, single=len(raw_profiles) == 1))
     _check_profiles_agree(cfg.profiles)

@@ -1156,3 +1156,11 @@ def test_huge_or_endless_files_are_not_read_whole(tmp_path: Path) -> None:
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"apiVersion: \xff\xfe\n")
     assert file_refused(binary) == f"{binary}: not UTF-8 text (byte 12)"
+
+
+def test_profile_count_is_bounded() -> None:
+    from kubesched.config import MAX_PROFILES
+
+    many = [{"schedulerName": f"p{i}"} for i in range(MAX_PROFILES + 1)]
+    assert refused(cfg(profiles=many)) == "profiles: Too many: 101: must have at most 100 items"
+    assert len(parse(profiles=many[:MAX_PROFILES]).profiles) == MAX_PROFILES
