@@ -974,6 +974,12 @@ def test_every_number_in_args_is_finite_and_fits_int64() -> None:
     assert args_refused({"counts": [1, 2**63]}) == (
         "profiles[0].pluginConfig[1].args.counts[1]: Invalid value: 9223372036854775808: must fit in a 64-bit integer"
     )
+    assert args_refused({"counts": list(range(1001))}) == (
+        "profiles[0].pluginConfig[1].args.counts: Too many: 1001: must have at most 1000 items"
+    )
+    assert args_refused({"factors": {f"f{i}": 1.0 for i in range(1001)}}).endswith(
+        "args.factors: Too many: 1001: must have at most 1000 items"
+    )
 
 
 @pytest.mark.parametrize(
