@@ -34,6 +34,7 @@ from kubesched.metrics.provider import FRESH_HORIZON
 from kubesched.metrics.queries import format_duration
 
 NAME = "HotValue"
+MAX_WINDOWS = 16
 
 
 class HotWindow(BaseModel):
@@ -70,6 +71,9 @@ class HotValueArgs(BaseModel):
     def _some_window(cls, value: list[HotWindow]) -> list[HotWindow]:
         if not value:
             raise ValueError("at least one window is needed")
+        # Every scoring cycle counts placements once per window: Crane uses two.
+        if len(value) > MAX_WINDOWS:
+            raise ValueError(f"windows: Too many: {len(value)}: must have at most {MAX_WINDOWS} items")
         return value
 
 

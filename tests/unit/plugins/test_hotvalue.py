@@ -45,6 +45,7 @@ def test_crane_spelling_of_the_divisor() -> None:
     [
         ({"windows": []}, "at least one window"),
         ({"windows": [{"timeRange": "11m", "divisor": 1}]}, "must be at most 10m, how long placements are remembered"),
+        ({"windows": [{"timeRange": "1m", "divisor": 1}] * 17}, "windows: Too many: 17: must have at most 16 items"),
         ({"windows": [{"timeRange": "0s", "divisor": 1}]}, "greater than 0"),
         ({"windows": [{"timeRange": "1m", "divisor": 0}]}, "greater than or equal to 1"),
         ({"windows": [{"timeRange": "1m"}]}, "Field required"),
