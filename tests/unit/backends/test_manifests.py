@@ -1114,6 +1114,12 @@ def test_services_are_validated(tmp_path: Path) -> None:
     assert error_of(tmp_path, two).endswith(
         'The Service "web" is invalid: [spec.ports[0].name: Required value, spec.ports[1].port: Invalid value: 70000: must '
         "be between 1 and 65535, inclusive]")
+    # kube 1.34 names Services with DNS-1035 labels: a letter first.
+    digit_first = svc.replace("name: web", "name: 1web").replace("spec: {", "spec: {ports: [{port: 80}], ")
+    assert error_of(tmp_path, digit_first).endswith(
+        'metadata.name: Invalid value: "1web": a DNS-1035 label must consist of lower case alphanumeric characters or '
+        "'-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+        "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
 
 
 def test_copies_and_generated_names_stay_valid_names(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_
 from kubesched.api.validation.meta import (
     dns1123_subdomain,
     label_value,
+    name_is_dns1035_label,
     name_is_dns_label,
     name_is_dns_subdomain,
     validate_label_name,
@@ -118,9 +119,9 @@ class Service(_Obj):
 
 
 def validate_service(svc: Service) -> list[FieldIssue]:
-    """ValidateService on create, for its type, ports and selector (names are DNS labels, as
-    kube 1.37 relaxed them from DNS-1035)."""
-    out = validate_object_meta(svc.metadata, namespaced=True, name_check=name_is_dns_label)
+    """ValidateService on create, for its type, ports and selector. The name is a DNS-1035 label
+    (it starts with a letter) in the pinned kube 1.34."""
+    out = validate_object_meta(svc.metadata, namespaced=True, name_check=name_is_dns1035_label)
     spec = svc.spec
     kind = spec.type or "ClusterIP"
     if kind not in SERVICE_TYPES:
