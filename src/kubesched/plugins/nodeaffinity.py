@@ -26,10 +26,11 @@ import msgspec.inspect
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kubesched.api.objects import Affinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
-from kubesched.api.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Requirement
+from kubesched.api.validation.scheduling import validate_affinity
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
@@ -382,15 +383,11 @@ class NodeAffinityArgs(BaseModel):
     def _parse(self) -> NodeAffinityArgs:
         added = self.added_affinity
         if added is not None:
-            # What the API server checks on a pod's node affinity, before the scheduler's parsing.
-            required = added.required_during_scheduling_ignored_during_execution
-            if required is not None and not required.node_selector_terms:
-                raise ValueError("addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: "
-                                 "Required value: must have at least one node selector term")
-            for i, term in enumerate(added.preferred_during_scheduling_ignored_during_execution or ()):
-                if not 1 <= term.weight <= 100:
-                    raise ValueError(f"addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].weight: "
-                                     f"Invalid value: {term.weight}: must be in the range 1-100")
+            # What the API server checks on a pod's node affinity (in its words), then what the
+            # scheduler's parsing refuses besides (a Gt/Lt value that is not an integer).
+            issues = validate_affinity(Affinity(node_affinity=added), "addedAffinity")
+            if issues:
+                raise ValueError(str(issues[0]).replace("addedAffinity.nodeAffinity.", "addedAffinity.", 1))
             errors = _affinity_errors(added)
             if errors:
                 raise ValueError(errors[0])

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -318,12 +319,19 @@ def test_args_read_camel_case_and_field_names() -> None:
     [
         (required({"matchExpressions": [expr("zone", "Like", "z")]}), "operator"),
         (required({"matchExpressions": [expr("gen", "Gt", "x")]}), "integer"),
-        (required({"matchFields": [expr("metadata.name", "In", "a", "b")]}), "exactly one"),
-        (preferred((1, {"matchExpressions": [expr("zone", "In")]})), "non-empty"),
+        # The API server's words for what it checks on a pod's affinity too.
+        (required({"matchFields": [expr("metadata.name", "In", "a", "b")]}),
+         "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"),
+        (preferred((1, {"matchExpressions": [expr("zone", "In")]})),
+         "values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+        (preferred((0, {"matchExpressions": [expr("zone", "Exists")]})),
+         r"weight: Invalid value: 0: must be in the range 1-100"),
+        (required({"matchExpressions": [expr("zone", "Foo", "z")]}),
+         'operator: Invalid value: "Foo": not a valid selector operator'),
     ],
 )
 def test_args_refuse_unparsable_added_affinity(raw: dict[str, Any], fragment: str) -> None:
-    with pytest.raises(ValidationError, match=fragment):
+    with pytest.raises(ValidationError, match=re.escape(fragment)):
         NodeAffinityArgs.model_validate({"addedAffinity": raw})
 
 
