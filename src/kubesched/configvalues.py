@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubesched.api.quantity import parse_duration
+from kubesched.api.validation.meta import dns1123_label, dns1123_subdomain
 from kubesched.configmerge import ConfigError
 from kubesched.metrics.args import MAX_DURATION_SECONDS, MAX_DURATION_TEXT
 
@@ -119,30 +120,14 @@ def read_duration(value: Any, path: str) -> float:
     return seconds
 
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
 def dns1123_label_error(value: str) -> str:
-    """apimachinery's IsDNS1123Label message for a namespace name, "" when valid."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if not _DNS1123_LABEL.fullmatch(value):
-        return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-                "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-    return ""
+    """apimachinery's IsDNS1123Label (a namespace name): its first message, "" when valid."""
+    return next(iter(dns1123_label(value)), "")
 
 
 def dns1123_subdomain_error(value: str) -> str:
-    """apimachinery's IsDNS1123Subdomain message for an object name, "" when valid."""
-    if len(value) > 253:
-        return "must be no more than 253 characters"
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        return ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
-                "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-    return ""
+    """apimachinery's IsDNS1123Subdomain (an object name): its first message, "" when valid."""
+    return next(iter(dns1123_subdomain(value)), "")
 
 
 def read_percentage(raw: Mapping[str, Any], key: str, path: str, default: int | None) -> int | None:

@@ -9,13 +9,13 @@ operands here are non-negative, so numpy's floor division gives the same result)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
+from kubesched.api.validation.meta import label_key
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE
 
@@ -25,47 +25,12 @@ MAX_UTILIZATION = 100
 
 _REQUESTS_PREFIX = "requests."
 _NATIVE_NAMESPACE = "kubernetes.io/"
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
-    f"(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{_QUALIFIED_NAME_FMT}')"
-)
-_DNS_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
-    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
 
 
 def qualified_name_errors(value: str) -> list[str]:
-    """apimachinery's IsQualifiedName, word for word: why `value` is not a label key ([] if it is one)."""
-    parts = value.split("/")
-    errors: list[str] = []
-    if len(parts) > 2:
-        return [f"a qualified name {_QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')"]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errors.append("prefix part must be no more than 253 characters")
-            # fullmatch: Go's $ does not match before a trailing newline, Python's does.
-            if not _DNS_SUBDOMAIN.fullmatch(prefix):
-                errors.append(f"prefix part {_DNS_SUBDOMAIN_MSG}")
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if not _NAME_PART.fullmatch(name):
-        errors.append(f"name part {_QUALIFIED_NAME_MSG}")
-    return errors
+    """apimachinery's IsQualifiedName (a label key), word for word: [] for a valid one. One
+    implementation for manifests and plugin args: api.validation.meta's."""
+    return label_key(value)
 
 
 def qualified_name_error(value: str) -> str | None:
