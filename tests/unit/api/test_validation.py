@@ -346,6 +346,11 @@ def base_node() -> dict[str, Any]:
 
 NODE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("valid", {}, []),
+    # The API server computes an integer resource's milli-value in int64: past 2^63/1000 it wraps,
+    # and the wrapped value is "not an integer" (as kube-apiserver 1.34 answers).
+    ("pods whose milli-value wraps", {"status": {"capacity": {"pods": "9223372036854776"}}},
+     ['status.capacity.pods: Invalid value: "9223372036854776": must be an integer']),
+    ("pods just below", {"status": {"capacity": {"pods": "9223372036854775"}}}, []),
     ("taint effect", {"spec": {"taints": [{"key": "a", "effect": "NoRun"}]}},
      ['spec.taints[0].effect: Unsupported value: "NoRun": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"']),
     ("taint effect required", {"spec": {"taints": [{"key": "a", "effect": ""}]}}, ["spec.taints[0].effect: Required value"]),

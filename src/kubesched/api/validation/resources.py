@@ -95,12 +95,22 @@ def range_issue(resource: str, raw: RawQuantity, q: Quantity, path: str) -> list
     return [invalid(path, raw, f"must be less than or equal to {INT64_MAX}{unit}")]
 
 
+def _go_milli_remainder(nanos: int) -> int:
+    """Quantity.MilliValue() % 1000 as the API server computes it for integer resources: rounded
+    away from zero, then wrapped into int64 (so pods: 9223372036854776, whose milli-value
+    overflows, is "not an integer" there), with Go's remainder taking the dividend's sign."""
+    magnitude = -(-abs(nanos) // 10**6)
+    wrapped = ((magnitude if nanos >= 0 else -magnitude) + 2**63) % 2**64 - 2**63
+    remainder = abs(wrapped) % 1000
+    return remainder if wrapped >= 0 else -remainder
+
+
 def validate_quantity_value(resource: str, q: Quantity, path: str) -> list[FieldIssue]:
     """ValidateResourceQuantityValue: non-negative, and whole for integer resources."""
     out: list[FieldIssue] = []
     if q.negative and (q.nanos is None or q.nanos < 0):
         out.append(invalid(path, q.canonical(), "must be greater than or equal to 0"))
-    if is_integer_resource(resource) and q.nanos is not None and q.nanos % NANO != 0:
+    if is_integer_resource(resource) and q.nanos is not None and _go_milli_remainder(q.nanos) != 0:
         out.append(invalid(path, q.canonical(), "must be an integer"))
     return out
 
