@@ -22,9 +22,9 @@ MAX_DURATION_TEXT = "2562047h47m16.854775807s"
 MAX_WINDOW_SECONDS = 86400.0
 # Querying Prometheus more often than every second only loads it: it scrapes far less often.
 MIN_REFRESH_SECONDS = 1.0
-# How long placements are remembered (metrics.provider.FRESH_HORIZON, restated here because the
-# provider imports this module): a pod must settle into the metrics before it is forgotten.
-FRESH_HORIZON_SECONDS = 600.0
+# The longest settleTime: placements are remembered for the longest settle time in use (the
+# provider's remember_for), so this bounds how many are kept, like the window above.
+MAX_SETTLE_SECONDS = MAX_WINDOW_SECONDS
 
 
 def _seconds(value: object) -> object:
@@ -230,10 +230,8 @@ class EstimationArgs(BaseModel):
     @field_validator("settle_time")
     @classmethod
     def _remembered(cls, value: float | None) -> float | None:
-        # A placement is forgotten after FRESH_HORIZON_SECONDS: a longer settle time would stop
-        # counting the pod before the metrics show it.
-        if value is not None and value > FRESH_HORIZON_SECONDS:
-            raise ValueError("must be at most 10m0s (placements are remembered that long)")
+        if value is not None and value > MAX_SETTLE_SECONDS:
+            raise ValueError("must be at most 24h0m0s")
         return value
 
     def settle_for(self, usage: UsageArgs) -> float:

@@ -68,6 +68,7 @@ class LoadReader:
             self.provider.require(series)
         self._reported_since: float | None = None
         self.settle = estimation.settle_for(usage)
+        svc.remember_for(self.settle)
         self._base_cache: tuple[tuple[int, int, int], _Base] | None = None
         self._masked: tuple[_Base, np.ndarray, dict[str, np.ndarray], dict[Series, np.ndarray]] | None = None
         self._inverse_key: tuple[int, int] | None = None

@@ -265,7 +265,8 @@ def _aliases(table: NodeTable) -> dict[str, int]:
     return out
 
 
-# Placements older than this are in every sample by now (settleTime is 90 s by default).
+# Placements older than this are in every sample by now (settleTime is 90 s by default); a
+# reader whose settle time is longer (a long aggregation window) extends it (remember_for).
 FRESH_HORIZON = 600.0
 
 
@@ -291,6 +292,11 @@ class UsageService:
         # load-aware plugins pay nothing.
         self.tracking = False
         self.on_refreshed: Callable[[], None] | None = None
+        self.horizon = FRESH_HORIZON
+
+    def remember_for(self, settle: float) -> None:
+        """A reader counts placements for `settle` seconds: keep them at least that long."""
+        self.horizon = max(self.horizon, settle + 60.0)
 
     def provider(self, args: PrometheusArgs) -> UsageProvider:
         key = args.model_dump_json()
@@ -330,7 +336,7 @@ class UsageService:
         self._prune()
 
     def _prune(self) -> None:
-        self.fresh.forget_before(self.clock.now() - FRESH_HORIZON)
+        self.fresh.forget_before(self.clock.now() - self.horizon)
         if self.on_refreshed is not None:
             self.on_refreshed()
 

@@ -69,3 +69,17 @@ def test_observed_usage_raises_an_estimate_never_lowers_it() -> None:
     assert cpu.tolist() == [2500.0, 850.0]
     f.removed("a")
     assert f.keys == {"ns/b": "b"}
+
+
+def test_placements_are_remembered_as_long_as_the_longest_settle_time() -> None:
+    """LoadVariationRiskBalancing's 15-minute window settles in 16.5 minutes: a pod placed then
+    must still count until the metrics show it, past the 10-minute default horizon."""
+    from kubesched.clock import VirtualClock
+    from kubesched.metrics.provider import FRESH_HORIZON, UsageService
+
+    svc = UsageService(VirtualClock(), lambda coro, name: coro.close())
+    assert svc.horizon == FRESH_HORIZON
+    svc.remember_for(990.0)
+    assert svc.horizon == 1050.0
+    svc.remember_for(30.0)
+    assert svc.horizon == 1050.0
