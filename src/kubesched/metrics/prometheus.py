@@ -88,21 +88,39 @@ def decode_answer(body: bytes, query: str) -> list[Sample]:
 class HttpPrometheus:
     """Prometheus's /api/v1/query over one aiohttp session; every call bounded by `timeout`."""
 
-    def __init__(self, address: str, timeout: float = 5.0, bearer_token: str | None = None) -> None:
+    def __init__(
+        self, address: str, timeout: float = 5.0, bearer_token: str | None = None, bearer_token_file: str | None = None
+    ) -> None:
         self.address = address.rstrip("/")
         self.timeout = timeout
         self._headers = {"Accept": "application/json"}
         if bearer_token:
             self._headers["Authorization"] = f"Bearer {bearer_token}"
+        self._token_file = bearer_token_file
         self._session: aiohttp.ClientSession | None = None
 
+    def _auth(self) -> dict[str, str]:
+        """The token file is read at every query: projected service-account tokens rotate, and a
+        file that is missing or unreadable fails this query (reported like an outage), not the
+        scheduler."""
+        if not self._token_file:
+            return {}
+        try:
+            with open(self._token_file, encoding="utf-8") as f:
+                token = f.read(64 * 1024).strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PrometheusError(f"bearerTokenFile {self._token_file}: cannot read: {reason}") from None
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
     async def query(self, promql: str) -> list[Sample]:
+        headers = self._auth()
         if self._session is None:
             self._session = aiohttp.ClientSession(headers=self._headers)
         url = f"{self.address}/api/v1/query"
         try:
             async with self._session.post(
-                url, data={"query": promql}, timeout=aiohttp.ClientTimeout(total=self.timeout)
+                url, data={"query": promql}, headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout)
             ) as resp:
                 body = await resp.read()
                 if resp.status >= 500 or resp.status in (401, 403, 404):

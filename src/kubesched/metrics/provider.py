@@ -42,11 +42,7 @@ TransportFactory = Callable[[PrometheusArgs], PrometheusTransport]
 
 
 def http_transport(args: PrometheusArgs) -> PrometheusTransport:
-    token = None
-    if args.bearer_token_file:
-        with open(args.bearer_token_file, encoding="utf-8") as f:
-            token = f.read().strip()
-    return HttpPrometheus(args.address, args.timeout, token)
+    return HttpPrometheus(args.address, args.timeout, bearer_token_file=args.bearer_token_file or None)
 
 
 @dataclass
