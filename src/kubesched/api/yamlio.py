@@ -19,6 +19,8 @@ file name in front in their own format.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Hashable, Iterator
 from typing import Any
 
@@ -122,6 +124,14 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
         _check_shape(node)
         return super().construct_document(node)
 
+    def construct_go_float(self, node: yaml.ScalarNode) -> float | str:
+        """A float as go-yaml reads one: a number too large for a float64 (`1e1000000`) stays
+        the string it was written as, instead of becoming infinity."""
+        value: float = self.construct_yaml_float(node)
+        if math.isinf(value) and "inf" not in str(node.value).lower():
+            return str(node.value)
+        return value
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         if _plain_keys_unique(node):
             return super().construct_mapping(node, deep)
@@ -138,10 +148,25 @@ class _Loader(_Base):  # type: ignore[misc,valid-type]
         return super().construct_mapping(node, deep)
 
 
+# Plain scalars resolve as kube's YAML library (go-yaml) resolves them, not as YAML 1.1 says:
+# `1e3` and `1.5e3` are numbers there (YAML 1.1 wants a dot and a signed exponent), `1:30` is a
+# string (YAML 1.1 reads base 60), and timestamps stay strings, as they are in the API.
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+_REPLACED = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"}
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_go_float)
+# Ints before floats: both patterns are tried in order, and `1_000` must stay an int.
+for _tag, _rx, _firsts in (("tag:yaml.org,2002:int", _INT, "-+0123456789"), ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789.")):
+    for _first in _firsts:
+        _Loader.yaml_implicit_resolvers.setdefault(_first, []).append((_tag, _rx))
 
 
 def _plain_keys_unique(node: yaml.MappingNode) -> bool:

@@ -111,3 +111,26 @@ def test_a_control_character_is_one_line() -> None:
         load_one("\x1fkind: Pod\n")
     assert "\n" not in str(info.value)
     assert info.value.problem.startswith("invalid YAML: unacceptable character #x001f")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1e3", 1000.0),  # YAML 1.1 wants a dot; kube's YAML (go-yaml) does not
+        ("1.5e3", 1500.0),
+        ("-1E-2", -0.01),
+        ("1.5", 1.5),
+        (".5", 0.5),
+        ("1_000", 1000),
+        ("0x1f", 31),
+        ("12", 12),
+        ("1:30", "1:30"),  # YAML 1.1's base 60; a string for go-yaml
+        ("1e1000000", "1e1000000"),  # too large for a float64: go-yaml keeps the string
+        (".inf", float("inf")),
+        ("2024-01-02T03:04:05Z", "2024-01-02T03:04:05Z"),
+        ("1e", "1e"),
+    ],
+)
+def test_plain_scalars_resolve_as_kubes_yaml_does(text: str, value: object) -> None:
+    got = load_one(f"v: {text}\n")["v"]
+    assert got == value and type(got) is type(value)
