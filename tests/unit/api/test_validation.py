@@ -318,7 +318,13 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     ("matchLabelKeys in selector", "spec.topologySpreadConstraints", [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
          "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["app"]}],
-     [f'{TSC}.matchLabelKeys[0]: Invalid value: "app": exists in both matchLabelKeys and labelSelector']),
+     [f'{TSC}[0]: Invalid value: "app": exists in both matchLabelKeys and labelSelector']),
+    # The API server merges each key the pod has a label for into the selector, once: listed again,
+    # it is "in both"; a key the pod lacks merges nothing.
+    ("matchLabelKeys repeated", "spec.topologySpreadConstraints", [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"x": "y"}}, "matchLabelKeys": ["app", "zz", "zz", "app"]}],
+     [f'{TSC}[3]: Invalid value: "app": exists in both matchLabelKeys and labelSelector']),
 ]
 
 
@@ -467,6 +473,10 @@ WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         "rollingUpdate": {"maxUnavailable": "x"}}), []),
     ("pvc retention", workload("StatefulSet", persistentVolumeClaimRetentionPolicy={"whenDeleted": "X", "whenScaled": ""}),
      ['spec.persistentVolumeClaimRetentionPolicy.whenDeleted: Unsupported value: "X": supported values: "Retain", "Delete"']),
+    ("templates are not merged nor checked for keys in both", workload("Deployment", template={**TEMPLATE, "spec": {
+        **TEMPLATE["spec"], "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                                           "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["app"]}]}}),
+     []),
     ("deployment strategy type", workload("Deployment", strategy={"type": "Bogus", "rollingUpdate": {"maxSurge": "1<"}}),
      ['spec.strategy: Unsupported value: {"Type":"Bogus","RollingUpdate":{"MaxUnavailable":0,"MaxSurge":"1\\u003c"}}: '
       'supported values: "Recreate", "RollingUpdate"']),

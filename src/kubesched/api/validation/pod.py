@@ -6,6 +6,8 @@ hostNetwork).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kubesched.api.objects import Container, ObjectMeta, Pod, PodSpec
 from kubesched.api.quantity import INT64_MAX
 from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, invalid, not_supported, required
@@ -31,7 +33,7 @@ _PORT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 def validate_pod(pod: Pod) -> list[FieldIssue]:
     """ValidatePodCreate for a decoded Pod (metadata and spec)."""
     out = validate_object_meta(pod.metadata, namespaced=True, name_check=name_is_dns_subdomain)
-    out.extend(validate_pod_spec(pod.spec, "spec", template=False))
+    out.extend(validate_pod_spec(pod.spec, "spec", template=False, labels=pod.metadata.labels))
     if pod.spec.node_name and pod.spec.scheduling_gates:
         out.append(forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
     return out
@@ -46,7 +48,8 @@ def validate_pod_template(meta: ObjectMeta, spec: PodSpec, path: str) -> list[Fi
     return out
 
 
-def validate_pod_spec(spec: PodSpec, path: str, *, template: bool) -> list[FieldIssue]:
+def validate_pod_spec(spec: PodSpec, path: str, *, template: bool, labels: Mapping[str, str] | None = None) -> list[FieldIssue]:
+    """A pod's spec (`labels` its own) or a template's (no labels: not a pod yet)."""
     out, totals = _containers(spec, path, template=template)
     restart = spec.restart_policy or "Always"
     if restart not in RESTART_POLICIES:
@@ -70,7 +73,7 @@ def validate_pod_spec(spec: PodSpec, path: str, *, template: bool) -> list[Field
     if spec.affinity is not None:
         out.extend(validate_affinity(spec.affinity, f"{path}.affinity"))
     out.extend(validate_tolerations(spec.tolerations, f"{path}.tolerations"))
-    out.extend(validate_topology_spread(spec.topology_spread_constraints, f"{path}.topologySpreadConstraints"))
+    out.extend(validate_topology_spread(spec.topology_spread_constraints, f"{path}.topologySpreadConstraints", labels))
     out.extend(_scheduling_gates(spec, f"{path}.schedulingGates"))
     if spec.resources is not None:
         # Pod-level resources: names, quantities and requests against limits (the comparison with

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kubesched.api.objects import (
     Affinity,
     LabelSelector,
@@ -199,7 +201,9 @@ def validate_tolerations(tolerations: list[Toleration], path: str) -> list[Field
     return out
 
 
-def validate_topology_spread(constraints: list[TopologySpreadConstraint], path: str) -> list[FieldIssue]:
+def validate_topology_spread(constraints: list[TopologySpreadConstraint], path: str,
+                             pod_labels: Mapping[str, str] | None = None) -> list[FieldIssue]:
+    """The constraints of a pod (`pod_labels` its labels) or of a pod template (None)."""
     out: list[FieldIssue] = []
     for i, c in enumerate(constraints):
         at = f"{path}[{i}]"
@@ -220,14 +224,19 @@ def validate_topology_spread(constraints: list[TopologySpreadConstraint], path: 
         for name, policy in (("nodeAffinityPolicy", c.node_affinity_policy), ("nodeTaintsPolicy", c.node_taints_policy)):
             if policy is not None and policy not in NODE_INCLUSION_POLICIES:
                 out.append(not_supported(f"{at}.{name}", policy, NODE_INCLUSION_POLICIES))
-        out.extend(_spread_match_label_keys(c, f"{at}.matchLabelKeys"))
+        out.extend(_spread_match_label_keys(c, at, pod_labels))
         out.extend(validate_label_selector(c.label_selector, f"{at}.labelSelector"))
     return out
 
 
-def _spread_match_label_keys(c: TopologySpreadConstraint, path: str) -> list[FieldIssue]:
+def _spread_match_label_keys(c: TopologySpreadConstraint, at: str, pod_labels: Mapping[str, str] | None) -> list[FieldIssue]:
+    """matchLabelKeys of the constraint at `at`. On a pod, the API server first merges each key
+    the pod has a label for into the selector (once per key); a key then also in the selector as
+    the user wrote it, or listed again after its merge, "exists in both" (reported at
+    `<constraint>[i]`, as kube reports it). Templates are not merged and not checked for that."""
     if not c.match_label_keys:
         return []
+    path = f"{at}.matchLabelKeys"
     out: list[FieldIssue] = []
     keys: set[str] = set()
     if c.label_selector is not None:
@@ -235,8 +244,10 @@ def _spread_match_label_keys(c: TopologySpreadConstraint, path: str) -> list[Fie
         keys.update(e.key for e in c.label_selector.match_expressions)
     else:
         out.append(forbidden(path, "must not be specified when labelSelector is not set"))
+    seen: set[str] = set()
     for i, key in enumerate(c.match_label_keys):
         out.extend(validate_label_name(key, f"{path}[{i}]"))
-        if key in keys:
-            out.append(invalid(f"{path}[{i}]", key, "exists in both matchLabelKeys and labelSelector"))
+        if pod_labels is not None and (key in keys or (key in seen and key in pod_labels)):
+            out.append(invalid(f"{at}[{i}]", key, "exists in both matchLabelKeys and labelSelector"))
+        seen.add(key)
     return out
