@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from kubesched.api.yamlio import YamlError, load_one
+from kubesched.api.yamlio import InputFileError, YamlError, load_one, read_text
 from kubesched.configcheck import build_check, check_numbers
 from kubesched.configmerge import (
     ConfigError,
@@ -220,21 +220,9 @@ def load_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     if path is None:
         return default_config(registry)
     try:
-        # At most one byte past the limit is read, so /dev/zero or a huge file cannot fill memory.
-        with Path(path).open("rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, the limit for a configuration file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        text = read_text(Path(path), MAX_CONFIG_BYTES, "configuration file")
+    except InputFileError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     data = _parse_yaml(text, str(path))
     if data is None:
         raise ConfigError(f"{path}: the file is empty; expected a {KIND}")

@@ -1163,7 +1163,7 @@ def test_huge_or_endless_files_are_not_read_whole(tmp_path: Path) -> None:
         assert file_refused("/dev/zero") == "/dev/zero: larger than 4 MiB, the limit for a configuration file"
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"apiVersion: \xff\xfe\n")
-    assert file_refused(binary) == f"{binary}: not UTF-8 text (byte 12)"
+    assert file_refused(binary) == f"{binary}: not UTF-8 text (invalid start byte at byte 12)"
 
 
 def test_profile_count_is_bounded() -> None:

@@ -22,11 +22,12 @@ import json
 import math
 import re
 from collections.abc import Hashable, Iterator
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_ALIAS_EXPANSION", "MAX_DEPTH", "YamlError", "load_all", "load_json", "load_one"]
+__all__ = ["MAX_ALIAS_EXPANSION", "MAX_DEPTH", "InputFileError", "YamlError", "load_all", "load_json", "load_one", "read_text"]
 
 # Nodes that aliases may add to one document beyond the nodes written in it.
 MAX_ALIAS_EXPANSION = 1_000_000
@@ -51,6 +52,32 @@ class YamlError(ValueError):
         if self.line is None:
             return self.problem
         return f"line {self.line}{sep}column {self.column}: {self.problem}"
+
+
+class InputFileError(ValueError):
+    """A file that cannot be read as text; the message says why, without the file's name
+    (callers put it in front in their own format)."""
+
+
+def read_text(path: Path, limit: int, what: str) -> str:
+    """The UTF-8 text of a file of at most `limit` bytes (`what` names the kind of file in the
+    message). At most one byte past the limit is read, so /dev/zero or a huge file cannot fill
+    memory before it is refused."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
+    except FileNotFoundError:
+        raise InputFileError("no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(f"is a directory, not a {what}") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise InputFileError(f"larger than {limit // 2**20} MiB, the limit for a {what}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 class _Loader(_Base):  # type: ignore[misc,valid-type]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubesched.api.yamlio import YamlError, load_one
+from kubesched.api.yamlio import InputFileError, YamlError, load_one, read_text
 
 __all__ = [
     "EXEC_API_VERSIONS",
@@ -369,18 +369,9 @@ def load_kubeconfig(path: str | None = None, context: str | None = None) -> Conn
     file = Path(path).expanduser() if path else default_kubeconfig_path()
     try:
         # Bounded: a kubeconfig is kilobytes (certificates included); /dev/zero must not fill memory.
-        with file.open("rb") as f:
-            raw = f.read(MAX_KUBECONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise KubeConfigError(f"{file}: kubeconfig file not found") from None
-    except OSError as exc:
-        raise KubeConfigError(f"{file}: cannot read the kubeconfig: {exc.strerror or exc}") from None
-    if len(raw) > MAX_KUBECONFIG_BYTES:
-        raise KubeConfigError(f"{file}: larger than {MAX_KUBECONFIG_BYTES // 2**20} MiB, the limit for a kubeconfig")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise KubeConfigError(f"{file}: the kubeconfig is not UTF-8 text") from None
+        text = read_text(file, MAX_KUBECONFIG_BYTES, "kubeconfig")
+    except InputFileError as exc:
+        raise KubeConfigError(f"{file}: {exc}") from None
     return _KubeConfig(file, text).connection(context)
 
 

@@ -239,7 +239,7 @@ def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError) as err:
         load_kubeconfig(str(bad))
     assert str(err.value).startswith(f"{bad}: line 2, column 1: invalid YAML: ")
-    with pytest.raises(KubeConfigError, match="kubeconfig file not found"):
+    with pytest.raises(KubeConfigError, match="absent: no such file"):
         load_kubeconfig(str(tmp_path / "absent"))
     listy = write(tmp_path / "listy", "- 1\n- 2\n")
     with pytest.raises(KubeConfigError, match="must be a mapping"):
@@ -494,7 +494,7 @@ def test_duplicate_keys_alias_bombs_and_binary_files(tmp_path: Path) -> None:
     binary = write(tmp_path / "binary", b"\xff\xfe\x00garbage")
     with pytest.raises(KubeConfigError) as err:
         load_kubeconfig(str(binary))
-    assert str(err.value) == f"{binary}: the kubeconfig is not UTF-8 text"
+    assert str(err.value).startswith(f"{binary}: not UTF-8 text (")
 
 
 @pytest.mark.parametrize(

@@ -110,6 +110,9 @@ SIM_USAGE = (SIM_USAGE_CPU, SIM_USAGE_MEMORY)
 SIM_BACKGROUND = (SIM_BACKGROUND_CPU, SIM_BACKGROUND_MEMORY)
 SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SIM_COUNT, *SIM_USAGE, *SIM_BACKGROUND})
 SIM_CONFIGMAP = "kubesched-simulation"
+# One manifest file: `kubectl get pods -A -o yaml` of a 10,000-pod cluster is about 60 MiB, and
+# reading YAML takes some twenty times the file's size in memory.
+MAX_MANIFEST_BYTES = 256 * 2**20
 SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages")
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -244,11 +247,9 @@ def _files(paths: Sequence[str | Path]) -> list[Path]:
 def _documents(path: Path) -> Iterator[tuple[Origin, Any]]:
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise ManifestError(f"{name}: cannot read: {exc.strerror}") from None
+        text = yamlio.read_text(path, MAX_MANIFEST_BYTES, "manifest file")
+    except yamlio.InputFileError as exc:
+        raise ManifestError(f"{name}: {exc}") from None
     try:
         if path.suffix.lower() == ".json":
             yield Origin(name, 1), yamlio.load_json(text)
