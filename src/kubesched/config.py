@@ -51,7 +51,7 @@ from kubesched.configvalues import read_percentage as _percentage
 from kubesched.configvalues import read_str as _str
 from kubesched.configvalues import show as _show
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
-from kubesched.framework.registry import Registry, RegistryError, default_registry
+from kubesched.framework.registry import Registry, RegistryError
 from kubesched.metrics.args import MAX_DURATION_SECONDS, go_duration
 
 __all__ = [
@@ -240,7 +240,10 @@ def default_config(registry: Registry | None = None) -> SchedulerConfig:
 def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig:
     """Decode, default and validate a configuration already parsed from YAML/JSON."""
     if registry is None:
-        registry = default_registry()
+        # Imported here: only a caller that passes no registry needs every in-tree plugin loaded.
+        from kubesched.plugins.registry import in_tree_registry
+
+        registry = in_tree_registry()
     if not isinstance(data, Mapping):
         raise ConfigError(f"configuration: must be a mapping, got {_show(data)}")
     # Type meta first: a file of another version fails on its version, not on a field it has.

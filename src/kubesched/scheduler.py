@@ -25,7 +25,7 @@ from kubesched.cache.cache import Cache
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.interface import ClusterEvent, Code, CycleState, Diagnosis, Status
-from kubesched.framework.registry import Registry, default_registry
+from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.waiting import WaitingPod
 from kubesched.handle import FrameworkHandle
@@ -33,6 +33,7 @@ from kubesched.metrics.prometheus import PrometheusTransport
 from kubesched.metrics.provider import USAGE_UPDATE, UsageService
 from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
+from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class Scheduler:
             (lambda a: prometheus(a.address, a.timeout)) if prometheus is not None else None,
             self.metrics,
         )
-        registry = registry or default_registry()
+        registry = registry or in_tree_registry()
         self.frameworks: dict[str, Framework] = {
             p.scheduler_name: Framework(p, registry, lambda f: FrameworkHandle(self, f), self.cache, self.metrics)
             for p in config.profiles

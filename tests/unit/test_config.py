@@ -855,9 +855,9 @@ def test_parse_config_does_not_modify_its_input() -> None:
 
 def test_with_the_in_tree_plugins() -> None:
     """The real default registry has every default plugin, and builds kube's default profile."""
-    from kubesched.framework.registry import default_registry
+    from kubesched.plugins.registry import in_tree_registry
 
-    reg = default_registry()
+    reg = in_tree_registry()
     missing = [name for name, _ in DEFAULT_PLUGINS if name not in reg.names()]
     assert not missing, f"in-tree plugins not registered: {', '.join(missing)}"
     config = default_config(reg)
@@ -1036,9 +1036,9 @@ class Exploding(fw.Plugin, fw.ScorePlugin):
 
 
 def test_load_config_builds_every_plugin(tmp_path: Path) -> None:
-    from kubesched.framework.registry import default_registry
+    from kubesched.plugins.registry import in_tree_registry
 
-    reg = default_registry()
+    reg = in_tree_registry()
     reg.register(Exploding)
     data = cfg(profiles=[{
         "plugins": {"multiPoint": {"enabled": [{"name": "Exploding"}]}},
@@ -1132,10 +1132,10 @@ def _spread(*constraints: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_in_tree_plugin_args_in_kubes_words(plugin: str, args: dict[str, Any], message: str) -> None:
-    from kubesched.framework.registry import default_registry
+    from kubesched.plugins.registry import in_tree_registry
 
     data = cfg(profiles=[{"pluginConfig": [{"name": plugin, "args": args}]}])
-    assert refused(data, default_registry()).startswith(f"profiles[0].pluginConfig[0].args.{message}")
+    assert refused(data, in_tree_registry()).startswith(f"profiles[0].pluginConfig[0].args.{message}")
 
 
 def test_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:

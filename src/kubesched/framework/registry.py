@@ -1,4 +1,7 @@
-"""Finds plugin classes by registered name, or by `module:Class` for a user's own plugin."""
+"""Finds plugin classes by registered name, or by `module:Class` for a user's own plugin.
+
+Generic: which plugins are registered is the caller's choice (kubesched.plugins.registry has the
+in-tree ones), so the framework never imports a concrete plugin."""
 
 from __future__ import annotations
 
@@ -49,9 +52,3 @@ class Registry:
         self._plugins[ref] = obj
         return obj
 
-
-def default_registry() -> Registry:
-    """Every in-tree plugin."""
-    from kubesched.plugins import IN_TREE
-
-    return Registry(IN_TREE)

@@ -1,0 +1,58 @@
+"""The in-tree registry: every plugin kubesched ships, by name (kube's NewInTreeRegistry).
+
+It lives with the plugins, not in framework/, so the framework does not import every plugin;
+config parsing and the scheduler use it only when the caller passes no registry of its own.
+"""
+
+from __future__ import annotations
+
+from kubesched.framework.interface import Plugin
+from kubesched.framework.registry import Registry
+from kubesched.plugins.defaultbinder import DefaultBinder
+from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.hotvalue import HotValue
+from kubesched.plugins.imagelocality import ImageLocality
+from kubesched.plugins.interpodaffinity import InterPodAffinity
+from kubesched.plugins.loadaware import LoadAware
+from kubesched.plugins.loadvariationriskbalancing import LoadVariationRiskBalancing
+from kubesched.plugins.multidimensionalscore import MultiDimensionalScore
+from kubesched.plugins.nodeaffinity import NodeAffinity
+from kubesched.plugins.nodename import NodeName
+from kubesched.plugins.nodeports import NodePorts
+from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.noderesourcesfit import NodeResourcesFit
+from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.podtopologyspread import PodTopologySpread
+from kubesched.plugins.prioritysort import PrioritySort
+from kubesched.plugins.schedulinggates import SchedulingGates
+from kubesched.plugins.slaqueuesort import SLAQueueSort
+from kubesched.plugins.tainttoleration import TaintToleration
+from kubesched.plugins.targetloadpacking import TargetLoadPacking
+
+IN_TREE: list[type[Plugin]] = [
+    PrioritySort,
+    SchedulingGates,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
+    NodeResourcesFit,
+    PodTopologySpread,
+    InterPodAffinity,
+    DefaultPreemption,
+    NodeResourcesBalancedAllocation,
+    ImageLocality,
+    DefaultBinder,
+    LoadAware,
+    TargetLoadPacking,
+    LoadVariationRiskBalancing,
+    MultiDimensionalScore,
+    HotValue,
+    SLAQueueSort,
+]
+
+
+def in_tree_registry() -> Registry:
+    """A new registry of every in-tree plugin (a new one each time: resolving `module:Class` adds to it)."""
+    return Registry(IN_TREE)
