@@ -3,7 +3,8 @@
 msgspec Structs decode API JSON and manifest dicts several times faster than
 the official client's models and name the exact field that is wrong. Only the
 fields the scheduler needs are declared; unknown fields are ignored, so these
-types read any real object.
+types read any real object. Every field has a default, Go's zero value: the API server's decoder
+requires none (a missing weight is 0, for validation to refuse, not a decode error).
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ class ObjectMeta(_Obj):
 
 
 class LabelSelectorRequirement(_Obj):
-    key: str
-    operator: str
+    key: str = ""
+    operator: str = ""
     values: list[str] = msgspec.field(default_factory=list)
 
 
@@ -59,8 +60,8 @@ class LabelSelector(_Obj):
 
 
 class NodeSelectorRequirement(_Obj):
-    key: str
-    operator: str
+    key: str = ""
+    operator: str = ""
     values: list[str] = msgspec.field(default_factory=list)
 
 
@@ -74,8 +75,8 @@ class NodeSelector(_Obj):
 
 
 class PreferredSchedulingTerm(_Obj):
-    weight: Int32
-    preference: NodeSelectorTerm
+    weight: Int32 = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
 
 
 class NodeAffinity(_Obj):
@@ -95,8 +96,8 @@ class PodAffinityTerm(_Obj):
 
 
 class WeightedPodAffinityTerm(_Obj):
-    weight: Int32
-    pod_affinity_term: PodAffinityTerm
+    weight: Int32 = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
 
 
 class PodAffinity(_Obj):
@@ -121,9 +122,9 @@ class Toleration(_Obj):
 
 
 class TopologySpreadConstraint(_Obj):
-    max_skew: Int32
-    topology_key: str
-    when_unsatisfiable: str
+    max_skew: Int32 = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
     label_selector: LabelSelector | None = None
     min_domains: Int32 | None = None
     node_affinity_policy: str | None = None
@@ -156,7 +157,7 @@ class Container(_Obj):
 
 
 class PodSchedulingGate(_Obj):
-    name: str
+    name: str = ""
 
 
 class PodSpec(_Obj):
@@ -182,8 +183,8 @@ class PodSpec(_Obj):
 
 
 class PodCondition(_Obj):
-    type: str
-    status: str
+    type: str = ""
+    status: str = ""
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
@@ -212,8 +213,8 @@ class Pod(_Obj):
 
 
 class Taint(_Obj):
-    key: str
-    effect: str
+    key: str = ""
+    effect: str = ""
     value: str = ""
 
 
@@ -228,13 +229,13 @@ class ContainerImage(_Obj):
 
 
 class NodeCondition(_Obj):
-    type: str
-    status: str
+    type: str = ""
+    status: str = ""
 
 
 class NodeAddress(_Obj):
-    type: str
-    address: str
+    type: str = ""
+    address: str = ""
 
 
 class NodeStatus(_Obj):
