@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from kubesched.api.objects import Int32, Namespace, Node, ObjectMeta, PriorityClass, Taint
-from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_string, invalid, not_supported, required
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_json, invalid, not_supported, required
 from kubesched.api.validation.meta import (
     dns1123_subdomain,
     label_value,
@@ -27,8 +27,8 @@ IMAGE_SIZES_LIMIT = 2**62
 
 
 def _taint_struct(t: Taint) -> str:
-    return (f"core.Taint{{Key:{go_string(t.key)}, Value:{go_string(t.value)}, Effect:{go_string(t.effect)}, "
-            "TimeAdded:(*v1.Time)(nil)}")
+    """core.Taint as the API server prints it (its internal struct: Go field names)."""
+    return go_json({"Key": t.key, "Value": t.value, "Effect": t.effect, "TimeAdded": None})
 
 
 def validate_taints(taints: list[Taint], path: str) -> list[FieldIssue]:
@@ -52,7 +52,8 @@ def validate_node(node: Node) -> list[FieldIssue]:
     """ValidateNode on create: metadata, taints, and the quantities of capacity and allocatable
     (reported at status.capacity.<resource>, as kube's path reads)."""
     out = validate_object_meta(node.metadata, namespaced=False, name_check=name_is_dns_subdomain)
-    out.extend(validate_taints(node.spec.taints, "spec.taints"))
+    # kube reports node taints under metadata (its validation is handed the metadata path).
+    out.extend(validate_taints(node.spec.taints, "metadata.taints"))
     for where, values in (("status.capacity", node.status.capacity), ("status.allocatable", node.status.allocatable)):
         _, errs = validate_resource_map(values, where, names=False, key_style=".")
         out.extend(errs)

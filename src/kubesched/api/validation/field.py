@@ -42,13 +42,20 @@ def go_string(value: str) -> str:
     return shown(value)
 
 
+def go_json(value: object) -> str:
+    """A struct, map or list value as the API server prints it in a message (kube 1.34 renders
+    them with json.Marshal: compact, <, > and & escaped), cut to a few values' worth so a huge
+    map never lands whole in a message. Dicts keep their order: a struct's is its fields' (give
+    maps sorted, as Go sorts map keys)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return text if len(text) <= 4 * SHOWN_LIMIT else text[: 4 * SHOWN_LIMIT] + f"...({len(text) - 4 * SHOWN_LIMIT} more)"
+
+
 def go_map(values: dict[str, str]) -> str:
-    """A map[string]string as Go's %#v prints it (keys sorted), cut after a few entries' worth."""
-    inner = ", ".join(f"{go_string(k)}:{go_string(v)}" for k, v in sorted(values.items())[:20])
-    text = "map[string]string{" + inner + "}"
-    if len(values) > 20 or len(text) > 4 * SHOWN_LIMIT:
-        return text[: 4 * SHOWN_LIMIT] + f"...({len(values)} entries)"
-    return text
+    """A map[string]string in a message; an empty one is shown as nil (`null`), what an object
+    without the field decodes to."""
+    return go_json(dict(sorted(values.items()))) if values else "null"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from kubesched.api.objects import LabelSelector, ObjectMeta, OwnerReference
-from kubesched.api.validation.field import FieldIssue, go_map, go_string, invalid, required, too_long
+from kubesched.api.validation.field import FieldIssue, go_json, invalid, required, too_long
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
@@ -204,8 +204,9 @@ def validate_owner_references(refs: list[OwnerReference], path: str) -> list[Fie
         if ref.controller:
             name = f"{ref.kind}/{ref.name}"
             if controller:
-                listed = "[]v1.OwnerReference{" + ", ".join(f"{r.kind}/{r.name}" for r in refs[:5]) + "}"
-                out.append(invalid(path, listed[:400], "Only one reference can have Controller set to true. Found \"true\" in "
+                listed = go_json([{"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid,
+                                   **({} if r.controller is None else {"controller": r.controller})} for r in refs[:5]])
+                out.append(invalid(path, listed, "Only one reference can have Controller set to true. Found \"true\" in "
                                                        f"references for {controller} and {name}", rendered=True))
             else:
                 controller = name
@@ -238,24 +239,15 @@ def validate_label_selector(selector: LabelSelector | None, path: str) -> list[F
 
 
 def selector_string(selector: LabelSelector, raw: object = None) -> str:
-    """A *metav1.LabelSelector as kube prints it in 'Invalid value: ...' (Go's %#v of the struct).
-    `raw` (the manifest's selector) tells an empty map from an absent one, as Go's nil does."""
-    given = raw if isinstance(raw, dict) else {}
-    if selector.match_labels or given.get("matchLabels") is not None:
-        labels = go_map(selector.match_labels)
-    else:
-        labels = "map[string]string(nil)"
-    if selector.match_expressions or given.get("matchExpressions") is not None:
-        items = ", ".join(
-            f"v1.LabelSelectorRequirement{{Key:{go_string(e.key)}, Operator:{go_string(e.operator)}, Values:"
-            + ("[]string{" + ", ".join(go_string(v) for v in e.values[:20]) + "}" if e.values else "[]string(nil)") + "}"
-            for e in selector.match_expressions[:10]
-        )
-        exprs = "[]v1.LabelSelectorRequirement{" + items + "}"
-    else:
-        exprs = "[]v1.LabelSelectorRequirement(nil)"
-    text = f"v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}"
-    return text if len(text) <= 800 else text[:800] + f"...({len(text) - 800} more)"
+    """A *metav1.LabelSelector as kube prints it in 'Invalid value: ...': its JSON, empty fields
+    left out (`{}` for an empty selector). `raw` is unused (kept for callers)."""
+    out: dict[str, object] = {}
+    if selector.match_labels:
+        out["matchLabels"] = dict(sorted(selector.match_labels.items()))
+    if selector.match_expressions:
+        out["matchExpressions"] = [{"key": e.key, "operator": e.operator, **({"values": e.values} if e.values else {})}
+                                   for e in selector.match_expressions]
+    return go_json(out)
 
 
 __all__ = [

@@ -20,7 +20,6 @@ from kubesched.api.validation.field import (
     FieldIssue,
     duplicate,
     forbidden,
-    go_string,
     invalid,
     not_supported,
     required,
@@ -161,13 +160,6 @@ def _match_label_keys(match: list[str], mismatch: list[str], selector: LabelSele
 # --- tolerations and spreading -----------------------------------------------------------------
 
 
-def _toleration_struct(t: Toleration) -> str:
-    """core.Toleration as Go's %#v prints it (a set tolerationSeconds is a pointer: no value)."""
-    seconds = "(*int64)(nil)" if t.toleration_seconds is None else "(*int64)(0xc000000000)"
-    return (f"core.Toleration{{Key:{go_string(t.key)}, Operator:{go_string(t.operator)}, Value:{go_string(t.value)}, "
-            f"Effect:{go_string(t.effect)}, TolerationSeconds:{seconds}}}")
-
-
 def validate_taint_effect(effect: str, path: str, *, allow_empty: bool) -> list[FieldIssue]:
     if not effect:
         return [] if allow_empty else [required(path)]
@@ -193,8 +185,7 @@ def validate_tolerations(tolerations: list[Toleration], path: str) -> list[Field
                 out.append(invalid(f"{at}.operator", t.value, ";".join(errs)))
         elif t.operator == "Exists":
             if t.value:
-                out.append(invalid(f"{at}.operator", _toleration_struct(t), "value must be empty when `operator` is 'Exists'",
-                                   rendered=True))
+                out.append(invalid(f"{at}.operator", t.value, "value must be empty when `operator` is 'Exists'"))
         else:
             out.append(not_supported(f"{at}.operator", t.operator, ["Equal", "Exists"]))
         out.extend(validate_taint_effect(t.effect, f"{at}.effect", allow_empty=True))

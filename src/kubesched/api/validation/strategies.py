@@ -9,13 +9,12 @@ rendered the same way, Go field names and all.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated
 
 import msgspec
 
-from kubesched.api.validation.field import FieldIssue, forbidden, invalid, not_supported
+from kubesched.api.validation.field import FieldIssue, forbidden, go_json, invalid, not_supported
 
 # intstr.IntOrString: an int32 or a string.
 IntOrString = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)] | str
@@ -56,12 +55,6 @@ class StatefulSetStrategy(_Obj):
 class RetentionPolicy(_Obj):
     when_deleted: str = ""
     when_scaled: str = ""
-
-
-def _go_json(value: object) -> str:
-    """json.Marshal's text: compact, with <, > and & escaped as Go escapes them."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _percent(value: IntOrString | None) -> int | None:
@@ -106,7 +99,7 @@ def validate_deployment_strategy(strategy: DeploymentStrategy | None) -> list[Fi
         # Not defaulted: unset int-or-strings are the zero value, 0.
         shown_rolling = None if rolling is None else {"MaxUnavailable": _zero(rolling.max_unavailable),
                                                       "MaxSurge": _zero(rolling.max_surge)}
-        rendered = _go_json({"Type": kind, "RollingUpdate": shown_rolling})
+        rendered = go_json({"Type": kind, "RollingUpdate": shown_rolling})
         return [FieldIssue("spec.strategy", f'Unsupported value: {rendered}: supported values: "Recreate", "RollingUpdate"')]
     rolling = rolling or RollingUpdateDeployment()
     unavailable = DEFAULT_SURGE if rolling.max_unavailable is None else rolling.max_unavailable
@@ -145,11 +138,11 @@ def validate_statefulset_strategy(strategy: StatefulSetStrategy | None) -> list[
     path = "spec.updateStrategy"
     if kind == "OnDelete":
         if rolling is not None:
-            return [invalid(f"{path}.rollingUpdate", _go_json(shown_rolling), "only allowed for updateStrategy 'RollingUpdate'",
+            return [invalid(f"{path}.rollingUpdate", go_json(shown_rolling), "only allowed for updateStrategy 'RollingUpdate'",
                             rendered=True)]
         return []
     if kind != "RollingUpdate":
-        return [invalid(path, _go_json({"Type": kind, "RollingUpdate": shown_rolling}), "must be 'RollingUpdate' or 'OnDelete'",
+        return [invalid(path, go_json({"Type": kind, "RollingUpdate": shown_rolling}), "must be 'RollingUpdate' or 'OnDelete'",
                         rendered=True)]
     if rolling is not None and rolling.partition is not None and rolling.partition < 0:
         return [invalid(f"{path}.rollingUpdate.partition", rolling.partition, NONNEGATIVE)]

@@ -217,6 +217,9 @@ def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
             out.extend(validate_label_selector(selector, "spec.selector"))
         template = Template(metadata=msgspec.structs.replace(
             template.metadata, labels={**template.metadata.labels, **generated}), spec=template.spec)
+        if selector is not None and not matches:
+            # The selector must also select the pods the Job will make (their labels as generated).
+            out.append(_mismatch(template))
     out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))
     restart = template.spec.restart_policy or "Always"
     if restart not in ("OnFailure", "Never"):
