@@ -56,12 +56,6 @@ class FrameworkHandle:
     def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None:
         return self.framework.run_prefilter_remove_pod(state, pi, removed, row)
 
-    def without_pods(self, row: int, pods: list[PodInfo]):  # type: ignore[no-untyped-def]
-        return self.framework.without_pods(row, pods)
-
-    def filter_plugin_names(self) -> list[str]:
-        return [p.name for p in self.framework.filter]
-
     # --- side effects --------------------------------------------------------------------------------
 
     async def bind(self, pi: PodInfo, node: str) -> Status | None:

@@ -150,10 +150,3 @@ def first_untolerated(table: NodeTable, tolerations: Sequence[Toleration], effec
     has = sub[np.arange(size), pick] != NO_TAINT
     return np.where(has, cols[pick], -1)
 
-
-def count_untolerated(table: NodeTable, tolerations: Sequence[Toleration], effects: frozenset[str]) -> np.ndarray:
-    """Per row, how many of the node's taints with an effect in `effects` are not tolerated."""
-    cols = untolerated_columns(table, tolerations, effects)
-    if cols.size == 0:
-        return np.zeros(table.size, dtype=np.int64)
-    return (table.taint_pos[: table.size, cols] != NO_TAINT).sum(axis=1)

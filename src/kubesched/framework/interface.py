@@ -75,10 +75,6 @@ class Status:
 SKIP = Status(Code.SKIP)
 
 
-def is_success(status: Status | None) -> bool:
-    return status is None or status.code == Code.SUCCESS
-
-
 class CycleState:
     """Per-cycle scratch space shared by a profile's plugins, keyed by plugin name.
 
@@ -86,13 +82,12 @@ class CycleState:
     `clone()`, because preemption evaluates each candidate node on a clone.
     """
 
-    __slots__ = ("data", "record_plugin_metrics", "skip_filter", "skip_score")
+    __slots__ = ("data", "skip_filter", "skip_score")
 
     def __init__(self) -> None:
         self.data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
-        self.record_plugin_metrics = False
 
     def read(self, key: str) -> Any:
         return self.data.get(key)
@@ -216,8 +211,6 @@ class Handle(Protocol):
     def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None: ...
 
     def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None: ...
-
-    def filter_plugin_names(self) -> list[str]: ...
 
     async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
 

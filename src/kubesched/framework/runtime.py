@@ -8,8 +8,7 @@ that plugin's reasons are what the failure message counts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -66,10 +65,6 @@ STATUS_LABEL = {
 
 def status_label(status: Status | None) -> str:
     return "Success" if status is None else STATUS_LABEL[status.code]
-
-
-class FrameworkError(RuntimeError):
-    pass
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -312,18 +307,6 @@ class Framework:
             if status is not None and status.code != Code.SUCCESS:
                 return status
         return None
-
-    @contextmanager
-    def without_pods(self, row: int, pods: list[PodInfo]) -> Iterator[None]:
-        """Temporarily takes pods off a row of the table (a preemption what-if), then puts them back."""
-        table = self.cache.table
-        for p in pods:
-            table.remove_pod(row, p)
-        try:
-            yield
-        finally:
-            for p in pods:
-                table.add_pod(row, p)
 
     # --- PostFilter -------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 A record holds counts and a few top scores, never per-node arrays, so recording
 every cycle costs microseconds. It feeds the kube-format failure message, the
-events, the metrics and `kubesched explain`.
+events and the metrics, and the latest record per pod is what the simulator's report
+gives as the reason a pod stayed pending.
 """
 
 from __future__ import annotations

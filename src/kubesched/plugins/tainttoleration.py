@@ -6,7 +6,7 @@ pod's tolerations tolerates. Taint keys and values can be sensitive, so kube no 
 them in pod status (kubernetes#134740, in 1.35 and backported to 1.34): the reason is the
 generic "node(s) had untolerated taint(s)", whatever the taint. The failure code of each row
 still identifies the node's first untolerated taint (column + 1 in `table.taint_list`), so
-the decision record and `explain` can say which one it was (see `untolerated_taint`).
+code holding the row codes can still say which taint it was (see `untolerated_taint`).
 
 Score counts a node's PreferNoSchedule taints that the pod's tolerations with effect
 PreferNoSchedule or no effect do not tolerate; normalization reverses the count so that a node
