@@ -116,6 +116,23 @@ STATEFULSET = {
              "template": {"metadata": {"labels": {"app": "db"}},
                           "spec": {"containers": [{"name": "db", "image": "db", "resources": {"requests": {"memory": "1Gi"}}}]}}},
 }
+REPLICASET = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "metadata": {"name": "cache", "namespace": "apps"},
+    "spec": {"replicas": 2, "minReadySeconds": 5, "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["cache"]}]},
+             "template": {"metadata": {"labels": {"app": "cache"}},
+                          "spec": {"containers": [{"name": "c", "image": "redis", "ports": [{"containerPort": 6379, "name": "redis"}],
+                                                   "resources": {"requests": {"cpu": "50m"}}}]}}},
+}
+CONTROLLER = {
+    "apiVersion": "v1",
+    "kind": "ReplicationController",
+    "metadata": {"name": "legacy", "namespace": "apps"},
+    "spec": {"replicas": 1, "selector": {"app": "legacy"},
+             "template": {"metadata": {"labels": {"app": "legacy"}},
+                          "spec": {"containers": [{"name": "c", "image": "old", "resources": {"limits": {"memory": "32Mi"}}}]}}},
+}
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"team": "a"}}}
 PRIORITY = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000,
             "preemptionPolicy": "PreemptLowerPriority", "description": "high"}
@@ -127,6 +144,8 @@ SETTINGS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubes
             "data": {"scrapeInterval": "15s", "prometheusOutages": "1m-2m"}}
 
 SEEDS: tuple[dict[str, Any], ...] = (NODE, NODE2, POD, GATED, DEPLOYMENT, JOB, STATEFULSET, NAMESPACE, PRIORITY, BATCH, SERVICE, SETTINGS)
+# More kinds, for the differential test against the API server (the unit fuzz suite counts SEEDS' pods).
+MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER)
 
 # Values users (and copy-paste) put where they do not belong: numbers past every limit, operators
 # and effects that do not exist, names the API refuses, odd quantities and durations.
