@@ -222,7 +222,22 @@ class Handle(Protocol):
 # --- plugin interfaces -----------------------------------------------------------------------
 
 
-class Plugin:
+class Named:
+    """What every plugin and every extension-point interface share: the name configuration
+    refers to the plugin by. Only declared here (no value), so a plugin's own `name` wins
+    whatever order it lists its bases in, and code holding a `FilterPlugin` can read `.name`."""
+
+    name: ClassVar[str]
+
+
+def overrides(cls: type, method: str, *defaults: Callable[..., Any]) -> bool:
+    """Whether `cls` brings its own `method` rather than an interface's default. Facts such as
+    "has NormalizeScore" are read from the class this way, as kube reads them from whether a
+    plugin returns ScoreExtensions: a flag a plugin author can forget would silently skip it."""
+    return getattr(cls, method, None) not in defaults
+
+
+class Plugin(Named):
     """Base of every plugin. `name` is how configuration refers to it; `Args` is the pydantic
     model of its pluginConfig args (None: it takes none)."""
 
@@ -234,29 +249,36 @@ class Plugin:
         self.handle = handle
 
 
-class EnqueueExtensions:
+class EnqueueExtensions(Named):
     def events_to_register(self) -> list[ClusterEvent]:
         """Events that may make a pod this plugin rejected schedulable."""
         raise NotImplementedError
 
 
-class PreEnqueuePlugin:
+class PreEnqueuePlugin(Named):
     def pre_enqueue(self, pi: PodInfo) -> Status | None:
         raise NotImplementedError
 
 
-class QueueSortPlugin:
+class QueueSortPlugin(Named):
     def sort_key(self, qpi: Any) -> Any:
         """A key whose ascending order is the pop order (kube's Less as a sort key)."""
         raise NotImplementedError
 
 
-class PreFilterPlugin:
+class PreFilterPlugin(Named):
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
         raise NotImplementedError
 
     # PreFilterExtensions: keep precomputed state right when preemption adds or removes pods.
+    # Derived, for every subclass, from whether it overrides add_pod or remove_pod.
     has_prefilter_extensions: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.has_prefilter_extensions = overrides(cls, "add_pod", PreFilterPlugin.add_pod) or overrides(
+            cls, "remove_pod", PreFilterPlugin.remove_pod
+        )
 
     def add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None:
         return None
@@ -265,37 +287,41 @@ class PreFilterPlugin:
         return None
 
 
-class FilterPlugin:
+class FilterPlugin(Named):
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         """Verdict for every row; None means every node passes."""
         raise NotImplementedError
 
 
-class PostFilterPlugin:
+class PostFilterPlugin(Named):
     def post_filter(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
         raise NotImplementedError
 
 
-class PreScorePlugin:
+class PreScorePlugin(Named):
     def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
         raise NotImplementedError
 
 
-class ScorePlugin:
+class ScorePlugin(Named):
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         """Scores for `rows` (same order), any integers; NormalizeScore brings them to 0..100."""
         raise NotImplementedError
 
-    # ScoreExtensions: plugins that implement normalize_score set this.
+    # ScoreExtensions: derived, for every subclass, from whether it overrides normalize_score.
     has_normalize: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.has_normalize = overrides(cls, "normalize_score", *_KEEP_SCORES)
 
     def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
         return scores
 
 
-class ReservePlugin:
+class ReservePlugin(Named):
     def reserve(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         raise NotImplementedError
 
@@ -304,24 +330,24 @@ class ReservePlugin:
         raise NotImplementedError
 
 
-class PermitPlugin:
+class PermitPlugin(Named):
     def permit(self, state: CycleState, pi: PodInfo, node: str) -> tuple[Status | None, float]:
         """Success, a rejection, or Wait with a timeout in seconds."""
         raise NotImplementedError
 
 
-class PreBindPlugin:
+class PreBindPlugin(Named):
     async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         raise NotImplementedError
 
 
-class BindPlugin:
+class BindPlugin(Named):
     async def bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         """Bind, or return SKIP to let the next bind plugin handle the pod."""
         raise NotImplementedError
 
 
-class PostBindPlugin:
+class PostBindPlugin(Named):
     def post_bind(self, state: CycleState, pi: PodInfo, node: str) -> None:
         raise NotImplementedError
 
@@ -363,17 +389,22 @@ class NodeInfo:
         return list(self.table.pods[self.row].values())
 
 
-class NodeFilterPlugin:
+class NodeFilterPlugin(Named):
     """Per-node Filter: simple to write, one Python call per node."""
 
     def filter_node(self, state: CycleState, pi: PodInfo, node: NodeInfo) -> Status | None:
         raise NotImplementedError
 
 
-class NodeScorePlugin:
+class NodeScorePlugin(Named):
     """Per-node Score: simple to write, one Python call per candidate node."""
 
+    # Derived from the class as ScorePlugin's is.
     has_normalize: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.has_normalize = overrides(cls, "normalize_score", *_KEEP_SCORES)
 
     def score_node(self, state: CycleState, pi: PodInfo, node: NodeInfo) -> int:
         raise NotImplementedError
@@ -381,6 +412,9 @@ class NodeScorePlugin:
     def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
         return scores
 
+
+# The do-nothing NormalizeScore of both score interfaces: a class still using one has no ScoreExtensions.
+_KEEP_SCORES = (ScorePlugin.normalize_score, NodeScorePlugin.normalize_score)
 
 EXTENSION_POINTS: dict[str, tuple[type, ...]] = {
     "preEnqueue": (PreEnqueuePlugin,),

@@ -11,18 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     BindPlugin,
     ClusterEvent,
     Code,
     CycleState,
     Diagnosis,
     EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
     NodeFilterPlugin,
     NodeInfo,
     NodeScorePlugin,
@@ -38,6 +42,7 @@ from kubesched.framework.interface import (
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
+    ScorePlugin,
     Status,
 )
 
@@ -61,6 +66,10 @@ STATUS_LABEL = {
     Code.SKIP: "Skip",
     Code.PENDING: "Pending",
 }
+
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 def status_label(status: Status | None) -> str:
@@ -97,22 +106,62 @@ class ScoreOutcome:
 
 
 class _NodeFilterAdapter:
-    """Runs a per-node Filter on the rows still alive and turns statuses into codes."""
+    """Runs a per-node Filter on the rows still alive and turns statuses into codes.
+
+    Statuses keep their code: an Error stays an Error (the cycle fails with it, as in kube),
+    and like kube, which cancels the other nodes' filters on the first error, it stops there."""
 
     def __init__(self, plugin: NodeFilterPlugin) -> None:
         self.plugin = plugin
 
-    def run(self, state: CycleState, pi: PodInfo, table: NodeTable, alive: np.ndarray) -> tuple[np.ndarray, Callable]:
+    def run(self, state: CycleState, pi: PodInfo, table: NodeTable, alive: np.ndarray) -> FilterResult:
         codes = np.zeros(table.size, dtype=np.int32)
         verdicts: dict[tuple[Code, tuple[str, ...]], int] = {}
         for row in np.flatnonzero(alive):
             status = self.plugin.filter_node(state, pi, NodeInfo(table, int(row)))
             if status is None or status.code == Code.SUCCESS:
                 continue
-            key = (Code.UNSCHEDULABLE if status.code == Code.ERROR else status.code, status.reasons)
-            codes[row] = verdicts.setdefault(key, len(verdicts) + 1)
-        table_of = {v: k for k, v in verdicts.items()}
-        return codes, table_of.__getitem__
+            codes[row] = verdicts.setdefault((status.code, status.reasons), len(verdicts) + 1)
+            if status.code == Code.ERROR:
+                break
+        return FilterResult.from_reasons(codes, {v: k for k, v in verdicts.items()})
+
+
+def plugin_error(point: str, plugin: str, status: Status) -> Status:
+    """A plugin's failure that is not a rejection, as kube reports it: an Error naming the
+    extension point and the plugin ("running Reserve plugin \"X\": ..."), never softened."""
+    return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {status.message()}',), plugin)
+
+
+REJECTIONS = (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+def _out_of_range(scores: np.ndarray) -> int | None:
+    """The first score outside MinNodeScore..MaxNodeScore, or None. One reduction on the common
+    int64 case: seen as unsigned, a negative score is huge, so `max` alone finds both ends
+    (this relies on MinNodeScore being 0, as it is in kube)."""
+    if scores.size == 0:
+        return None
+    if scores.dtype == np.int64:
+        if int(scores.view(np.uint64).max()) <= MAX_NODE_SCORE:
+            return None
+    elif scores.min() >= MIN_NODE_SCORE and scores.max() <= MAX_NODE_SCORE:
+        return None
+    bad = np.flatnonzero((scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE))
+    return int(scores[bad[0]])
+
+
+def _implementing(plugins: list[Plugin], point: str, kind: type[T], other: type[U] | None = None) -> list[T | U]:
+    """The plugins of one extension point, typed by its interface (Filter and Score take either of
+    two). Configuration already refused a plugin enabled at a point it does not implement; this
+    keeps the type checker's view honest."""
+    out: list[T | U] = []
+    for plugin in plugins:
+        if isinstance(plugin, kind) or (other is not None and isinstance(plugin, other)):
+            out.append(plugin)
+        else:
+            raise TypeError(f"plugin {plugin.name!r} does not implement the {point} extension point")
+    return out
 
 
 class Framework:
@@ -142,28 +191,25 @@ class Framework:
                     cls = registry.resolve(ref.name)
                     self.instances[ref.name] = cls(profile.plugin_args.get(ref.name), self.handle)
 
-        def at(point: str) -> list[Any]:
+        def at(point: str) -> list[Plugin]:
             return [self.instances[r.name] for r in profile.plugins.get(point, [])]
 
-        self.pre_enqueue: list[PreEnqueuePlugin] = at("preEnqueue")
-        sorts = at("queueSort")
-        self.queue_sort: QueueSortPlugin | None = sorts[0] if sorts else None
-        self.pre_filter: list[PreFilterPlugin] = at("preFilter")
-        self.filter: list[Any] = at("filter")
-        self.filter_adapters = {
-            p.name: _NodeFilterAdapter(p) for p in self.filter if isinstance(p, NodeFilterPlugin) and isinstance(p, Plugin)
-        }
-        self.post_filter: list[PostFilterPlugin] = at("postFilter")
-        self.pre_score: list[PreScorePlugin] = at("preScore")
-        self.score: list[tuple[Any, int]] = [
-            (self.instances[r.name], r.weight) for r in profile.plugins.get("score", [])
-        ]
-        self.reserve: list[ReservePlugin] = at("reserve")
-        self.permit: list[PermitPlugin] = at("permit")
-        self.pre_bind: list[PreBindPlugin] = at("preBind")
-        self.bind: list[BindPlugin] = at("bind")
-        self.post_bind: list[PostBindPlugin] = at("postBind")
-        self.prefilter_extensions = [p for p in self.pre_filter if getattr(p, "has_prefilter_extensions", False)]
+        self.pre_enqueue: list[PreEnqueuePlugin] = _implementing(at("preEnqueue"), "preEnqueue", PreEnqueuePlugin)
+        sorts: list[QueueSortPlugin] = _implementing(at("queueSort"), "queueSort", QueueSortPlugin)
+        self.queue_sort = sorts[0] if sorts else None
+        self.pre_filter: list[PreFilterPlugin] = _implementing(at("preFilter"), "preFilter", PreFilterPlugin)
+        self.filter: list[FilterPlugin | NodeFilterPlugin] = _implementing(at("filter"), "filter", FilterPlugin, NodeFilterPlugin)
+        self.filter_adapters = {p.name: _NodeFilterAdapter(p) for p in self.filter if isinstance(p, NodeFilterPlugin)}
+        self.post_filter: list[PostFilterPlugin] = _implementing(at("postFilter"), "postFilter", PostFilterPlugin)
+        self.pre_score: list[PreScorePlugin] = _implementing(at("preScore"), "preScore", PreScorePlugin)
+        scorers: list[ScorePlugin | NodeScorePlugin] = _implementing(at("score"), "score", ScorePlugin, NodeScorePlugin)
+        self.score = list(zip(scorers, (r.weight for r in profile.plugins.get("score", [])), strict=True))
+        self.reserve: list[ReservePlugin] = _implementing(at("reserve"), "reserve", ReservePlugin)
+        self.permit: list[PermitPlugin] = _implementing(at("permit"), "permit", PermitPlugin)
+        self.pre_bind: list[PreBindPlugin] = _implementing(at("preBind"), "preBind", PreBindPlugin)
+        self.bind: list[BindPlugin] = _implementing(at("bind"), "bind", BindPlugin)
+        self.post_bind: list[PostBindPlugin] = _implementing(at("postBind"), "postBind", PostBindPlugin)
+        self.prefilter_extensions = [p for p in self.pre_filter if p.has_prefilter_extensions]
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
         self.next_start_row = 0
 
@@ -179,7 +225,7 @@ class Framework:
         for plugin in self.pre_enqueue:
             status = plugin.pre_enqueue(pi)
             if status is not None and status.code != Code.SUCCESS:
-                status.plugin = plugin.name  # type: ignore[attr-defined]
+                status.plugin = plugin.name
                 return status
         return None
 
@@ -195,7 +241,7 @@ class Framework:
         for plugin in self.pre_filter:
             t0 = perf_counter()
             result, status = plugin.pre_filter(state, pi)
-            pname = plugin.name  # type: ignore[attr-defined]
+            pname = plugin.name
             if metrics is not None:
                 metrics.plugin(pname, "PreFilter", status_label(status), perf_counter() - t0)
             if status is not None:
@@ -203,7 +249,11 @@ class Framework:
                     state.skip_filter.add(pname)
                     continue
                 if status.code != Code.SUCCESS:
-                    status.plugin = pname
+                    # Only the two Unschedulable codes reject at PreFilter; anything else is an error.
+                    if status.code in REJECTIONS:
+                        status.plugin = pname
+                    else:
+                        status = plugin_error("PreFilter", pname, status)
                     self._point("PreFilter", status, started)
                     return names, ", ".join(narrowed_by), status
             if isinstance(result, PreFilterResult) and result.node_names is not None:
@@ -228,16 +278,15 @@ class Framework:
             if pname in state.skip_filter:
                 continue
             t0 = perf_counter()
-            adapter = self.filter_adapters.get(pname)
-            if adapter is not None:
-                codes, describe = adapter.run(state, pi, table, alive)
+            if isinstance(plugin, NodeFilterPlugin):
+                result: FilterResult | None = self.filter_adapters[pname].run(state, pi, table, alive)
             else:
                 result = plugin.filter(state, pi, table)
-                if result is None:
-                    if metrics is not None:
-                        metrics.plugin(pname, "Filter", "Success", perf_counter() - t0)
-                    continue
-                codes, describe = result.codes, result.describe
+            if result is None:
+                if metrics is not None:
+                    metrics.plugin(pname, "Filter", "Success", perf_counter() - t0)
+                continue
+            codes, describe = result.codes, result.describe
             codes = codes[: table.size]
             failed = alive & codes.view(np.bool_) if codes.dtype == np.uint8 else alive & (codes != 0)
             count = int(np.count_nonzero(failed))
@@ -260,7 +309,11 @@ class Framework:
         for value, n in zip(values.tolist(), counts.tolist(), strict=True):
             code, reasons = describe(value)
             if code == Code.ERROR:
-                out.error = Status(Code.ERROR, reasons, pname)
+                # kube: a Filter may only return Success or a rejection; anything else fails the
+                # cycle as an error, wrapped with the plugin's name.
+                reasons = (f'running "{pname}" filter plugin: {", ".join(reasons)}',)
+                if out.error is None:
+                    out.error = Status(Code.ERROR, reasons, pname)
             for reason in reasons:
                 out.rejections.append((pname, reason, n))
             if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -292,20 +345,20 @@ class Framework:
 
     def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None:
         for plugin in self.prefilter_extensions:
-            if plugin.name in state.skip_filter:  # type: ignore[attr-defined]
+            if plugin.name in state.skip_filter:
                 continue
             status = plugin.add_pod(state, pi, added, row)
             if status is not None and status.code != Code.SUCCESS:
-                return status
+                return plugin_error("AddPod on PreFilter", plugin.name, status)
         return None
 
     def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None:
         for plugin in self.prefilter_extensions:
-            if plugin.name in state.skip_filter:  # type: ignore[attr-defined]
+            if plugin.name in state.skip_filter:
                 continue
             status = plugin.remove_pod(state, pi, removed, row)
             if status is not None and status.code != Code.SUCCESS:
-                return status
+                return plugin_error("RemovePod on PreFilter", plugin.name, status)
         return None
 
     # --- PostFilter -------------------------------------------------------------------------------
@@ -322,7 +375,7 @@ class Framework:
             t0 = perf_counter()
             result, status = plugin.post_filter(state, pi, diagnosis)
             if self.plugin_metrics is not None:
-                self.plugin_metrics.plugin(plugin.name, "PostFilter", status_label(status), perf_counter() - t0)  # type: ignore[attr-defined]
+                self.plugin_metrics.plugin(plugin.name, "PostFilter", status_label(status), perf_counter() - t0)
             if status is None or status.code == Code.SUCCESS:
                 self._point("PostFilter", None, started)
                 return result, None
@@ -344,33 +397,43 @@ class Framework:
             t0 = perf_counter()
             status = plugin.pre_score(state, pi, table, rows)
             if metrics is not None:
-                metrics.plugin(plugin.name, "PreScore", status_label(status), perf_counter() - t0)  # type: ignore[attr-defined]
+                metrics.plugin(plugin.name, "PreScore", status_label(status), perf_counter() - t0)
             if status is not None:
                 if status.code == Code.SKIP:
-                    state.skip_score.add(plugin.name)  # type: ignore[attr-defined]
+                    state.skip_score.add(plugin.name)
                 elif status.code != Code.SUCCESS:
-                    status.plugin = plugin.name  # type: ignore[attr-defined]
+                    # kube: PreScore has no rejection; anything but Success or Skip is an error.
+                    status = plugin_error("PreScore", plugin.name, status)
                     self._point("PreScore", status, started)
                     return status
         self._point("PreScore", None, started)
         started = perf_counter()
         totals = np.zeros(rows.size, dtype=np.int64)
         by_plugin: list[tuple[str, np.ndarray]] = []
-        for plugin, weight in self.score:
-            pname = plugin.name
+        for scorer, weight in self.score:
+            pname = scorer.name
             if pname in state.skip_score:
                 continue
             t0 = perf_counter()
-            if isinstance(plugin, NodeScorePlugin):
+            if isinstance(scorer, NodeScorePlugin):
                 scores = np.fromiter(
-                    (plugin.score_node(state, pi, NodeInfo(table, int(r))) for r in rows), dtype=np.int64, count=rows.size
+                    (scorer.score_node(state, pi, NodeInfo(table, int(r))) for r in rows), dtype=np.int64, count=rows.size
                 )
             else:
-                scores = plugin.score(state, pi, table, rows)
-            if plugin.has_normalize:
-                scores = plugin.normalize_score(state, pi, scores)
+                scores = scorer.score(state, pi, table, rows)
+            if scorer.has_normalize:
+                scores = scorer.normalize_score(state, pi, scores)
             if metrics is not None:
                 metrics.plugin(pname, "Score", "Success", perf_counter() - t0)
+            bad = _out_of_range(scores)
+            if bad is not None:
+                # kube checks every score after NormalizeScore and fails the cycle with an Error.
+                status = Status.error(
+                    f'applying score defaultWeights on Score plugins: plugin "{pname}" returns an invalid score {bad}, '
+                    f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+                self._point("Score", status, started)
+                return status
             weighted = scores * weight if weight != 1 else scores
             totals += weighted
             by_plugin.append((pname, weighted))
@@ -384,7 +447,10 @@ class Framework:
         for plugin in self.reserve:
             status = plugin.reserve(state, pi, node)
             if status is not None and status.code != Code.SUCCESS:
-                status.plugin = plugin.name  # type: ignore[attr-defined]
+                if status.rejected:
+                    status.plugin = plugin.name
+                else:
+                    status = plugin_error("Reserve", plugin.name, status)
                 self._point("Reserve", status, started)
                 return status
         self._point("Reserve", None, started)
@@ -404,13 +470,14 @@ class Framework:
             status, timeout = plugin.permit(state, pi, node)
             if status is None or status.code == Code.SUCCESS:
                 continue
-            pname = plugin.name  # type: ignore[attr-defined]
+            pname = plugin.name
             if status.code == Code.WAIT:
                 waits[pname] = timeout
                 continue
-            status.plugin = pname
-            if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
-                status = Status(Code.ERROR, status.reasons, pname)
+            if status.rejected:
+                status.plugin = pname
+            else:
+                status = plugin_error("Permit", pname, status)
             self._point("Permit", status, started)
             return status, waits
         self._point("Permit", Status(Code.WAIT) if waits else None, started)
@@ -421,7 +488,10 @@ class Framework:
         for plugin in self.pre_bind:
             status = await plugin.pre_bind(state, pi, node)
             if status is not None and status.code != Code.SUCCESS:
-                status.plugin = plugin.name  # type: ignore[attr-defined]
+                if status.rejected:
+                    status.plugin = plugin.name
+                else:
+                    status = plugin_error("PreBind", plugin.name, status)
                 self._point("PreBind", status, started)
                 return status
         self._point("PreBind", None, started)
@@ -434,7 +504,9 @@ class Framework:
             if status is not None and status.code == Code.SKIP:
                 continue
             if status is not None and status.code != Code.SUCCESS:
-                status.plugin = plugin.name  # type: ignore[attr-defined]
+                # kube would wrap an error as 'running Bind plugin "X": ...'; the binder's own message
+                # is kept because the FailedScheduling event text is asserted on (test_defaultbinder.py).
+                status.plugin = plugin.name
             self._point("Bind", status, started)
             return status
         status = Status.error("no bind plugin handled the pod")

@@ -437,7 +437,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         """Whether some PreFilter AddPod/RemovePod extension keeps state for this pod: then each node
         needs its own cloned state and the rows cannot be evaluated together."""
         framework = self._handle.framework
-        return any(p.name not in state.skip_filter for p in framework.prefilter_extensions)  # type: ignore[attr-defined]
+        return any(p.name not in state.skip_filter for p in framework.prefilter_extensions)
 
     def _lower_priority_pods(self, pi: PodInfo, row: int) -> list[PodInfo]:
         pods = [p for p in self._handle.table.pods[row].values() if p.priority < pi.priority]
