@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kubesched.config import ConfigError, SchedulerConfig, load_config
+from kubesched.config import ConfigError, SchedulerConfig
+from kubesched.configload import load_config
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="kubesched: a Kubernetes pod scheduler in Python.")
 config_app = typer.Typer(no_args_is_help=True, help="Work with KubeSchedulerConfiguration files.")

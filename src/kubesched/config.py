@@ -14,8 +14,8 @@ Deliberate differences from kube-scheduler:
   that takes none are refused (kube-scheduler passes unknown args through to out-of-tree plugins).
 - scheduler extenders are refused after kube's own checks of them: kubesched does not call them yet;
 - numbers are held to what the Go types hold (durations to int64 nanoseconds, qps to float32, every
-  number in plugin args finite and within int64), and load_config builds the scheduler once, so a
-  plugin that cannot start with its args is refused at load, not when a run begins.
+  number in plugin args finite and within int64), and kubesched.configload.load_config builds the
+  scheduler once, so a plugin that cannot start with its args is refused at load, not when a run begins.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kubesched.api.yamlio import InputFileError, YamlError, load_one, read_text
-from kubesched.configcheck import build_check, check_numbers
+from kubesched.configcheck import check_numbers
 from kubesched.configmerge import (
     ConfigError,
     Entry,
@@ -65,8 +65,8 @@ __all__ = [
     "Profile",
     "SchedulerConfig",
     "default_config",
-    "load_config",
     "parse_config",
+    "read_config",
 ]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -215,8 +215,9 @@ class SchedulerConfig:
 # --- entry points -------------------------------------------------------------------------------
 
 
-def load_config(path: str | Path | None, registry: Registry | None = None) -> SchedulerConfig:
-    """Read a configuration file; None gives the default configuration."""
+def read_config(path: str | Path | None, registry: Registry | None = None) -> SchedulerConfig:
+    """Read a configuration file; None gives the default configuration. Only parses: `run` and
+    `simulate` load through kubesched.configload.load_config, which also builds the scheduler."""
     if path is None:
         return default_config(registry)
     try:
@@ -226,10 +227,7 @@ def load_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     data = _parse_yaml(text, str(path))
     if data is None:
         raise ConfigError(f"{path}: the file is empty; expected a {KIND}")
-    cfg = parse_config(data, registry)
-    # What simulate and run do next: build the scheduler. A plugin that cannot start fails here.
-    build_check(cfg, registry)
-    return cfg
+    return parse_config(data, registry)
 
 
 def default_config(registry: Registry | None = None) -> SchedulerConfig:

@@ -21,9 +21,9 @@ from kubesched.config import (
     LeaderElection,
     SchedulerConfig,
     default_config,
-    load_config,
     parse_config,
 )
+from kubesched.configload import load_config
 from kubesched.framework import interface as fw
 from kubesched.framework.registry import Registry
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubesched.config import ConfigError, load_config, parse_config
+from kubesched.config import ConfigError, parse_config
+from kubesched.configload import load_config
 
 from ..simkit import node, pod, run
 
