@@ -24,13 +24,13 @@ from kubesched.backends.base import ClusterBackend
 from kubesched.cache.cache import Cache
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
-from kubesched.framework.interface import ClusterEvent, Code, CycleState, Diagnosis, Status
+from kubesched.framework.interface import USAGE_UPDATE, ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.waiting import WaitingPod
 from kubesched.handle import FrameworkHandle
 from kubesched.metrics.prometheus import PrometheusTransport
-from kubesched.metrics.provider import USAGE_UPDATE, UsageService
+from kubesched.metrics.provider import UsageService
 from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.plugins.registry import in_tree_registry

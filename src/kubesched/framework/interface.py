@@ -183,6 +183,11 @@ class ClusterEvent:
         )
 
 
+# New node usage samples arrived: pods a load-aware plugin rejected may fit now. Declared here with
+# the event type, not in the usage service that sends it, so the service needs nothing from the framework.
+USAGE_UPDATE = ClusterEvent("NodeUsage", "Update")
+
+
 # --- the handle plugins get -----------------------------------------------------------------
 
 

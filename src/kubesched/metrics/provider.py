@@ -26,7 +26,6 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import Clock, Timer
-from kubesched.framework.interface import ClusterEvent
 from kubesched.metrics.args import PrometheusArgs
 from kubesched.metrics.fresh import FreshPods, scheduled_at
 from kubesched.metrics.prometheus import HttpPrometheus, PrometheusError, PrometheusTransport, Sample
@@ -34,9 +33,6 @@ from kubesched.metrics.queries import Series
 from kubesched.observe.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
-
-# New usage samples arrived: pods a load-aware plugin rejected may fit now.
-USAGE_UPDATE = ClusterEvent("NodeUsage", "Update")
 
 TransportFactory = Callable[[PrometheusArgs], PrometheusTransport]
 

@@ -24,6 +24,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
+    USAGE_UPDATE,
     ClusterEvent,
     Code,
     CycleState,
@@ -36,7 +37,6 @@ from kubesched.framework.interface import (
 )
 from kubesched.metrics.args import EstimationArgs, UsageArgs
 from kubesched.metrics.load import LoadReader
-from kubesched.metrics.provider import USAGE_UPDATE
 
 NAME = "LoadAware"
 THRESHOLDS_ANNOTATION = "kubesched.io/usage-thresholds"
