@@ -64,6 +64,7 @@ from kubesched.framework.interface import (
     Plugin,
     PostFilterPlugin,
     PostFilterResult,
+    PreFilterPlugin,
     Status,
 )
 from kubesched.observe.record import fit_error_message
@@ -71,7 +72,6 @@ from kubesched.observe.record import fit_error_message
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
-    from kubesched.framework.runtime import Framework
     from kubesched.framework.waiting import WaitingPod
 
 NAME = "DefaultPreemption"
@@ -133,6 +133,30 @@ class DefaultPreemptionArgs(BaseModel):
 # --- what the plugin needs from its handle ---------------------------------------------------------------
 
 
+class _FilterRun(Protocol):
+    """What running the Filters answered (kubesched.framework.runtime.FilterOutcome)."""
+
+    @property
+    def alive(self) -> np.ndarray: ...
+
+    @property
+    def rejections(self) -> list[tuple[str, str, int]]: ...
+
+    @property
+    def error(self) -> Status | None: ...
+
+
+class _Filters(Protocol):
+    """The part of the profile's framework preemption runs (kubesched.framework.runtime.Framework),
+    declared here so this plugin does not import the runtime, which imports the config module,
+    which loads this plugin through the in-tree registry."""
+
+    @property
+    def prefilter_extensions(self) -> Sequence[PreFilterPlugin]: ...
+
+    def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> _FilterRun: ...
+
+
 class _PreemptionHandle(Protocol):
     """The framework handle's services preemption uses (kubesched.handle.FrameworkHandle)."""
 
@@ -143,7 +167,7 @@ class _PreemptionHandle(Protocol):
     def table(self) -> NodeTable: ...
 
     @property
-    def framework(self) -> Framework: ...
+    def framework(self) -> _Filters: ...
 
     def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None: ...
 
