@@ -40,11 +40,10 @@ for what-ifs well beyond it while a run at a limit stays within a few GiB and un
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence, Sized
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from kubesched.backends.sim.manifests import ClusterInput
+from kubesched.api.objects import Pod
 
 MAX_NODES = 50_000
 MAX_PODS = 1_000_000
@@ -141,9 +140,42 @@ def check_bench(nodes: int, pods: int) -> None:
 
 
 # --- a whole run ---------------------------------------------------------------------------------
+# What the run checks read of the loaded input (manifests.ClusterInput), declared here because
+# manifests.py imports this module for its limits.
 
 
-def horizon(cluster: ClusterInput) -> tuple[float, str]:
+class _TimedPod(Protocol):
+    @property
+    def pod(self) -> Pod: ...
+
+    @property
+    def arrival(self) -> float: ...
+
+    @property
+    def duration(self) -> float | None: ...
+
+
+class _Settings(Protocol):
+    @property
+    def scrape_interval(self) -> float: ...
+
+    @property
+    def prometheus_outages(self) -> Sequence[tuple[float, float]]: ...
+
+
+class RunInput(Protocol):
+    @property
+    def nodes(self) -> Sized: ...
+
+    @property
+    def pods(self) -> Sequence[_TimedPod]: ...
+
+    @property
+    def settings(self) -> _Settings: ...
+
+
+
+def horizon(cluster: RunInput) -> tuple[float, str]:
     """The latest time the input itself names (an arrival, or an arrival plus a run duration),
     and what names it, for messages. The run goes on a little longer (the settle time, pods
     that wait before they run), which the checks allow for."""
@@ -157,7 +189,7 @@ def horizon(cluster: ClusterInput) -> tuple[float, str]:
     return latest, why
 
 
-def check_cluster(cluster: ClusterInput, settle: float, varying_usage: bool) -> None:
+def check_cluster(cluster: RunInput, settle: float, varying_usage: bool) -> None:
     """Everything about one run that is known before it starts: sizes, times, scrape steps.
 
     `settle` is how long the run may go on after the last cluster change; `varying_usage` says
@@ -201,7 +233,7 @@ def check_cluster(cluster: ClusterInput, settle: float, varying_usage: bool) -> 
         )
 
 
-def check_refreshes(cluster: ClusterInput, settle: float, intervals: Iterable[float]) -> None:
+def check_refreshes(cluster: RunInput, settle: float, intervals: Iterable[float]) -> None:
     """Load-aware plugins refresh usage every refreshInterval for the whole run."""
     latest, why = horizon(cluster)
     span = latest + settle

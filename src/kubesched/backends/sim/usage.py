@@ -54,9 +54,9 @@ import hashlib
 import logging
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -64,9 +64,6 @@ from kubesched.api.objects import Container, Node, Pod
 from kubesched.api.quantity import QuantityError, parse_duration, parse_quantity, resource_value
 from kubesched.backends.sim.limits import MAX_SAMPLE_CELLS, MAX_SCRAPES, MIN_BURST_MEAN, LimitError, span_text
 from kubesched.clock import Timer, VirtualClock
-
-if TYPE_CHECKING:
-    from kubesched.backends.sim.manifests import ClusterInput
 
 log = logging.getLogger(__name__)
 
@@ -333,7 +330,26 @@ def running_requests(pod: Pod) -> dict[str, int]:
     return out
 
 
-def varying_usage(cluster: ClusterInput) -> bool:
+class _UsagePod(Protocol):
+    @property
+    def usage_cpu(self) -> UsageSpec | None: ...
+
+    @property
+    def usage_memory(self) -> UsageSpec | None: ...
+
+
+class UsageInput(Protocol):
+    """What varying_usage reads of the loaded input (manifests.ClusterInput), declared here
+    because manifests.py imports this module to parse the usage annotations."""
+
+    @property
+    def pods(self) -> Sequence[_UsagePod]: ...
+
+    @property
+    def background(self) -> Mapping[str, tuple[UsageSpec | None, UsageSpec | None]]: ...
+
+
+def varying_usage(cluster: UsageInput) -> bool:
     """Whether some pod's or node's usage model varies with time (diurnal, bursty): then every
     scrape is sampled anew, where steady usage repeats samples through quiet spans."""
     specs = [spec for sp in cluster.pods for spec in (sp.usage_cpu, sp.usage_memory)]
