@@ -415,3 +415,9 @@ def test_prefilter_extensions_run_unless_skipped_and_fail_as_errors() -> None:
     state.skip_filter.add("ExtensionFails")
     assert fwk.run_prefilter_add_pod(state, pi, other, 0) is None
     assert LOG == [("AddPod", "ExtensionFails"), ("RemovePod", "ExtensionFails")]
+
+
+def test_the_first_plugin_with_an_invalid_score_is_reported() -> None:
+    fwk = framework({"score": [(A, 1), (Negative, 1), (B, 1), (TooHigh, 1)]})
+    status = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    assert isinstance(status, Status) and 'plugin "Negative" returns an invalid score -3' in status.message()
