@@ -148,12 +148,30 @@ class ContainerPort(_Obj):
     name: str = ""
 
 
+class EnvVar(_Obj):
+    name: str = ""
+
+
+class VolumeMount(_Obj):
+    name: str = ""
+    mount_path: str = ""
+
+
+class Volume(_Obj):
+    name: str = ""
+
+
 class Container(_Obj):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = msgspec.field(default_factory=list)
     restart_policy: str | None = None
+    # Read for validation only (the API server refuses bad values; the scheduler ignores them).
+    image_pull_policy: str = ""
+    termination_message_policy: str = ""
+    env: list[EnvVar] = msgspec.field(default_factory=list)
+    volume_mounts: list[VolumeMount] = msgspec.field(default_factory=list)
 
 
 class PodSchedulingGate(_Obj):
@@ -180,6 +198,12 @@ class PodSpec(_Obj):
     active_deadline_seconds: Int64 | None = None
     # Pod-level resources (PodLevelResources): validated, not yet used by the scheduler.
     resources: ResourceRequirements | None = None
+    # Read for validation only.
+    volumes: list[Volume] = msgspec.field(default_factory=list)
+    dns_policy: str = ""
+    dns_config: dict[str, Any] | None = None
+    hostname: str = ""
+    subdomain: str = ""
 
 
 class PodCondition(_Obj):

@@ -570,3 +570,43 @@ def test_missing_fields_are_go_zero_values_not_decode_errors() -> None:
     spread = [{"topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
     issues = messages(validate_pod(pod_with("spec.topologySpreadConstraints", spread)))
     assert issues == ["spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero"]
+
+
+# Fields the scheduler ignores but the API server validates; texts are kube-apiserver 1.34's.
+OTHER_POD_FIELD_CASES: list[tuple[str, str, Any, list[str]]] = [
+    ("pull policy", "spec.containers.0.imagePullPolicy", "Bogus",
+     ['spec.containers[0].imagePullPolicy: Unsupported value: "Bogus": supported values: "Always", "IfNotPresent", "Never"']),
+    ("termination message policy", "spec.containers.0.terminationMessagePolicy", "Bogus",
+     ['spec.containers[0].terminationMessagePolicy: Unsupported value: "Bogus": supported values: "File", "FallbackToLogsOnError"']),
+    ("env name", "spec.containers.0.env", [{"name": ""}, {"name": "a=b"}, {"name": "1 x"}],
+     ["spec.containers[0].env[0].name: Required value",
+      'spec.containers[0].env[1].name: Invalid value: "a=b": a valid environment variable name must consist only of printable '
+      "ASCII characters other than '='"]),
+    ("mount of no volume", "spec.containers.0.volumeMounts", [{"name": "data"}],
+     ['spec.containers[0].volumeMounts[0].name: Not found: "data"', "spec.containers[0].volumeMounts[0].mountPath: Required value"]),
+    ("volume names", "spec.volumes", [{"name": "data"}, {"name": "data"}, {"name": "Data"}],
+     ['spec.volumes[1].name: Duplicate value: "data"', f'spec.volumes[2].name: Invalid value: "Data": {LABEL_MSG}']),
+    ("dnsPolicy", "spec.dnsPolicy", "Bogus",
+     ['spec.dnsPolicy: Unsupported value: "Bogus": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"']),
+    ("dnsPolicy None", "spec.dnsPolicy", "None", ["spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"]),
+    ("hostname", "spec.hostname", "Bad_Host", [f'spec.hostname: Invalid value: "Bad_Host": {LABEL_MSG}']),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), [c[1:] for c in OTHER_POD_FIELD_CASES], ids=[c[0] for c in OTHER_POD_FIELD_CASES])
+def test_fields_the_scheduler_ignores_are_validated(path: str, value: Any, expected: list[str]) -> None:
+    assert messages(validate_pod(pod_with(path, value))) == expected
+
+
+def test_job_and_service_fields() -> None:
+    assert messages(validate_manifest(workload("Job", ttlSecondsAfterFinished=-1, backoffLimitPerIndex=1,
+                                               podReplacementPolicy="TerminatingOrFailed", podFailurePolicy={"rules": []}))) == [
+        "spec.ttlSecondsAfterFinished: Invalid value: -1: must be greater than or equal to 0",
+        "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
+        'spec.podReplacementPolicy: Unsupported value: "TerminatingOrFailed": supported values: "Failed"',
+    ]
+    assert messages(validate_manifest(workload("Job", maxFailedIndexes=1, completionMode="Indexed", completions=2))) == [
+        "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified"]
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+           "spec": {"ports": [{"port": 80}], "sessionAffinity": "Bogus"}}
+    assert messages(validate_manifest(svc)) == ['spec.sessionAffinity: Unsupported value: "Bogus": supported values: "ClientIP", "None"']

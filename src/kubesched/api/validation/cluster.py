@@ -112,6 +112,7 @@ class ServiceSpec(_Obj):
     external_name: str = ""
     selector: dict[str, str] = msgspec.field(default_factory=dict)
     ports: list[ServicePort] = msgspec.field(default_factory=list)
+    session_affinity: str = ""
 
 
 class Service(_Obj):
@@ -127,6 +128,8 @@ def validate_service(svc: Service) -> list[FieldIssue]:
     kind = spec.type or "ClusterIP"
     if kind not in SERVICE_TYPES:
         out.append(not_supported("spec.type", kind, SERVICE_TYPES))
+    if spec.session_affinity and spec.session_affinity not in ("ClientIP", "None"):
+        out.append(not_supported("spec.sessionAffinity", spec.session_affinity, ["ClientIP", "None"]))
     if kind == "ExternalName":
         if not spec.external_name:
             out.append(required("spec.externalName"))

@@ -20,6 +20,7 @@ from kubesched.api.validation.meta import (
     validate_labels,
     validate_object_meta,
 )
+from kubesched.api.validation.podfields import validate_container_fields, validate_pod_fields
 from kubesched.api.validation.resources import scheduler_value, validate_requirements, validate_resource_map
 from kubesched.api.validation.scheduling import validate_affinity, validate_tolerations, validate_topology_spread
 
@@ -74,6 +75,7 @@ def validate_pod_spec(spec: PodSpec, path: str, *, template: bool, labels: Mappi
         out.extend(validate_affinity(spec.affinity, f"{path}.affinity"))
     out.extend(validate_tolerations(spec.tolerations, f"{path}.tolerations"))
     out.extend(validate_topology_spread(spec.topology_spread_constraints, f"{path}.topologySpreadConstraints", labels))
+    out.extend(validate_pod_fields(spec, path))
     out.extend(_scheduling_gates(spec, f"{path}.schedulingGates"))
     if spec.resources is not None:
         # Pod-level resources: names, quantities and requests against limits (the comparison with
@@ -104,6 +106,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
     names: set[str] = set()
     totals: dict[str, int] = {}
     ports: set[str] = set()
+    volumes = {v.name for v in spec.volumes}
     for group, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
         for i, c in enumerate(containers):
             where = f"{path}.{group}[{i}]"
@@ -123,6 +126,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
                     out.append(not_supported(f"{where}.restartPolicy", c.restart_policy, ["Always"]))
             elif c.restart_policy is not None:
                 out.append(forbidden(f"{where}.restartPolicy", "may not be set for non-init containers"))
+            out.extend(validate_container_fields(c, where, volumes))
             out.extend(_ports(c, where, spec.host_network))
             if group == "containers":
                 out.extend(_host_port_conflicts(c, where, ports, spec.host_network))

@@ -69,6 +69,11 @@ class WorkloadSpec(_Obj):
     active_deadline_seconds: Int64 | None = None
     backoff_limit: Int32 | None = None
     manual_selector: bool | None = None
+    ttl_seconds_after_finished: Int32 | None = None
+    backoff_limit_per_index: Int32 | None = None
+    max_failed_indexes: Int32 | None = None
+    pod_replacement_policy: str | None = None
+    pod_failure_policy: Any = None
     strategy: DeploymentStrategy | None = None
     progress_deadline_seconds: Int32 | None = None
     service_name: str = ""
@@ -184,9 +189,23 @@ def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
     out.extend(_nonnegative(spec.completions, "spec.completions"))
     out.extend(_nonnegative(spec.active_deadline_seconds, "spec.activeDeadlineSeconds"))
     out.extend(_nonnegative(spec.backoff_limit, "spec.backoffLimit"))
+    out.extend(_nonnegative(spec.ttl_seconds_after_finished, "spec.ttlSecondsAfterFinished"))
     mode = spec.completion_mode or "NonIndexed"
     if mode not in ("NonIndexed", "Indexed"):
         out.append(not_supported("spec.completionMode", mode, ["NonIndexed", "Indexed"]))
+    if spec.backoff_limit_per_index is not None:
+        out.extend(_nonnegative(spec.backoff_limit_per_index, "spec.backoffLimitPerIndex"))
+        if mode != "Indexed":
+            out.append(invalid("spec.backoffLimitPerIndex", spec.backoff_limit_per_index, "requires indexed completion mode"))
+    if spec.max_failed_indexes is not None:
+        out.extend(_nonnegative(spec.max_failed_indexes, "spec.maxFailedIndexes"))
+        if spec.backoff_limit_per_index is None:
+            out.append(required("spec.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
+    if spec.pod_replacement_policy is not None:
+        # With a podFailurePolicy, only Failed pods may be replaced.
+        policies = ["Failed"] if spec.pod_failure_policy is not None else ["Failed", "TerminatingOrFailed"]
+        if spec.pod_replacement_policy not in policies:
+            out.append(not_supported("spec.podReplacementPolicy", spec.pod_replacement_policy, policies))
     if mode == "Indexed":
         if spec.completions is None:
             out.append(required("spec.completions", "when completion mode is Indexed"))
