@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from kubesched.bench import scheduling_basic
-from kubesched.config import ConfigError, SchedulerConfig, default_config, load_config
+from kubesched.config import ConfigError, SchedulerConfig, default_config
+from kubesched.configload import load_config
 from unit.fuzz.budget import examples
 from unit.fuzz.mutations import mutations_of
 
@@ -34,9 +35,9 @@ LIMIT_SECONDS = 10.0
 def _spelled_out() -> dict[str, Any]:
     """A configuration naming every in-tree plugin with args, each set to its defaults as written
     in a file: every args field is a leaf the mutations can reach."""
-    from kubesched.framework.registry import default_registry
+    from kubesched.plugins.registry import in_tree_registry
 
-    reg = default_registry()
+    reg = in_tree_registry()
     extra = ["LoadAware", "TargetLoadPacking", "LoadVariationRiskBalancing", "MultiDimensionalScore", "HotValue"]
     names = [n for n, _ in default_config().profiles[0].plugin_classes.items()] + extra + ["SLAQueueSort"]
     plugin_config = []
