@@ -40,7 +40,12 @@ POD = {
             "image": "nginx",
             "ports": [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}],
             "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+            "imagePullPolicy": "IfNotPresent", "env": [{"name": "MODE", "value": "prod"}],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
         }],
+        "volumes": [{"name": "data", "emptyDir": {}}],
+        "dnsPolicy": "ClusterFirst",
+        "hostname": "web-0",
         "initContainers": [{"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
         "nodeSelector": {"disk": "ssd"},
         "tolerations": [
