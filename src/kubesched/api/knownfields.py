@@ -24,6 +24,7 @@ SCALARS = frozenset({*ZERO, ""})
 _RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "int-or-string": (-(2**31), 2**31 - 1)}
 # kubectl re-encodes a whole float below this as an integer (2.0 is sent as 2); past it, as 1e+21.
 _WHOLE_FLOAT_LIMIT = 1e21
+_INTEGERS = frozenset({"int32", "int64", "integer", "int-or-string"})
 
 # Most unknown fields listed in one message; the API server lists them all, but one object with
 # thousands of bad keys must still give one readable line.
@@ -86,7 +87,8 @@ def go_nulls(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """`obj` as Go's JSON decoder reads it: a null field is left unset (its zero value), a null in
     a list or map becomes the element's zero value (`labels: {a: null}` is the label a="",
     `cpu: null` a zero quantity, `containers: [null]` an empty container). Unknown fields are kept
-    as they are, for the strict check. A copy; `obj` is not changed."""
+    as they are, for the strict check. A whole float in an integer field becomes an int, as
+    kubectl sends it (`tolerationSeconds: 60.0` arrives as 60). A copy; `obj` is not changed."""
     schema = _schema()
     root = schema["kinds"].get(kind)
     if root is None:
@@ -95,6 +97,8 @@ def go_nulls(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
 
     def value(v: Any, shape: str) -> Any:
         if shape in SCALARS:
+            if shape in _INTEGERS and isinstance(v, float) and v.is_integer() and abs(v) < _WHOLE_FLOAT_LIMIT:
+                return int(v)  # kubectl re-encodes 2.0 as 2, which Go's decoder takes for an integer
             return v
         if shape[:2] in ("[]", "{}"):
             item = shape[2:]

@@ -114,3 +114,16 @@ def test_a_description_of_the_wrong_type_is_refused_though_unread() -> None:
     cluster = load_objects([pc], keep_going=True)
     assert cluster.errors == ['<input>: document 1: PriorityClass x: PriorityClass in version "v1" cannot be handled as a '
                               "PriorityClass: description: expected `str`, got `bool`"]
+
+
+def test_whole_floats_in_integer_fields_are_ints_as_kubectl_sends_them() -> None:
+    pod = {"spec": {"tolerations": [{"key": "a", "operator": "Exists", "tolerationSeconds": 60.0}],
+                    "containers": [{"name": "c", "ports": [{"containerPort": 80.5}]}]}}
+    spec = go_nulls("Pod", pod)["spec"]
+    assert spec["tolerations"][0]["tolerationSeconds"] == 60 and isinstance(spec["tolerations"][0]["tolerationSeconds"], int)
+    assert spec["containers"][0]["ports"][0]["containerPort"] == 80.5  # not whole: the decoder's error
+    pod_input = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                 "spec": {"containers": [{"name": "c", "image": "x"}],
+                          "tolerations": [{"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60.0}]}}
+    cluster = load_objects([pod_input], keep_going=True)
+    assert not cluster.errors and cluster.pods[0].pod.spec.tolerations[0].toleration_seconds == 60
