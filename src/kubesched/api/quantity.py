@@ -96,8 +96,10 @@ def parse(value: str | int | float) -> Quantity:
     else:
         text = str(value).strip()
     m = _NUMBER.match(text)
-    if m is None or not (m.group(2) or m.group(3)):
+    if m is None or not text:
         raise _error(FORMAT_ERROR, value)
+    # No digits at all ("G", "-", ".", "Ki") is zero to ParseQuantity, despite the regular
+    # expression its error message quotes; the suffix must still be a valid one.
     sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
     exp10, exp2 = 0, 0
     if suffix in _BINARY_EXP:

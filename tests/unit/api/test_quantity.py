@@ -2,7 +2,17 @@ from decimal import Decimal
 
 import pytest
 
-from kubesched.api.quantity import QuantityError, parse, parse_duration, parse_quantity, resource_value, to_int, to_milli
+from kubesched.api.quantity import (
+    FORMAT_ERROR,
+    SUFFIX_ERROR,
+    QuantityError,
+    parse,
+    parse_duration,
+    parse_quantity,
+    resource_value,
+    to_int,
+    to_milli,
+)
 
 
 @pytest.mark.parametrize(
@@ -80,3 +90,17 @@ def test_quantity_errors_do_not_echo_huge_values():
     with pytest.raises(QuantityError) as info:
         parse("x" * 1_000_000)
     assert len(str(info.value)) < 300 and "(999900 more)" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["G", "Ki", "m", "-", "+", ".", "-G", ".G", "e3", "E"])
+def test_a_suffix_without_digits_is_zero_as_parse_quantity_reads_it(text: str) -> None:
+    # kube-apiserver 1.34 stores these as 0, whatever its error message's regular expression says.
+    assert parse(text).nanos == 0
+
+
+@pytest.mark.parametrize(("text", "reason"), [("", FORMAT_ERROR), ("  ", FORMAT_ERROR), ("e", SUFFIX_ERROR), ("Gi5", SUFFIX_ERROR),
+                                              ("k1", SUFFIX_ERROR), ("i", SUFFIX_ERROR)])
+def test_without_digits_the_suffix_must_still_parse(text: str, reason: str) -> None:
+    with pytest.raises(QuantityError) as info:
+        parse(text)
+    assert reason in str(info.value)
