@@ -136,7 +136,33 @@ CONTROLLER = {
     "metadata": {"name": "legacy", "namespace": "apps"},
     "spec": {"replicas": 1, "selector": {"app": "legacy"},
              "template": {"metadata": {"labels": {"app": "legacy"}},
-                          "spec": {"containers": [{"name": "c", "image": "old", "resources": {"limits": {"memory": "32Mi"}}}]}}},
+                          "spec": {"containers": [{"name": "c", "image": "old", "resources": {"limits": {"memory": "32Mi"}},
+                                                   "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"}},
+                                                   "securityContext": {"runAsUser": 1000, "runAsGroup": 1000}}],
+                                   "securityContext": {"fsGroup": 2000}}}},
+}
+# The fields the scheduler ignores but the API server checks: probes, lifecycle hooks,
+# securityContexts (pod and container), the OS.
+PROBED = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "probed", "namespace": "apps"},
+    "spec": {
+        "os": {"name": "linux"},
+        "securityContext": {"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000, "supplementalGroups": [4000]},
+        "containers": [{
+            "name": "app", "image": "app",
+            "livenessProbe": {"tcpSocket": {"port": 8080}, "initialDelaySeconds": 5, "periodSeconds": 10, "timeoutSeconds": 1,
+                              "successThreshold": 1, "failureThreshold": 3, "terminationGracePeriodSeconds": 10},
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTPS"}, "periodSeconds": 5,
+                               "successThreshold": 2},
+            "startupProbe": {"exec": {"command": ["cat", "/tmp/ready"]}, "failureThreshold": 30},
+            "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "sleep 5"]}}, "postStart": {"tcpSocket": {"port": 8080}}},
+            "securityContext": {"runAsUser": 1001, "runAsGroup": 1001},
+        }],
+        "initContainers": [{"name": "sidecar", "image": "proxy", "restartPolicy": "Always",
+                            "livenessProbe": {"grpc": {"port": 9090}}, "securityContext": {"runAsUser": 0}}],
+    },
 }
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"team": "a"}}}
 PRIORITY = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000,
@@ -150,7 +176,7 @@ SETTINGS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubes
 
 SEEDS: tuple[dict[str, Any], ...] = (NODE, NODE2, POD, GATED, DEPLOYMENT, JOB, STATEFULSET, NAMESPACE, PRIORITY, BATCH, SERVICE, SETTINGS)
 # More kinds, for the differential test against the API server (the unit fuzz suite counts SEEDS' pods).
-MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER)
+MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED)
 
 # Values users (and copy-paste) put where they do not belong: numbers past every limit, operators
 # and effects that do not exist, names the API refuses, odd quantities and durations.

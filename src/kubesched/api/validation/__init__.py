@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
-from kubesched.api.validation import cluster, pod, workloads
+from kubesched.api.validation import cluster, pod, podsecurity, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -56,8 +56,18 @@ def validate_pod(obj: Pod | dict[str, Any]) -> list[FieldIssue]:
     """ValidatePodCreate (after defaulting) for a Pod or its manifest."""
     if isinstance(obj, dict):
         typed, issues = _decode(obj, Pod)
-        return issues or pod.validate_pod(typed)
+        return issues or pod.validate_pod(typed) + _security(obj.get("spec"), "spec")
     return pod.validate_pod(obj)
+
+
+def _security(raw_spec: Any, path: str) -> list[FieldIssue]:
+    """Probes, lifecycle handlers, securityContexts and spec.os of a raw pod spec (podsecurity):
+    the typed PodSpec does not carry them."""
+    try:
+        spec = podsecurity.decode_spec(raw_spec)
+    except msgspec.ValidationError as exc:
+        return [decode_issue(exc, path)]
+    return podsecurity.validate_security_spec(spec, path)
 
 
 def validate_node(obj: Node | dict[str, Any]) -> list[FieldIssue]:
@@ -91,7 +101,10 @@ def validate_workload(kind: str, raw: dict[str, Any]) -> list[FieldIssue]:
         selector = workloads.decode_selector(kind, obj.spec.selector)
     except msgspec.ValidationError as exc:
         return [decode_issue(exc, "spec.selector")]
-    return workloads.validate_workload(kind, obj, selector)
+    spec = raw.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    return workloads.validate_workload(kind, obj, selector) + _security(pod_spec, "spec.template.spec")
 
 
 def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:

@@ -137,7 +137,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
     return out, totals
 
 
-def _port_name(name: str) -> list[str]:
+def port_name_errors(name: str) -> list[str]:
     errs = []
     if len(name) > 15:
         errs.append("must be no more than 15 characters")
@@ -158,7 +158,7 @@ def _ports(c: Container, where: str, host_network: bool) -> list[FieldIssue]:
     for j, p in enumerate(c.ports):
         at = f"{where}.ports[{j}]"
         if p.name:
-            errs = _port_name(p.name)
+            errs = port_name_errors(p.name)
             out.extend(invalid(f"{at}.name", p.name, msg) for msg in errs)
             if not errs and p.name in names:
                 out.append(duplicate(f"{at}.name", p.name))

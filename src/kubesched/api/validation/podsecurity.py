@@ -1,0 +1,233 @@
+"""Pod fields the scheduler never reads but the API server validates on create: container probes
+and lifecycle handlers, pod and container securityContext IDs, and spec.os. The typed PodSpec
+(api.objects) does not carry them, so they are decoded here from the raw spec, into structs of
+their own: a manifest the API server would refuse for them must not simulate.
+
+Rules and texts follow pkg/apis/core/validation (Kubernetes 1.34) after defaulting: a probe's
+timeoutSeconds, periodSeconds, successThreshold and failureThreshold of 0 are defaulted (1, 10,
+1, 3) before validation, and so is an httpGet's empty path ("/") and scheme ("HTTP").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from kubesched.api.objects import Int32, Int64
+from kubesched.api.validation.field import FieldIssue, forbidden, invalid, not_supported, required
+from kubesched.api.validation.pod import port_name_errors
+
+PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"
+ID_RANGE_ERROR = "must be between 0 and 2147483647, inclusive"
+HTTP_SCHEMES = ["HTTP", "HTTPS"]
+OS_NAMES = ["linux", "windows"]
+
+
+class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    pass
+
+
+class ExecAction(_Obj):
+    command: list[str] = msgspec.field(default_factory=list)
+
+
+class HTTPGetAction(_Obj):
+    path: str = ""
+    port: Int32 | str = 0
+    host: str = ""
+    scheme: str = ""
+
+
+class TCPSocketAction(_Obj):
+    port: Int32 | str = 0
+    host: str = ""
+
+
+class GRPCAction(_Obj):
+    port: Int32 = 0
+    service: str | None = None
+
+
+class SleepAction(_Obj):
+    seconds: Int64 = 0
+
+
+class Probe(_Obj):
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    grpc: GRPCAction | None = None
+    initial_delay_seconds: Int32 = 0
+    timeout_seconds: Int32 = 0
+    period_seconds: Int32 = 0
+    success_threshold: Int32 = 0
+    failure_threshold: Int32 = 0
+    termination_grace_period_seconds: Int64 | None = None
+
+
+class LifecycleHandler(_Obj):
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    sleep: SleepAction | None = None
+
+
+class Lifecycle(_Obj):
+    post_start: LifecycleHandler | None = None
+    pre_stop: LifecycleHandler | None = None
+
+
+class SecurityContext(_Obj):
+    """The ID fields of a container's or a pod's securityContext (the rest is not validated here)."""
+    run_as_user: Int64 | None = None
+    run_as_group: Int64 | None = None
+    fs_group: Int64 | None = None
+    supplemental_groups: list[Int64] = msgspec.field(default_factory=list)
+
+
+class Container(_Obj):
+    restart_policy: str | None = None
+    liveness_probe: Probe | None = None
+    readiness_probe: Probe | None = None
+    startup_probe: Probe | None = None
+    lifecycle: Lifecycle | None = None
+    security_context: SecurityContext | None = None
+
+
+class PodOS(_Obj):
+    name: str = ""
+
+
+class PodSpec(_Obj):
+    containers: list[Container] = msgspec.field(default_factory=list)
+    init_containers: list[Container] = msgspec.field(default_factory=list)
+    security_context: SecurityContext | None = None
+    os: PodOS | None = None
+
+
+def decode_spec(raw: Any) -> PodSpec:
+    """The fields of this module from a raw pod spec; msgspec.ValidationError on a wrong type."""
+    if not isinstance(raw, dict):
+        return PodSpec()  # the typed decode of the whole pod reports a spec that is not a mapping
+    return msgspec.convert(raw, PodSpec, strict=False)
+
+
+def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
+    """The probes, lifecycle handlers, securityContexts and OS of a decoded spec at `path`."""
+    out: list[FieldIssue] = []
+    if spec.security_context is not None:
+        out.extend(_security_context(spec.security_context, f"{path}.securityContext"))
+    if spec.os is not None:
+        if not spec.os.name:
+            out.append(required(f"{path}.os.name", "cannot be empty"))
+        elif spec.os.name not in OS_NAMES:
+            out.append(not_supported(f"{path}.os", spec.os.name, OS_NAMES))
+    for i, c in enumerate(spec.init_containers):
+        at = f"{path}.initContainers[{i}]"
+        if c.restart_policy == "Always":
+            # A sidecar: probed and hooked like a regular container.
+            out.extend(_container(c, at))
+            continue
+        for name, value in (("lifecycle", c.lifecycle), ("livenessProbe", c.liveness_probe),
+                            ("readinessProbe", c.readiness_probe), ("startupProbe", c.startup_probe)):
+            if value is not None:
+                out.append(forbidden(f"{at}.{name}", "may not be set for init containers without restartPolicy=Always"))
+        if c.security_context is not None:
+            out.extend(_security_context(c.security_context, f"{at}.securityContext"))
+    for i, c in enumerate(spec.containers):
+        out.extend(_container(c, f"{path}.containers[{i}]"))
+    return out
+
+
+def _container(c: Container, at: str) -> list[FieldIssue]:
+    out: list[FieldIssue] = []
+    if c.lifecycle is not None:
+        for name, handler in (("postStart", c.lifecycle.post_start), ("preStop", c.lifecycle.pre_stop)):
+            if handler is not None:
+                out.extend(_handler(handler, f"{at}.lifecycle.{name}", lifecycle=True))
+    for name, probe in (("livenessProbe", c.liveness_probe), ("readinessProbe", c.readiness_probe),
+                        ("startupProbe", c.startup_probe)):
+        if probe is None:
+            continue
+        where = f"{at}.{name}"
+        out.extend(_probe(probe, where))
+        if name != "readinessProbe" and probe.success_threshold not in (0, 1):
+            # 0 is defaulted to 1 before validation; anything else may not mean "succeed twice".
+            out.append(invalid(f"{where}.successThreshold", probe.success_threshold, "must be 1"))
+        if name == "readinessProbe" and probe.termination_grace_period_seconds is not None:
+            out.append(invalid(f"{where}.terminationGracePeriodSeconds", probe.termination_grace_period_seconds,
+                               "must not be set for readinessProbes"))
+    if c.security_context is not None:
+        out.extend(_security_context(c.security_context, f"{at}.securityContext"))
+    return out
+
+
+def _probe(probe: Probe, at: str) -> list[FieldIssue]:
+    out = _handler(probe, at, lifecycle=False)
+    for name, value in (("initialDelaySeconds", probe.initial_delay_seconds), ("timeoutSeconds", probe.timeout_seconds),
+                        ("periodSeconds", probe.period_seconds), ("successThreshold", probe.success_threshold),
+                        ("failureThreshold", probe.failure_threshold)):
+        if value < 0:
+            out.append(invalid(f"{at}.{name}", value, "must be greater than or equal to 0"))
+    grace = probe.termination_grace_period_seconds
+    if grace is not None and grace <= 0:
+        out.append(invalid(f"{at}.terminationGracePeriodSeconds", grace, "must be greater than 0"))
+    return out
+
+
+def _handler(handler: Probe | LifecycleHandler, at: str, *, lifecycle: bool) -> list[FieldIssue]:
+    """Exactly one action; a second one is refused on its own field, in kube's order."""
+    out: list[FieldIssue] = []
+    actions: list[tuple[str, object]] = [("exec", handler.exec), ("httpGet", handler.http_get), ("tcpSocket", handler.tcp_socket)]
+    if isinstance(handler, Probe):
+        actions.append(("grpc", handler.grpc))
+    else:
+        actions.append(("sleep", handler.sleep))
+    count = 0
+    for name, action in actions:
+        if action is None:
+            continue
+        where = f"{at}.{name}"
+        if count:
+            out.append(forbidden(where, "may not specify more than 1 handler type"))
+            continue
+        count += 1
+        if isinstance(action, ExecAction):
+            if not action.command:
+                out.append(required(f"{where}.command"))
+        elif isinstance(action, HTTPGetAction):
+            out.extend(_port(action.port, f"{where}.port"))
+            scheme = action.scheme or "HTTP"
+            if scheme not in HTTP_SCHEMES:
+                out.append(not_supported(f"{where}.scheme", scheme, HTTP_SCHEMES))
+        elif isinstance(action, TCPSocketAction):
+            out.extend(_port(action.port, f"{where}.port"))
+        elif isinstance(action, GRPCAction):
+            if not 1 <= action.port <= 65535:
+                out.append(invalid(f"{where}.port", action.port, PORT_RANGE_ERROR))
+        elif isinstance(action, SleepAction) and action.seconds < 0:
+            out.append(invalid(f"{where}.seconds", action.seconds, "must be non-negative"))
+    if not count:
+        out.append(required(at, "must specify a handler type"))
+    return out
+
+
+def _port(port: int | str, at: str) -> list[FieldIssue]:
+    """A port by number (1-65535) or by name (an IANA service name)."""
+    if isinstance(port, str):
+        return [invalid(at, port, msg) for msg in port_name_errors(port)]
+    if not 1 <= port <= 65535:
+        return [invalid(at, port, PORT_RANGE_ERROR)]
+    return []
+
+
+def _security_context(sc: SecurityContext, at: str) -> list[FieldIssue]:
+    out: list[FieldIssue] = []
+    for name, value in (("runAsUser", sc.run_as_user), ("runAsGroup", sc.run_as_group), ("fsGroup", sc.fs_group)):
+        if value is not None and not 0 <= value <= 2**31 - 1:
+            out.append(invalid(f"{at}.{name}", value, ID_RANGE_ERROR))
+    for i, gid in enumerate(sc.supplemental_groups):
+        if not 0 <= gid <= 2**31 - 1:
+            out.append(invalid(f"{at}.supplementalGroups[{i}]", gid, ID_RANGE_ERROR))
+    return out

@@ -1,0 +1,101 @@
+"""api.validation.podsecurity: probes, lifecycle handlers, securityContext IDs and spec.os, through
+validate_manifest (pods and workload templates), with kube's field paths and messages."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubesched.api.validation import validate_manifest
+
+C0 = "spec.containers[0]"
+ID_RANGE = "must be between 0 and 2147483647, inclusive"
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+POD: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+    "spec": {"containers": [{"name": "c", "image": "i"}]},
+}
+
+
+def issues(change: Callable[[dict[str, Any]], None], base: dict[str, Any] = POD) -> list[str]:
+    obj = copy.deepcopy(base)
+    change(obj["spec"])
+    return [str(i) for i in validate_manifest(obj)]
+
+
+def container(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda spec: spec["containers"][0].update(fields)
+
+
+def test_valid_probes_hooks_and_contexts_pass() -> None:
+    assert issues(lambda s: s.update(
+        os={"name": "windows"},
+        securityContext={"runAsUser": 0, "fsGroup": 2**31 - 1, "supplementalGroups": [1]},
+        containers=[{"name": "c", "image": "i",
+                     "livenessProbe": {"tcpSocket": {"port": "http"}, "successThreshold": 1, "terminationGracePeriodSeconds": 1},
+                     "readinessProbe": {"httpGet": {"port": 80}, "successThreshold": 3, "periodSeconds": 0},
+                     "startupProbe": {"grpc": {"port": 9090}},
+                     "lifecycle": {"preStop": {"sleep": {"seconds": 0}}, "postStart": {"exec": {"command": ["x"]}}},
+                     "securityContext": {"runAsUser": 5, "runAsGroup": 6}}],
+        initContainers=[{"name": "s", "image": "i", "restartPolicy": "Always", "readinessProbe": {"exec": {"command": ["x"]}}}],
+    )) == []
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (container(livenessProbe={"tcpSocket": {"port": 80}, "periodSeconds": -1}),
+     f"{C0}.livenessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"),
+    (container(readinessProbe={"tcpSocket": {"port": 80}, "timeoutSeconds": -5}),
+     f"{C0}.readinessProbe.timeoutSeconds: Invalid value: -5: must be greater than or equal to 0"),
+    (container(livenessProbe={"exec": {"command": ["x"]}, "successThreshold": 2}),
+     f"{C0}.livenessProbe.successThreshold: Invalid value: 2: must be 1"),
+    (container(startupProbe={"exec": {"command": ["x"]}, "successThreshold": 3}),
+     f"{C0}.startupProbe.successThreshold: Invalid value: 3: must be 1"),
+    (container(readinessProbe={"exec": {"command": ["x"]}, "terminationGracePeriodSeconds": 5}),
+     f"{C0}.readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes"),
+    (container(livenessProbe={"exec": {"command": ["x"]}, "terminationGracePeriodSeconds": 0}),
+     f"{C0}.livenessProbe.terminationGracePeriodSeconds: Invalid value: 0: must be greater than 0"),
+    (container(livenessProbe={"periodSeconds": 5}), f"{C0}.livenessProbe: Required value: must specify a handler type"),
+    (container(livenessProbe={"exec": {"command": ["x"]}, "grpc": {"port": 1}}),
+     f"{C0}.livenessProbe.grpc: Forbidden: may not specify more than 1 handler type"),
+    (container(livenessProbe={"exec": {"command": []}}), f"{C0}.livenessProbe.exec.command: Required value"),
+    (container(livenessProbe={"tcpSocket": {"port": 0}}), f"{C0}.livenessProbe.tcpSocket.port: Invalid value: 0: {PORT_RANGE}"),
+    (container(livenessProbe={"grpc": {"port": 70000}}), f"{C0}.livenessProbe.grpc.port: Invalid value: 70000: {PORT_RANGE}"),
+    (container(livenessProbe={"httpGet": {"port": "8080"}}),
+     f'{C0}.livenessProbe.httpGet.port: Invalid value: "8080": must contain at least one letter (a-z)'),
+    (container(livenessProbe={"httpGet": {"port": 80, "scheme": "ftp"}}),
+     f'{C0}.livenessProbe.httpGet.scheme: Unsupported value: "ftp": supported values: "HTTP", "HTTPS"'),
+    (container(lifecycle={"preStop": {}}), f"{C0}.lifecycle.preStop: Required value: must specify a handler type"),
+    (container(lifecycle={"postStart": {"exec": {"command": ["x"]}, "sleep": {"seconds": 1}}}),
+     f"{C0}.lifecycle.postStart.sleep: Forbidden: may not specify more than 1 handler type"),
+    (container(securityContext={"runAsUser": -1}), f"{C0}.securityContext.runAsUser: Invalid value: -1: {ID_RANGE}"),
+    (container(securityContext={"runAsGroup": 2**31}), f"{C0}.securityContext.runAsGroup: Invalid value: 2147483648: {ID_RANGE}"),
+    (lambda s: s.update(securityContext={"fsGroup": -2}), f"spec.securityContext.fsGroup: Invalid value: -2: {ID_RANGE}"),
+    (lambda s: s.update(securityContext={"supplementalGroups": [1, -1]}),
+     f"spec.securityContext.supplementalGroups[1]: Invalid value: -1: {ID_RANGE}"),
+    (lambda s: s.update(os={"name": "Linux"}), 'spec.os: Unsupported value: "Linux": supported values: "linux", "windows"'),
+    (lambda s: s.update(os={}), "spec.os.name: Required value: cannot be empty"),
+    (lambda s: s.update(initContainers=[{"name": "i", "image": "i", "startupProbe": {"exec": {"command": ["x"]}}}]),
+     "spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers without restartPolicy=Always"),
+])
+def test_refused_with_kubes_path_and_message(change: Callable[[dict[str, Any]], None], expected: str) -> None:
+    assert expected in issues(change)
+
+
+def test_wrong_type_is_a_decode_error_on_the_field() -> None:
+    found = issues(container(livenessProbe={"tcpSocket": {"port": True}}))
+    assert len(found) == 1 and found[0].startswith(f"{C0}.livenessProbe.tcpSocket.port: expected")
+    found = issues(lambda s: s.update(securityContext={"runAsUser": 2**63}))
+    assert len(found) == 1 and found[0].startswith("spec.securityContext.runAsUser:")
+
+
+def test_workload_templates_are_checked() -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}},
+                           "template": {"metadata": {"labels": {"a": "b"}},
+                                        "spec": {"containers": [{"name": "c", "image": "i",
+                                                                 "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": -1}}]}}}}
+    assert [str(i) for i in validate_manifest(deployment)] == [
+        "spec.template.spec.containers[0].readinessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"]
