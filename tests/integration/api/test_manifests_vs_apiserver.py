@@ -189,3 +189,50 @@ def test_known_fields_match_the_api_server(kube: Kube) -> None:
     expected = render(known_fields(fetch_schemas(kube), pinned_kube_version()))
     assert OUTPUT.read_text() == expected, "known-fields.json is stale: cd tests && ../.venv/bin/python -m integration.harness.openapi"
     assert set(json.loads(expected)["kinds"]) == set(KINDS)
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hand", "namespace": "apps"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
+
+
+def _probe(**probe: Any) -> dict[str, Any]:
+    return _pod(containers=[{"name": "c", "image": "i", "livenessProbe": probe}])
+
+
+def _service(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hand", "namespace": "apps"},
+            "spec": {"ports": [{"port": 80}], **spec}}
+
+
+# Edge cases the random mutations rarely reach, where the rule is easy to get wrong: the loader and
+# the API server must agree on each, both ways.
+HAND_PICKED = [
+    _pod(os={"name": ""}), _pod(os={}), _pod(os={"name": "windows"}), _pod(os={"name": "Linux"}),
+    _pod(securityContext={"runAsUser": 2**31 - 1}), _pod(securityContext={"runAsUser": 2**31}),
+    _pod(securityContext={"supplementalGroups": [-1]}),
+    _probe(exec={"command": ["x"]}, successThreshold=0), _probe(exec={"command": ["x"]}, successThreshold=2),
+    _probe(tcpSocket={"port": "web"}), _probe(tcpSocket={"port": "8080"}), _probe(httpGet={"port": 80, "path": ""}),
+    _probe(grpc={"port": 0}), _probe(exec={"command": ["x"]}, terminationGracePeriodSeconds=0),
+    _pod(containers=[{"name": "c", "image": "i", "readinessProbe": {"exec": {"command": ["x"]}, "terminationGracePeriodSeconds": 5}}]),
+    _pod(containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": -1}}}}]),
+    _pod(containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": 0}}}}]),
+    _pod(containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": 60}}}}]),
+    _pod(containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": 30}}}}]),
+    _pod(terminationGracePeriodSeconds=60, containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": 60}}}}]),
+    _pod(terminationGracePeriodSeconds=-5, containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": 1}}}}]),
+    _pod(terminationGracePeriodSeconds=-5, containers=[{"name": "c", "image": "i", "lifecycle": {"preStop": {"sleep": {"seconds": 2}}}}]),
+    _pod(initContainers=[{"name": "i", "image": "i", "livenessProbe": {"exec": {"command": ["x"]}}}]),
+    _pod(initContainers=[{"name": "i", "image": "i", "restartPolicy": "Always", "livenessProbe": {"exec": {"command": ["x"]}}}]),
+    _service(externalTrafficPolicy="Local"), _service(externalTrafficPolicy="Local", externalIPs=["192.0.2.1"]),
+    _service(type="NodePort", externalTrafficPolicy="Nope"), _service(internalTrafficPolicy=""),
+    _service(type="ExternalName", externalName="example.com", internalTrafficPolicy="Bogus"),
+    _service(ports=[{"port": 80, "targetPort": "80"}]), _service(ports=[{"port": 80, "targetPort": 0}]),
+]
+
+
+@pytest.mark.parametrize("obj", HAND_PICKED, ids=lambda obj: json.dumps(obj["spec"])[:80])
+def test_hand_picked_edges_agree(context: Kube, obj: dict[str, Any]) -> None:
+    ours, our_message = loader_accepts(obj)
+    theirs, their_message = server_accepts(context, obj)
+    assert ours == theirs, f"loader: {ours} {our_message!r}; API server: {theirs} {their_message!r}"

@@ -70,6 +70,10 @@ def test_valid_probes_hooks_and_contexts_pass() -> None:
     (container(lifecycle={"preStop": {}}), f"{C0}.lifecycle.preStop: Required value: must specify a handler type"),
     (container(lifecycle={"postStart": {"exec": {"command": ["x"]}, "sleep": {"seconds": 1}}}),
      f"{C0}.lifecycle.postStart.sleep: Forbidden: may not specify more than 1 handler type"),
+    (container(lifecycle={"preStop": {"sleep": {"seconds": 31}}}),
+     f"{C0}.lifecycle.preStop.sleep: Invalid value: 31: must be non-negative and less than terminationGracePeriodSeconds (30)"),
+    (lambda s: (s.update(terminationGracePeriodSeconds=5), s["containers"][0].update(lifecycle={"preStop": {"sleep": {"seconds": -1}}})),
+     f"{C0}.lifecycle.preStop.sleep: Invalid value: -1: must be non-negative and less than terminationGracePeriodSeconds (5)"),
     (container(securityContext={"runAsUser": -1}), f"{C0}.securityContext.runAsUser: Invalid value: -1: {ID_RANGE}"),
     (container(securityContext={"runAsGroup": 2**31}), f"{C0}.securityContext.runAsGroup: Invalid value: 2147483648: {ID_RANGE}"),
     (lambda s: s.update(securityContext={"fsGroup": -2}), f"spec.securityContext.fsGroup: Invalid value: -2: {ID_RANGE}"),
@@ -99,3 +103,35 @@ def test_workload_templates_are_checked() -> None:
                                                                  "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": -1}}]}}}}
     assert [str(i) for i in validate_manifest(deployment)] == [
         "spec.template.spec.containers[0].readinessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"]
+
+
+SERVICE: dict[str, Any] = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
+                           "spec": {"ports": [{"port": 80}]}}
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda s: s.update(externalTrafficPolicy="Local"),
+     'spec.externalTrafficPolicy: Invalid value: "Local": may only be set for externally-accessible services'),
+    (lambda s: s.update(type="NodePort", externalTrafficPolicy="Sometimes"),
+     'spec.externalTrafficPolicy: Unsupported value: "Sometimes": supported values: "Cluster", "Local"'),
+    (lambda s: s.update(type="ExternalName", externalName="example.com", internalTrafficPolicy="Bogus"),
+     'spec.internalTrafficPolicy: Unsupported value: "Bogus": supported values: "Cluster", "Local"'),
+    (lambda s: s.update(internalTrafficPolicy=""),
+     'spec.internalTrafficPolicy: Unsupported value: "": supported values: "Cluster", "Local"'),
+    (lambda s: s["ports"][0].update(targetPort=70000),
+     "spec.ports[0].targetPort: Invalid value: 70000: must be between 1 and 65535, inclusive"),
+    (lambda s: s["ports"][0].update(targetPort="80"),
+     'spec.ports[0].targetPort: Invalid value: "80": must contain at least one letter (a-z)'),
+])
+def test_service_traffic_policies_and_target_ports(change: Callable[[dict[str, Any]], None], expected: str) -> None:
+    assert expected in issues(change, SERVICE)
+
+
+@pytest.mark.parametrize("fields", [
+    {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "internalTrafficPolicy": "Cluster"},
+    {"externalIPs": ["192.0.2.1"], "externalTrafficPolicy": "Cluster"},
+    {"type": "ExternalName", "externalName": "example.com"},
+    {"type": "NodePort"},
+])
+def test_service_policies_accepted(fields: dict[str, Any]) -> None:
+    assert issues(lambda s: (s.update(fields), s["ports"][0].update(targetPort=0)), SERVICE) == []

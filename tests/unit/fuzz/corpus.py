@@ -171,12 +171,16 @@ BATCH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadat
          "preemptionPolicy": "Never"}
 SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "apps"},
            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+# A Service reachable from outside, with the traffic policies and target ports (by number and name).
+NODEPORT = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "edge", "namespace": "apps"},
+            "spec": {"type": "NodePort", "selector": {"app": "web"}, "externalTrafficPolicy": "Local", "internalTrafficPolicy": "Local",
+                     "ports": [{"name": "http", "port": 80, "targetPort": "web"}, {"name": "admin", "port": 9090, "targetPort": 9091}]}}
 SETTINGS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubesched-simulation"},
             "data": {"scrapeInterval": "15s", "prometheusOutages": "1m-2m"}}
 
 SEEDS: tuple[dict[str, Any], ...] = (NODE, NODE2, POD, GATED, DEPLOYMENT, JOB, STATEFULSET, NAMESPACE, PRIORITY, BATCH, SERVICE, SETTINGS)
 # More kinds, for the differential test against the API server (the unit fuzz suite counts SEEDS' pods).
-MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED)
+MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED, NODEPORT)
 
 # Values users (and copy-paste) put where they do not belong: numbers past every limit, operators
 # and effects that do not exist, names the API refuses, odd quantities and durations.

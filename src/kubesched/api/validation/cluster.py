@@ -17,7 +17,7 @@ from kubesched.api.validation.meta import (
     validate_labels,
     validate_object_meta,
 )
-from kubesched.api.validation.pod import PREEMPTION_POLICIES, PROTOCOLS
+from kubesched.api.validation.pod import PREEMPTION_POLICIES, PROTOCOLS, port_name_errors
 from kubesched.api.validation.resources import validate_resource_map
 from kubesched.api.validation.scheduling import validate_taint_effect
 
@@ -104,6 +104,10 @@ class ServicePort(_Obj):
     name: str = ""
     port: Int32 = 0
     protocol: str = ""
+    target_port: Int32 | str = 0
+
+
+TRAFFIC_POLICIES = ["Cluster", "Local"]
 
 
 class ServiceSpec(_Obj):
@@ -113,6 +117,9 @@ class ServiceSpec(_Obj):
     selector: dict[str, str] = msgspec.field(default_factory=dict)
     ports: list[ServicePort] = msgspec.field(default_factory=list)
     session_affinity: str = ""
+    external_i_ps: list[str] = msgspec.field(default_factory=list, name="externalIPs")
+    external_traffic_policy: str = ""
+    internal_traffic_policy: str | None = None
 
 
 class Service(_Obj):
@@ -153,5 +160,27 @@ def validate_service(svc: Service) -> list[FieldIssue]:
         protocol = port.protocol or "TCP"
         if protocol not in PROTOCOLS:
             out.append(not_supported(f"{at}.protocol", protocol, PROTOCOLS))
+        # An unset targetPort (0 or "") is defaulted to the port; a name must be an IANA service name.
+        if isinstance(port.target_port, str) and port.target_port:
+            out.extend(invalid(f"{at}.targetPort", port.target_port, msg) for msg in port_name_errors(port.target_port))
+        elif isinstance(port.target_port, int) and port.target_port and not 1 <= port.target_port <= 65535:
+            out.append(invalid(f"{at}.targetPort", port.target_port, "must be between 1 and 65535, inclusive"))
     out.extend(validate_labels(spec.selector, "spec.selector"))
+    out.extend(_traffic_policies(spec, kind))
+    return out
+
+
+def _traffic_policies(spec: ServiceSpec, kind: str) -> list[FieldIssue]:
+    """externalTrafficPolicy only where traffic comes from outside (defaulted to Cluster there);
+    internalTrafficPolicy defaulted to Cluster except on ExternalName Services (a value set is checked on all)."""
+    out: list[FieldIssue] = []
+    external = kind in ("NodePort", "LoadBalancer") or (kind == "ClusterIP" and bool(spec.external_i_ps))
+    policy = spec.external_traffic_policy
+    if not external and policy:
+        out.append(invalid("spec.externalTrafficPolicy", policy, "may only be set for externally-accessible services"))
+    elif external and policy and policy not in TRAFFIC_POLICIES:
+        out.append(not_supported("spec.externalTrafficPolicy", policy, TRAFFIC_POLICIES))
+    internal = spec.internal_traffic_policy
+    if internal is not None and internal not in TRAFFIC_POLICIES:
+        out.append(not_supported("spec.internalTrafficPolicy", internal, TRAFFIC_POLICIES))
     return out

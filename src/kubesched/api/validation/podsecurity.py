@@ -104,6 +104,7 @@ class PodSpec(_Obj):
     init_containers: list[Container] = msgspec.field(default_factory=list)
     security_context: SecurityContext | None = None
     os: PodOS | None = None
+    termination_grace_period_seconds: Int64 | None = None
 
 
 def decode_spec(raw: Any) -> PodSpec:
@@ -123,11 +124,14 @@ def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
             out.append(required(f"{path}.os.name", "cannot be empty"))
         elif spec.os.name not in OS_NAMES:
             out.append(not_supported(f"{path}.os", spec.os.name, OS_NAMES))
+    # A preStop sleep may not outlast the grace period: defaulted to 30s, a negative one is made 1s.
+    grace = spec.termination_grace_period_seconds
+    grace = 30 if grace is None else (1 if grace < 0 else grace)
     for i, c in enumerate(spec.init_containers):
         at = f"{path}.initContainers[{i}]"
         if c.restart_policy == "Always":
             # A sidecar: probed and hooked like a regular container.
-            out.extend(_container(c, at))
+            out.extend(_container(c, at, grace))
             continue
         for name, value in (("lifecycle", c.lifecycle), ("livenessProbe", c.liveness_probe),
                             ("readinessProbe", c.readiness_probe), ("startupProbe", c.startup_probe)):
@@ -136,16 +140,16 @@ def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
         if c.security_context is not None:
             out.extend(_security_context(c.security_context, f"{at}.securityContext"))
     for i, c in enumerate(spec.containers):
-        out.extend(_container(c, f"{path}.containers[{i}]"))
+        out.extend(_container(c, f"{path}.containers[{i}]", grace))
     return out
 
 
-def _container(c: Container, at: str) -> list[FieldIssue]:
+def _container(c: Container, at: str, grace: int) -> list[FieldIssue]:
     out: list[FieldIssue] = []
     if c.lifecycle is not None:
         for name, handler in (("postStart", c.lifecycle.post_start), ("preStop", c.lifecycle.pre_stop)):
             if handler is not None:
-                out.extend(_handler(handler, f"{at}.lifecycle.{name}", lifecycle=True))
+                out.extend(_handler(handler, f"{at}.lifecycle.{name}", grace))
     for name, probe in (("livenessProbe", c.liveness_probe), ("readinessProbe", c.readiness_probe),
                         ("startupProbe", c.startup_probe)):
         if probe is None:
@@ -164,7 +168,7 @@ def _container(c: Container, at: str) -> list[FieldIssue]:
 
 
 def _probe(probe: Probe, at: str) -> list[FieldIssue]:
-    out = _handler(probe, at, lifecycle=False)
+    out = _handler(probe, at)
     for name, value in (("initialDelaySeconds", probe.initial_delay_seconds), ("timeoutSeconds", probe.timeout_seconds),
                         ("periodSeconds", probe.period_seconds), ("successThreshold", probe.success_threshold),
                         ("failureThreshold", probe.failure_threshold)):
@@ -176,8 +180,9 @@ def _probe(probe: Probe, at: str) -> list[FieldIssue]:
     return out
 
 
-def _handler(handler: Probe | LifecycleHandler, at: str, *, lifecycle: bool) -> list[FieldIssue]:
-    """Exactly one action; a second one is refused on its own field, in kube's order."""
+def _handler(handler: Probe | LifecycleHandler, at: str, grace: int = 0) -> list[FieldIssue]:
+    """Exactly one action; a second one is refused on its own field, in kube's order. `grace`:
+    the pod's terminationGracePeriodSeconds, for a lifecycle hook's sleep."""
     out: list[FieldIssue] = []
     actions: list[tuple[str, object]] = [("exec", handler.exec), ("httpGet", handler.http_get), ("tcpSocket", handler.tcp_socket)]
     if isinstance(handler, Probe):
@@ -206,8 +211,8 @@ def _handler(handler: Probe | LifecycleHandler, at: str, *, lifecycle: bool) -> 
         elif isinstance(action, GRPCAction):
             if not 1 <= action.port <= 65535:
                 out.append(invalid(f"{where}.port", action.port, PORT_RANGE_ERROR))
-        elif isinstance(action, SleepAction) and action.seconds < 0:
-            out.append(invalid(f"{where}.seconds", action.seconds, "must be non-negative"))
+        elif isinstance(action, SleepAction) and not 0 <= action.seconds <= grace:
+            out.append(invalid(where, action.seconds, f"must be non-negative and less than terminationGracePeriodSeconds ({grace})"))
     if not count:
         out.append(required(at, "must specify a handler type"))
     return out
