@@ -42,6 +42,9 @@ def test_valid_probes_hooks_and_contexts_pass() -> None:
                      "securityContext": {"runAsUser": 5, "runAsGroup": 6}}],
         initContainers=[{"name": "s", "image": "i", "restartPolicy": "Always", "readinessProbe": {"exec": {"command": ["x"]}}}],
     )) == []
+    assert issues(lambda s: s.update(hostUsers=False, containers=[{"name": "c", "image": "i", "securityContext": {
+        "procMount": "Unmasked", "allowPrivilegeEscalation": False,
+        "seccompProfile": {"type": "Localhost", "localhostProfile": "a/b"}}}])) == []
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -79,6 +82,38 @@ def test_valid_probes_hooks_and_contexts_pass() -> None:
     (lambda s: s.update(securityContext={"fsGroup": -2}), f"spec.securityContext.fsGroup: Invalid value: -2: {ID_RANGE}"),
     (lambda s: s.update(securityContext={"supplementalGroups": [1, -1]}),
      f"spec.securityContext.supplementalGroups[1]: Invalid value: -1: {ID_RANGE}"),
+    (lambda s: s.update(securityContext={"fsGroupChangePolicy": "Sometimes"}),
+     'spec.securityContext.fsGroupChangePolicy: Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"'),
+    (lambda s: s.update(securityContext={"supplementalGroupsPolicy": ""}),
+     'spec.securityContext.supplementalGroupsPolicy: Unsupported value: "": supported values: "Merge", "Strict"'),
+    (lambda s: s.update(securityContext={"seccompProfile": {}}),
+     "spec.securityContext.seccompProfile.type: Required value: type is required when seccompProfile is set"),
+    (lambda s: s.update(securityContext={"seccompProfile": {"type": "Localhost"}}),
+     "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost"),
+    (lambda s: s.update(securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "/abs"}}),
+     'spec.securityContext.seccompProfile.localhostProfile: Invalid value: "/abs": must be a relative path'),
+    (lambda s: s.update(securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "a/../b"}}),
+     "spec.securityContext.seccompProfile.localhostProfile: Invalid value: \"a/../b\": must not contain '..'"),
+    (lambda s: s.update(securityContext={"seccompProfile": {"type": "Unconfined", "localhostProfile": "a"}}),
+     'spec.securityContext.seccompProfile.localhostProfile: Invalid value: {"Type":"Unconfined","LocalhostProfile":"a"}: '
+     "can only be set when seccomp type is Localhost"),
+    (container(securityContext={"seccompProfile": {"type": "Bogus"}}),
+     f'{C0}.securityContext.seccompProfile.type: Unsupported value: "Bogus": '
+     'supported values: "Localhost", "RuntimeDefault", "Unconfined"'),
+    (container(securityContext={"procMount": "Unmasked"}),
+     f'{C0}.securityContext.procMount: Invalid value: "Unmasked": `hostUsers` must be false to use `Unmasked`'),
+    (container(securityContext={"procMount": "Masked"}),
+     f'{C0}.securityContext.procMount: Unsupported value: "Masked": supported values: "Default", "Unmasked"'),
+    (container(securityContext={"privileged": True, "allowPrivilegeEscalation": False}),
+     f'{C0}.securityContext: Invalid value: {{"Capabilities":null,"Privileged":true,"SELinuxOptions":null,"WindowsOptions":null,'
+     '"RunAsUser":null,"RunAsGroup":null,"RunAsNonRoot":null,"ReadOnlyRootFilesystem":null,"AllowPrivilegeEscalation":false,'
+     '"ProcMount":null,"SeccompProfile":null,"AppArmorProfile":null}: cannot set `allowPrivilegeEscalation` to false and '
+     "`privileged` to true"),
+    (container(securityContext={"allowPrivilegeEscalation": False, "capabilities": {"add": ["CAP_SYS_ADMIN"]}}),
+     f'{C0}.securityContext: Invalid value: {{"Capabilities":{{"Add":["CAP_SYS_ADMIN"],"Drop":null}},"Privileged":null,'
+     '"SELinuxOptions":null,"WindowsOptions":null,"RunAsUser":null,"RunAsGroup":null,"RunAsNonRoot":null,'
+     '"ReadOnlyRootFilesystem":null,"AllowPrivilegeEscalation":false,"ProcMount":null,"SeccompProfile":null,'
+     '"AppArmorProfile":null}: cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN'),
     (lambda s: s.update(os={"name": "Linux"}), 'spec.os: Unsupported value: "Linux": supported values: "linux", "windows"'),
     (lambda s: s.update(os={}), "spec.os.name: Required value: cannot be empty"),
     (lambda s: s.update(initContainers=[{"name": "i", "image": "i", "startupProbe": {"exec": {"command": ["x"]}}}]),

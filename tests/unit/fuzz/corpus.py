@@ -149,7 +149,9 @@ PROBED = {
     "metadata": {"name": "probed", "namespace": "apps"},
     "spec": {
         "os": {"name": "linux"},
-        "securityContext": {"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000, "supplementalGroups": [4000]},
+        "securityContext": {"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000, "supplementalGroups": [4000],
+                            "fsGroupChangePolicy": "OnRootMismatch", "supplementalGroupsPolicy": "Merge",
+                            "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{
             "name": "app", "image": "app",
             "livenessProbe": {"tcpSocket": {"port": 8080}, "initialDelaySeconds": 5, "periodSeconds": 10, "timeoutSeconds": 1,
@@ -158,7 +160,9 @@ PROBED = {
                                "successThreshold": 2},
             "startupProbe": {"exec": {"command": ["cat", "/tmp/ready"]}, "failureThreshold": 30},
             "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "sleep 5"]}}, "postStart": {"tcpSocket": {"port": 8080}}},
-            "securityContext": {"runAsUser": 1001, "runAsGroup": 1001},
+            "securityContext": {"runAsUser": 1001, "runAsGroup": 1001, "allowPrivilegeEscalation": False, "procMount": "Default",
+                                "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}, "readOnlyRootFilesystem": True,
+                                "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/app.json"}},
         }],
         "initContainers": [{"name": "sidecar", "image": "proxy", "restartPolicy": "Always",
                             "livenessProbe": {"grpc": {"port": 9090}}, "securityContext": {"runAsUser": 0}}],

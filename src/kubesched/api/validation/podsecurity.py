@@ -15,12 +15,16 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Int32, Int64
-from kubesched.api.validation.field import FieldIssue, forbidden, invalid, not_supported, required
+from kubesched.api.validation.field import FieldIssue, forbidden, go_json, invalid, not_supported, required
 from kubesched.api.validation.pod import port_name_errors
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"
 ID_RANGE_ERROR = "must be between 0 and 2147483647, inclusive"
 HTTP_SCHEMES = ["HTTP", "HTTPS"]
+SECCOMP_TYPES = ["Localhost", "RuntimeDefault", "Unconfined"]
+FS_GROUP_CHANGE_POLICIES = ["Always", "OnRootMismatch"]
+SUPPLEMENTAL_GROUPS_POLICIES = ["Merge", "Strict"]
+PROC_MOUNTS = ["Default", "Unmasked"]
 OS_NAMES = ["linux", "windows"]
 
 
@@ -64,6 +68,7 @@ class Probe(_Obj):
     success_threshold: Int32 = 0
     failure_threshold: Int32 = 0
     termination_grace_period_seconds: Int64 | None = None
+    host_users: bool | None = None
 
 
 class LifecycleHandler(_Obj):
@@ -78,12 +83,36 @@ class Lifecycle(_Obj):
     pre_stop: LifecycleHandler | None = None
 
 
+class SeccompProfile(_Obj):
+    type: str = ""
+    localhost_profile: str | None = None
+
+
+class Capabilities(_Obj):
+    add: list[str] | None = None
+    drop: list[str] | None = None
+
+
 class SecurityContext(_Obj):
-    """The ID fields of a container's or a pod's securityContext (the rest is not validated here)."""
+    """The fields of a container's or a pod's securityContext validated here (a container's has
+    no fsGroup etc.: strict field validation refuses those before)."""
     run_as_user: Int64 | None = None
     run_as_group: Int64 | None = None
     fs_group: Int64 | None = None
     supplemental_groups: list[Int64] = msgspec.field(default_factory=list)
+    fs_group_change_policy: str | None = None
+    supplemental_groups_policy: str | None = None
+    seccomp_profile: SeccompProfile | None = None
+    proc_mount: str | None = None
+    privileged: bool | None = None
+    allow_privilege_escalation: bool | None = None
+    capabilities: Capabilities | None = None
+    # Only echoed, in the API server's rendering of the whole context (see _go_context).
+    se_linux_options: dict[str, Any] | None = msgspec.field(default=None, name="seLinuxOptions")
+    windows_options: dict[str, Any] | None = None
+    run_as_non_root: bool | None = None
+    read_only_root_filesystem: bool | None = None
+    app_armor_profile: dict[str, Any] | None = None
 
 
 class Container(_Obj):
@@ -105,6 +134,7 @@ class PodSpec(_Obj):
     security_context: SecurityContext | None = None
     os: PodOS | None = None
     termination_grace_period_seconds: Int64 | None = None
+    host_users: bool | None = None
 
 
 def decode_spec(raw: Any) -> PodSpec:
@@ -117,8 +147,9 @@ def decode_spec(raw: Any) -> PodSpec:
 def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
     """The probes, lifecycle handlers, securityContexts and OS of a decoded spec at `path`."""
     out: list[FieldIssue] = []
+    user_namespace = spec.host_users is False
     if spec.security_context is not None:
-        out.extend(_security_context(spec.security_context, f"{path}.securityContext"))
+        out.extend(_security_context(spec.security_context, f"{path}.securityContext", user_namespace))
     if spec.os is not None:
         if not spec.os.name:
             out.append(required(f"{path}.os.name", "cannot be empty"))
@@ -131,20 +162,20 @@ def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
         at = f"{path}.initContainers[{i}]"
         if c.restart_policy == "Always":
             # A sidecar: probed and hooked like a regular container.
-            out.extend(_container(c, at, grace))
+            out.extend(_container(c, at, grace, user_namespace))
             continue
         for name, value in (("lifecycle", c.lifecycle), ("livenessProbe", c.liveness_probe),
                             ("readinessProbe", c.readiness_probe), ("startupProbe", c.startup_probe)):
             if value is not None:
                 out.append(forbidden(f"{at}.{name}", "may not be set for init containers without restartPolicy=Always"))
         if c.security_context is not None:
-            out.extend(_security_context(c.security_context, f"{at}.securityContext"))
+            out.extend(_security_context(c.security_context, f"{at}.securityContext", user_namespace))
     for i, c in enumerate(spec.containers):
-        out.extend(_container(c, f"{path}.containers[{i}]", grace))
+        out.extend(_container(c, f"{path}.containers[{i}]", grace, user_namespace))
     return out
 
 
-def _container(c: Container, at: str, grace: int) -> list[FieldIssue]:
+def _container(c: Container, at: str, grace: int, user_namespace: bool) -> list[FieldIssue]:
     out: list[FieldIssue] = []
     if c.lifecycle is not None:
         for name, handler in (("postStart", c.lifecycle.post_start), ("preStop", c.lifecycle.pre_stop)):
@@ -163,7 +194,7 @@ def _container(c: Container, at: str, grace: int) -> list[FieldIssue]:
             out.append(invalid(f"{where}.terminationGracePeriodSeconds", probe.termination_grace_period_seconds,
                                "must not be set for readinessProbes"))
     if c.security_context is not None:
-        out.extend(_security_context(c.security_context, f"{at}.securityContext"))
+        out.extend(_security_context(c.security_context, f"{at}.securityContext", user_namespace))
     return out
 
 
@@ -227,7 +258,8 @@ def _port(port: int | str, at: str) -> list[FieldIssue]:
     return []
 
 
-def _security_context(sc: SecurityContext, at: str) -> list[FieldIssue]:
+def _security_context(sc: SecurityContext, at: str, user_namespace: bool) -> list[FieldIssue]:
+    """`user_namespace`: the pod sets hostUsers: false (what procMount Unmasked needs)."""
     out: list[FieldIssue] = []
     for name, value in (("runAsUser", sc.run_as_user), ("runAsGroup", sc.run_as_group), ("fsGroup", sc.fs_group)):
         if value is not None and not 0 <= value <= 2**31 - 1:
@@ -235,4 +267,72 @@ def _security_context(sc: SecurityContext, at: str) -> list[FieldIssue]:
     for i, gid in enumerate(sc.supplemental_groups):
         if not 0 <= gid <= 2**31 - 1:
             out.append(invalid(f"{at}.supplementalGroups[{i}]", gid, ID_RANGE_ERROR))
+    if sc.fs_group_change_policy is not None and sc.fs_group_change_policy not in FS_GROUP_CHANGE_POLICIES:
+        out.append(not_supported(f"{at}.fsGroupChangePolicy", sc.fs_group_change_policy, FS_GROUP_CHANGE_POLICIES))
+    if sc.supplemental_groups_policy is not None and sc.supplemental_groups_policy not in SUPPLEMENTAL_GROUPS_POLICIES:
+        out.append(not_supported(f"{at}.supplementalGroupsPolicy", sc.supplemental_groups_policy, SUPPLEMENTAL_GROUPS_POLICIES))
+    if sc.seccomp_profile is not None:
+        out.extend(_seccomp(sc.seccomp_profile, f"{at}.seccompProfile"))
+    if sc.proc_mount is not None:
+        if sc.proc_mount not in PROC_MOUNTS:
+            out.append(not_supported(f"{at}.procMount", sc.proc_mount, PROC_MOUNTS))
+        elif sc.proc_mount == "Unmasked" and not user_namespace:
+            out.append(invalid(f"{at}.procMount", sc.proc_mount, "`hostUsers` must be false to use `Unmasked`"))
+    if sc.allow_privilege_escalation is False:
+        if sc.privileged:
+            out.append(invalid(at, _go_context(sc), "cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
+                               rendered=True))
+        if sc.capabilities is not None and "CAP_SYS_ADMIN" in (sc.capabilities.add or []):
+            out.append(invalid(at, _go_context(sc), "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN",
+                               rendered=True))
     return out
+
+
+def _seccomp(sp: SeccompProfile, at: str) -> list[FieldIssue]:
+    out: list[FieldIssue] = []
+    if not sp.type:
+        out.append(required(f"{at}.type", "type is required when seccompProfile is set"))
+    elif sp.type not in SECCOMP_TYPES:
+        out.append(not_supported(f"{at}.type", sp.type, SECCOMP_TYPES))
+    if sp.type == "Localhost":
+        if sp.localhost_profile is None:
+            out.append(required(f"{at}.localhostProfile", "must be set when seccomp type is Localhost"))
+        elif sp.localhost_profile.startswith("/"):
+            out.append(invalid(f"{at}.localhostProfile", sp.localhost_profile, "must be a relative path"))
+        elif ".." in sp.localhost_profile.split("/"):
+            out.append(invalid(f"{at}.localhostProfile", sp.localhost_profile, "must not contain '..'"))
+    elif sp.localhost_profile is not None:
+        out.append(invalid(f"{at}.localhostProfile", go_json(_go_seccomp(sp)), "can only be set when seccomp type is Localhost",
+                           rendered=True))
+    return out
+
+
+# The API server prints a struct value with Go's field names, every field present (null when unset).
+_SELINUX = (("User", "user"), ("Role", "role"), ("Type", "type"), ("Level", "level"))
+_WINDOWS = (("GMSACredentialSpecName", "gmsaCredentialSpecName"), ("GMSACredentialSpec", "gmsaCredentialSpec"),
+            ("RunAsUserName", "runAsUserName"), ("HostProcess", "hostProcess"))
+_APPARMOR = (("Type", "type"), ("LocalhostProfile", "localhostProfile"))
+
+
+def _go_struct(raw: dict[str, Any] | None, fields: tuple[tuple[str, str], ...], zero: Any) -> dict[str, Any] | None:
+    """`zero` per field: "" for Go strings, None for pointers."""
+    if raw is None:
+        return None
+    return {go: raw.get(key, zero(go)) for go, key in fields}
+
+
+def _go_seccomp(sp: SeccompProfile) -> dict[str, Any]:
+    return {"Type": sp.type, "LocalhostProfile": sp.localhost_profile}
+
+
+def _go_context(sc: SecurityContext) -> str:
+    caps = None if sc.capabilities is None else {"Add": sc.capabilities.add, "Drop": sc.capabilities.drop}
+    return go_json({
+        "Capabilities": caps, "Privileged": sc.privileged,
+        "SELinuxOptions": _go_struct(sc.se_linux_options, _SELINUX, lambda _: ""),
+        "WindowsOptions": _go_struct(sc.windows_options, _WINDOWS, lambda _: None),
+        "RunAsUser": sc.run_as_user, "RunAsGroup": sc.run_as_group, "RunAsNonRoot": sc.run_as_non_root,
+        "ReadOnlyRootFilesystem": sc.read_only_root_filesystem, "AllowPrivilegeEscalation": sc.allow_privilege_escalation,
+        "ProcMount": sc.proc_mount, "SeccompProfile": None if sc.seccomp_profile is None else _go_seccomp(sc.seccomp_profile),
+        "AppArmorProfile": _go_struct(sc.app_armor_profile, _APPARMOR, lambda go: "" if go == "Type" else None),
+    })
