@@ -32,7 +32,7 @@ def container(**fields: Any) -> Callable[[dict[str, Any]], None]:
 
 def test_valid_probes_hooks_and_contexts_pass() -> None:
     assert issues(lambda s: s.update(
-        os={"name": "windows"},
+        os={"name": "linux"},
         securityContext={"runAsUser": 0, "fsGroup": 2**31 - 1, "supplementalGroups": [1]},
         containers=[{"name": "c", "image": "i",
                      "livenessProbe": {"tcpSocket": {"port": "http"}, "successThreshold": 1, "terminationGracePeriodSeconds": 1},
@@ -114,6 +114,33 @@ def test_valid_probes_hooks_and_contexts_pass() -> None:
      '"SELinuxOptions":null,"WindowsOptions":null,"RunAsUser":null,"RunAsGroup":null,"RunAsNonRoot":null,'
      '"ReadOnlyRootFilesystem":null,"AllowPrivilegeEscalation":false,"ProcMount":null,"SeccompProfile":null,'
      '"AppArmorProfile":null}: cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN'),
+    (container(readinessProbe={"httpGet": {"port": 80, "httpHeaders": [{"name": "bad header", "value": "v"}]}}),
+     f'{C0}.readinessProbe.httpGet.httpHeaders: Invalid value: "bad header": a valid HTTP header must consist of alphanumeric '
+     "characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')"),
+    (lambda s: s.update(securityContext={"sysctls": [{"name": "Bad Name", "value": "1"}]}),
+     'spec.securityContext.sysctls[0].name: Invalid value: "Bad Name": must have at most 253 characters and match regex '
+     "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$"),
+    (lambda s: s.update(securityContext={"sysctls": [{"name": ""}]}), "spec.securityContext.sysctls[0].name: Required value"),
+    (lambda s: s.update(securityContext={"sysctls": [{"name": "a.b"}, {"name": "a.b"}]}),
+     'spec.securityContext.sysctls[1].name: Duplicate value: "a.b"'),
+    (lambda s: s.update(hostNetwork=True, securityContext={"sysctls": [{"name": "net.core.somaxconn"}]}),
+     "spec.securityContext.sysctls[0].name: Invalid value: \"net.core.somaxconn\": may not be specified when 'hostNetwork' is true"),
+    (lambda s: s.update(hostIPC=True, securityContext={"sysctls": [{"name": "kernel.shmmax"}]}),
+     "spec.securityContext.sysctls[0].name: Invalid value: \"kernel.shmmax\": may not be specified when 'hostIPC' is true"),
+    (lambda s: s.update(securityContext={"appArmorProfile": {}}),
+     "spec.securityContext.appArmorProfile.type: Required value: type is required when appArmorProfile is set"),
+    (container(securityContext={"appArmorProfile": {"type": "Localhost"}}),
+     f"{C0}.securityContext.appArmorProfile.localhostProfile: Required value: must be set when AppArmor type is Localhost"),
+    (container(securityContext={"appArmorProfile": {"type": "Localhost", "localhostProfile": " p"}}),
+     f'{C0}.securityContext.appArmorProfile.localhostProfile: Invalid value: " p": must not be padded with whitespace'),
+    (container(securityContext={"appArmorProfile": {"type": "Unconfined", "localhostProfile": "x"}}),
+     f'{C0}.securityContext.appArmorProfile.localhostProfile: Invalid value: "x": can only be set when AppArmor type is Localhost'),
+    (lambda s: s.update(os={"name": "windows"}, securityContext={"runAsUser": 1}),
+     "spec.securityContext.runAsUser: Forbidden: cannot be set for a windows pod"),
+    (lambda s: (s.update(os={"name": "windows"}), s["containers"][0].update(securityContext={"capabilities": {}})),
+     f"{C0}.securityContext.capabilities: Forbidden: cannot be set for a windows pod"),
+    (lambda s: s.update(os={"name": "linux"}, securityContext={"windowsOptions": {"runAsUserName": "x"}}),
+     "spec.securityContext.windowsOptions: Forbidden: windows options cannot be set for a linux pod"),
     (lambda s: s.update(os={"name": "Linux"}), 'spec.os: Unsupported value: "Linux": supported values: "linux", "windows"'),
     (lambda s: s.update(os={}), "spec.os.name: Required value: cannot be empty"),
     (lambda s: s.update(initContainers=[{"name": "i", "image": "i", "startupProbe": {"exec": {"command": ["x"]}}}]),

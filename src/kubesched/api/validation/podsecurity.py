@@ -10,12 +10,13 @@ timeoutSeconds, periodSeconds, successThreshold and failureThreshold of 0 are de
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
 
 from kubesched.api.objects import Int32, Int64
-from kubesched.api.validation.field import FieldIssue, forbidden, go_json, invalid, not_supported, required
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_json, invalid, not_supported, required
 from kubesched.api.validation.pod import port_name_errors
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"
@@ -25,6 +26,18 @@ SECCOMP_TYPES = ["Localhost", "RuntimeDefault", "Unconfined"]
 FS_GROUP_CHANGE_POLICIES = ["Always", "OnRootMismatch"]
 SUPPLEMENTAL_GROUPS_POLICIES = ["Merge", "Strict"]
 PROC_MOUNTS = ["Default", "Unmasked"]
+HEADER_NAME = re.compile(r"[-A-Za-z0-9]+")
+HEADER_ERROR = ("a valid HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', "
+                "regex used for validation is '[-A-Za-z0-9]+')")
+SYSCTL_FORMAT = r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$"
+SYSCTL_NAME = re.compile(SYSCTL_FORMAT)
+# The sysctls a pod sharing the host's IPC namespace may not set (the host's would change).
+IPC_SYSCTLS = ("kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue.")
+# What a pod with os.name windows may not set, in its securityContext and its containers'.
+WINDOWS_POD_FORBIDDEN = ("seLinuxOptions", "seccompProfile", "appArmorProfile", "fsGroup", "fsGroupChangePolicy", "sysctls",
+                         "runAsUser", "runAsGroup", "supplementalGroups", "supplementalGroupsPolicy")
+WINDOWS_CONTAINER_FORBIDDEN = ("seLinuxOptions", "seccompProfile", "appArmorProfile", "capabilities", "readOnlyRootFilesystem",
+                               "privileged", "allowPrivilegeEscalation", "procMount", "runAsUser", "runAsGroup")
 OS_NAMES = ["linux", "windows"]
 
 
@@ -36,7 +49,13 @@ class ExecAction(_Obj):
     command: list[str] = msgspec.field(default_factory=list)
 
 
+class HTTPHeader(_Obj):
+    name: str = ""
+    value: str = ""
+
+
 class HTTPGetAction(_Obj):
+    http_headers: list[HTTPHeader] = msgspec.field(default_factory=list)
     path: str = ""
     port: Int32 | str = 0
     host: str = ""
@@ -68,7 +87,6 @@ class Probe(_Obj):
     success_threshold: Int32 = 0
     failure_threshold: Int32 = 0
     termination_grace_period_seconds: Int64 | None = None
-    host_users: bool | None = None
 
 
 class LifecycleHandler(_Obj):
@@ -86,6 +104,16 @@ class Lifecycle(_Obj):
 class SeccompProfile(_Obj):
     type: str = ""
     localhost_profile: str | None = None
+
+
+class AppArmorProfile(_Obj):
+    type: str = ""
+    localhost_profile: str | None = None
+
+
+class Sysctl(_Obj):
+    name: str = ""
+    value: str = ""
 
 
 class Capabilities(_Obj):
@@ -112,7 +140,8 @@ class SecurityContext(_Obj):
     windows_options: dict[str, Any] | None = None
     run_as_non_root: bool | None = None
     read_only_root_filesystem: bool | None = None
-    app_armor_profile: dict[str, Any] | None = None
+    app_armor_profile: AppArmorProfile | None = None
+    sysctls: list[Sysctl] = msgspec.field(default_factory=list)
 
 
 class Container(_Obj):
@@ -135,6 +164,8 @@ class PodSpec(_Obj):
     os: PodOS | None = None
     termination_grace_period_seconds: Int64 | None = None
     host_users: bool | None = None
+    host_network: bool = False
+    host_ipc: bool = msgspec.field(default=False, name="hostIPC")
 
 
 def decode_spec(raw: Any) -> PodSpec:
@@ -150,6 +181,8 @@ def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
     user_namespace = spec.host_users is False
     if spec.security_context is not None:
         out.extend(_security_context(spec.security_context, f"{path}.securityContext", user_namespace))
+        out.extend(_sysctls(spec, f"{path}.securityContext.sysctls"))
+    out.extend(_os_fields(spec, path))
     if spec.os is not None:
         if not spec.os.name:
             out.append(required(f"{path}.os.name", "cannot be empty"))
@@ -234,6 +267,9 @@ def _handler(handler: Probe | LifecycleHandler, at: str, grace: int = 0) -> list
                 out.append(required(f"{where}.command"))
         elif isinstance(action, HTTPGetAction):
             out.extend(_port(action.port, f"{where}.port"))
+            # kube names the list, not the entry, for a bad header name.
+            out.extend(invalid(f"{where}.httpHeaders", h.name, HEADER_ERROR) for h in action.http_headers
+                       if not HEADER_NAME.fullmatch(h.name))
             scheme = action.scheme or "HTTP"
             if scheme not in HTTP_SCHEMES:
                 out.append(not_supported(f"{where}.scheme", scheme, HTTP_SCHEMES))
@@ -273,6 +309,8 @@ def _security_context(sc: SecurityContext, at: str, user_namespace: bool) -> lis
         out.append(not_supported(f"{at}.supplementalGroupsPolicy", sc.supplemental_groups_policy, SUPPLEMENTAL_GROUPS_POLICIES))
     if sc.seccomp_profile is not None:
         out.extend(_seccomp(sc.seccomp_profile, f"{at}.seccompProfile"))
+    if sc.app_armor_profile is not None:
+        out.extend(_app_armor(sc.app_armor_profile, f"{at}.appArmorProfile"))
     if sc.proc_mount is not None:
         if sc.proc_mount not in PROC_MOUNTS:
             out.append(not_supported(f"{at}.procMount", sc.proc_mount, PROC_MOUNTS))
@@ -311,7 +349,6 @@ def _seccomp(sp: SeccompProfile, at: str) -> list[FieldIssue]:
 _SELINUX = (("User", "user"), ("Role", "role"), ("Type", "type"), ("Level", "level"))
 _WINDOWS = (("GMSACredentialSpecName", "gmsaCredentialSpecName"), ("GMSACredentialSpec", "gmsaCredentialSpec"),
             ("RunAsUserName", "runAsUserName"), ("HostProcess", "hostProcess"))
-_APPARMOR = (("Type", "type"), ("LocalhostProfile", "localhostProfile"))
 
 
 def _go_struct(raw: dict[str, Any] | None, fields: tuple[tuple[str, str], ...], zero: Any) -> dict[str, Any] | None:
@@ -334,5 +371,67 @@ def _go_context(sc: SecurityContext) -> str:
         "RunAsUser": sc.run_as_user, "RunAsGroup": sc.run_as_group, "RunAsNonRoot": sc.run_as_non_root,
         "ReadOnlyRootFilesystem": sc.read_only_root_filesystem, "AllowPrivilegeEscalation": sc.allow_privilege_escalation,
         "ProcMount": sc.proc_mount, "SeccompProfile": None if sc.seccomp_profile is None else _go_seccomp(sc.seccomp_profile),
-        "AppArmorProfile": _go_struct(sc.app_armor_profile, _APPARMOR, lambda go: "" if go == "Type" else None),
+        "AppArmorProfile": None if sc.app_armor_profile is None else {"Type": sc.app_armor_profile.type,
+                                                                      "LocalhostProfile": sc.app_armor_profile.localhost_profile},
     })
+
+
+def _app_armor(ap: AppArmorProfile, at: str) -> list[FieldIssue]:
+    out: list[FieldIssue] = []
+    if not ap.type:
+        out.append(required(f"{at}.type", "type is required when appArmorProfile is set"))
+    elif ap.type not in SECCOMP_TYPES:  # the same three types
+        out.append(not_supported(f"{at}.type", ap.type, SECCOMP_TYPES))
+    profile = ap.localhost_profile
+    if ap.type == "Localhost":
+        if profile is None:
+            out.append(required(f"{at}.localhostProfile", "must be set when AppArmor type is Localhost"))
+        elif profile != profile.strip():
+            out.append(invalid(f"{at}.localhostProfile", profile, "must not be padded with whitespace"))
+        elif not profile:
+            out.append(required(f"{at}.localhostProfile", "must be set when AppArmor type is Localhost"))
+    elif profile is not None:
+        out.append(invalid(f"{at}.localhostProfile", profile, "can only be set when AppArmor type is Localhost"))
+    return out
+
+
+def _sysctls(spec: PodSpec, at: str) -> list[FieldIssue]:
+    out: list[FieldIssue] = []
+    seen: set[str] = set()
+    for i, sysctl in enumerate(spec.security_context.sysctls if spec.security_context else []):
+        where = f"{at}[{i}].name"
+        name = sysctl.name
+        if not name:
+            out.append(required(where))
+        elif len(name) > 253 or not SYSCTL_NAME.match(name):
+            out.append(invalid(where, name, f"must have at most 253 characters and match regex {SYSCTL_FORMAT}"))
+        elif name in seen:
+            out.append(duplicate(where, name))
+        elif spec.host_network and name.startswith("net."):
+            out.append(invalid(where, name, "may not be specified when 'hostNetwork' is true"))
+        elif spec.host_ipc and name.startswith(IPC_SYSCTLS):
+            out.append(invalid(where, name, "may not be specified when 'hostIPC' is true"))
+        seen.add(name)
+    return out
+
+
+def _os_fields(spec: PodSpec, path: str) -> list[FieldIssue]:
+    """A pod that names its OS may not set the other OS's securityContext fields."""
+    if spec.os is None or spec.os.name not in OS_NAMES:
+        return []
+    contexts = [(f"{path}.securityContext", spec.security_context, WINDOWS_POD_FORBIDDEN)]
+    for group, containers in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+        contexts.extend((f"{path}.{group}[{i}].securityContext", c.security_context, WINDOWS_CONTAINER_FORBIDDEN)
+                        for i, c in enumerate(containers))
+    out: list[FieldIssue] = []
+    for at, sc, windows_forbidden in contexts:
+        if sc is None:
+            continue
+        if spec.os.name == "linux":
+            if sc.windows_options is not None:
+                out.append(forbidden(f"{at}.windowsOptions", "windows options cannot be set for a linux pod"))
+            continue
+        raw = msgspec.to_builtins(sc)
+        out.extend(forbidden(f"{at}.{name}", "cannot be set for a windows pod") for name in windows_forbidden
+                   if raw.get(name) not in (None, []))
+    return out
