@@ -67,6 +67,9 @@ def _strip_sim(obj: Any) -> Any:
 
 
 SEEDS = tuple(_strip_sim(s) for s in (*corpus.SEEDS, *corpus.MORE_SEEDS) if s["kind"] in PATHS)
+# FUZZ_SEEDS=probed,edge mutates only the seeds of those names: to hammer the fields just added.
+if os.environ.get("FUZZ_SEEDS"):
+    SEEDS = tuple(s for s in SEEDS if s["metadata"]["name"] in os.environ["FUZZ_SEEDS"].split(","))
 
 
 @pytest.fixture(scope="module")
@@ -257,6 +260,18 @@ HAND_PICKED = [
     _pod(os={"name": "windows"}, containers=[{"name": "c", "image": "i", "securityContext": {"runAsGroup": 1}}]),
     _pod(os={"name": "linux"}, securityContext={"windowsOptions": {"runAsUserName": "x"}}),
     _pod(securityContext={"seLinuxOptions": {"level": "s0:c1"}}),
+    _service(ports=[{"port": 80, "nodePort": 30080}]), _service(type="NodePort", ports=[{"port": 80, "nodePort": 80}]),
+    _service(allocateLoadBalancerNodePorts=False), _service(type="LoadBalancer", allocateLoadBalancerNodePorts=False),
+    _service(loadBalancerClass="example.com/lb"), _service(type="LoadBalancer", loadBalancerClass="bad class"),
+    _service(loadBalancerSourceRanges=["10.0.0.0/8"]), _service(type="LoadBalancer", loadBalancerSourceRanges=["nope"]),
+    _service(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 0}}),
+    _service(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86401}}),
+    _service(sessionAffinityConfig={"clientIP": {"timeoutSeconds": 10}}),
+    _service(ipFamilyPolicy="Sometimes"), _service(ipFamilies=["IPv5"]), _service(ipFamilyPolicy="SingleStack"),
+    _service(type="LoadBalancer", healthCheckNodePort=30001), _service(healthCheckNodePort=30001),
+    _service(trafficDistribution="Bogus"), _service(trafficDistribution="PreferClose"),
+    _service(ports=[{"port": 80, "appProtocol": "bad proto!"}]), _service(ports=[{"port": 80, "appProtocol": "http"}]),
+    _service(externalIPs=["not-an-ip"]), _service(clusterIP="bogus"),
     _service(externalTrafficPolicy="Local"), _service(externalTrafficPolicy="Local", externalIPs=["192.0.2.1"]),
     _service(type="NodePort", externalTrafficPolicy="Nope"), _service(internalTrafficPolicy=""),
     _service(type="ExternalName", externalName="example.com", internalTrafficPolicy="Bogus"),

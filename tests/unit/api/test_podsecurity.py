@@ -197,3 +197,46 @@ def test_service_traffic_policies_and_target_ports(change: Callable[[dict[str, A
 ])
 def test_service_policies_accepted(fields: dict[str, Any]) -> None:
     assert issues(lambda s: (s.update(fields), s["ports"][0].update(targetPort=0)), SERVICE) == []
+
+
+QUALIFIED = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+             "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+IP_ERROR = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+LB_ONLY = "may only be used when `type` is 'LoadBalancer'"
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda s: s["ports"][0].update(nodePort=30080), "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"),
+    (lambda s: s.update(allocateLoadBalancerNodePorts=False), f"spec.allocateLoadBalancerNodePorts: Forbidden: {LB_ONLY}"),
+    (lambda s: s.update(loadBalancerClass="example.com/lb"), f"spec.loadBalancerClass: Forbidden: {LB_ONLY}"),
+    (lambda s: s.update(type="LoadBalancer", loadBalancerClass="bad class"),
+     f'spec.loadBalancerClass: Invalid value: "bad class": {QUALIFIED}'),
+    (lambda s: s.update(loadBalancerSourceRanges=["10.0.0.0/8"]), f"spec.LoadBalancerSourceRanges: Forbidden: {LB_ONLY}"),
+    (lambda s: s.update(type="LoadBalancer", loadBalancerSourceRanges=["nope"]),
+     'spec.LoadBalancerSourceRanges[0]: Invalid value: "nope": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)'),
+    (lambda s: s.update(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86401}}),
+     "spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 86401: must be greater than 0 and less than 86400"),
+    (lambda s: s.update(ipFamilyPolicy="Sometimes"),
+     'spec.ipFamilyPolicy: Unsupported value: "Sometimes": supported values: "PreferDualStack", "RequireDualStack", "SingleStack"'),
+    (lambda s: s.update(ipFamilies=["IPv5"]), 'spec.ipFamilies[0]: Unsupported value: "IPv5": supported values: "IPv4", "IPv6"'),
+    (lambda s: s.update(type="LoadBalancer", healthCheckNodePort=30001),
+     "spec.healthCheckNodePort: Invalid value: 30001: "
+     "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"),
+    (lambda s: s.update(trafficDistribution="Bogus"),
+     'spec.trafficDistribution: Unsupported value: "Bogus": supported values: "PreferClose", "PreferSameZone", "PreferSameNode"'),
+    (lambda s: s["ports"][0].update(appProtocol="bad proto!"), f'spec.ports[0].appProtocol: Invalid value: "bad proto!": {QUALIFIED}'),
+    (lambda s: s.update(externalIPs=["fe80::1%eth0"]),
+     f'spec.externalIPs[0]: Invalid value: "fe80::1%eth0": {IP_ERROR}'),
+    (lambda s: s.update(clusterIP="bogus"), f'spec.clusterIPs[0]: Invalid value: "bogus": {IP_ERROR}'),
+])
+def test_service_extras_refused(change: Callable[[dict[str, Any]], None], expected: str) -> None:
+    assert expected in issues(change, SERVICE)
+
+
+def test_service_extras_accepted() -> None:
+    assert issues(lambda s: s.update(
+        type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30001, loadBalancerClass="example.com/lb",
+        loadBalancerSourceRanges=[" 10.0.0.0/8 "], allocateLoadBalancerNodePorts=True, sessionAffinity="ClientIP",
+        sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}}, ipFamilyPolicy="PreferDualStack", ipFamilies=["IPv6"],
+        externalIPs=["2001:db8::1"], clusterIP="None", trafficDistribution="PreferSameNode"), SERVICE) == []

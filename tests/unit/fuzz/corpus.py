@@ -180,13 +180,21 @@ SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "n
 # A Service reachable from outside, with the traffic policies and target ports (by number and name).
 NODEPORT = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "edge", "namespace": "apps"},
             "spec": {"type": "NodePort", "selector": {"app": "web"}, "externalTrafficPolicy": "Local", "internalTrafficPolicy": "Local",
-                     "ports": [{"name": "http", "port": 80, "targetPort": "web"}, {"name": "admin", "port": 9090, "targetPort": 9091}]}}
+                     "ports": [{"name": "http", "port": 80, "targetPort": "web", "appProtocol": "http"},
+                               {"name": "admin", "port": 9090, "targetPort": 9091}],
+                     "sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 600}},
+                     "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"], "trafficDistribution": "PreferClose",
+                     "externalIPs": ["192.0.2.10"]}}
+BALANCER = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb", "namespace": "apps"},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"port": 443}], "externalTrafficPolicy": "Local",
+                     "loadBalancerClass": "example.com/lb", "loadBalancerSourceRanges": ["10.0.0.0/8", "2001:db8::/64"],
+                     "allocateLoadBalancerNodePorts": False}}
 SETTINGS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubesched-simulation"},
             "data": {"scrapeInterval": "15s", "prometheusOutages": "1m-2m"}}
 
 SEEDS: tuple[dict[str, Any], ...] = (NODE, NODE2, POD, GATED, DEPLOYMENT, JOB, STATEFULSET, NAMESPACE, PRIORITY, BATCH, SERVICE, SETTINGS)
 # More kinds, for the differential test against the API server (the unit fuzz suite counts SEEDS' pods).
-MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED, NODEPORT)
+MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED, NODEPORT, BALANCER)
 
 # Values users (and copy-paste) put where they do not belong: numbers past every limit, operators
 # and effects that do not exist, names the API refuses, odd quantities and durations.

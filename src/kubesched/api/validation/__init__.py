@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
-from kubesched.api.validation import cluster, pod, podsecurity, workloads
+from kubesched.api.validation import cluster, pod, podsecurity, servicefields, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -120,7 +120,13 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         return validate_priority_class(raw)
     if kind == "Service":
         typed, issues = _decode(raw, cluster.Service)
-        return issues or cluster.validate_service(typed)
+        if issues:
+            return issues
+        try:
+            extras = servicefields.decode_extras(raw.get("spec"))
+        except msgspec.ValidationError as exc:
+            return [decode_issue(exc, "spec")]
+        return cluster.validate_service(typed) + servicefields.validate_service_extras(extras, typed.spec.type or "ClusterIP")
     if isinstance(kind, str) and kind in WORKLOAD_KINDS:
         return validate_workload(kind, raw)
     return []
