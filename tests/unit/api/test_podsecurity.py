@@ -238,5 +238,23 @@ def test_service_extras_accepted() -> None:
     assert issues(lambda s: s.update(
         type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30001, loadBalancerClass="example.com/lb",
         loadBalancerSourceRanges=[" 10.0.0.0/8 "], allocateLoadBalancerNodePorts=True, sessionAffinity="ClientIP",
-        sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}}, ipFamilyPolicy="PreferDualStack", ipFamilies=["IPv6"],
+        sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}}, ipFamilyPolicy="PreferDualStack", ipFamilies=["IPv4"],
         externalIPs=["2001:db8::1"], clusterIP="None", trafficDistribution="PreferSameNode"), SERVICE) == []
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"ipFamilies": ["IPv4", "IPv4"]}, 'spec.ipFamilies[1]: Duplicate value: "IPv4"'),
+    ({"ipFamilies": ["IPv4", "IPv6"]},
+     "spec.ipFamilyPolicy: Invalid value: \"SingleStack\": "
+     "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"),
+    ({"ipFamilies": ["IPv6"]}, 'spec.ipFamilies[0]: Invalid value: "IPv6": not configured on this cluster'),
+    ({"type": "ExternalName", "externalName": "example.com", "ipFamilies": ["IPv4"]},
+     "spec.ipFamilies: Forbidden: may not be set for ExternalName services"),
+    ({"ipFamilyPolicy": "RequireDualStack"},
+     'spec.ipFamilyPolicy: Invalid value: "RequireDualStack": this cluster is not configured for dual-stack services'),
+])
+def test_service_ip_families_on_a_single_stack_ipv4_cluster(fields: dict[str, Any], expected: str) -> None:
+    assert issues(lambda s: s.update(fields), SERVICE) == [expected]
+    if "not configured" in expected:
+        # A headless Service allocates no address: any family is fine.
+        assert issues(lambda s: s.update(fields, clusterIP="None"), SERVICE) == []

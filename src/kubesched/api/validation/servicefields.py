@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Int32
-from kubesched.api.validation.field import FieldIssue, forbidden, invalid, not_supported
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, invalid, not_supported
 from kubesched.api.validation.meta import label_key
 
 IP_FAMILY_POLICIES = ["PreferDualStack", "RequireDualStack", "SingleStack"]
@@ -110,13 +110,43 @@ def validate_service_extras(spec: ServiceExtras, kind: str) -> list[FieldIssue]:
         if timeout is not None and not 0 < timeout <= MAX_AFFINITY_SECONDS:
             out.append(invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", timeout,
                                f"must be greater than 0 and less than {MAX_AFFINITY_SECONDS}"))
-    if spec.ip_family_policy is not None and spec.ip_family_policy not in IP_FAMILY_POLICIES:
-        out.append(not_supported("spec.ipFamilyPolicy", spec.ip_family_policy, IP_FAMILY_POLICIES))
-    out.extend(not_supported(f"spec.ipFamilies[{i}]", family, IP_FAMILIES)
-               for i, family in enumerate(spec.ip_families) if family not in IP_FAMILIES)
+    out.extend(_ip_families(spec, kind))
     if spec.health_check_node_port and not (lb and spec.external_traffic_policy == "Local"):
         out.append(invalid("spec.healthCheckNodePort", spec.health_check_node_port,
                            "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
     if spec.traffic_distribution is not None and spec.traffic_distribution not in TRAFFIC_DISTRIBUTIONS:
         out.append(not_supported("spec.trafficDistribution", spec.traffic_distribution, TRAFFIC_DISTRIBUTIONS))
+    return out
+
+
+def _ip_families(spec: ServiceExtras, kind: str) -> list[FieldIssue]:
+    """The policy and families; then, when those are valid, what the simulated cluster offers: like
+    a default kube-apiserver, one IPv4 service range (no IPv6, no dual-stack). A headless Service
+    allocates no address: any family goes. An ExternalName Service may not set them."""
+    out: list[FieldIssue] = []
+    policy = spec.ip_family_policy
+    if kind == "ExternalName":
+        if spec.ip_families:
+            out.append(forbidden("spec.ipFamilies", "may not be set for ExternalName services"))
+        if policy is not None:
+            out.append(forbidden("spec.ipFamilyPolicy", "may not be set for ExternalName services"))
+        return out
+    if policy is not None and policy not in IP_FAMILY_POLICIES:
+        out.append(not_supported("spec.ipFamilyPolicy", policy, IP_FAMILY_POLICIES))
+    seen: set[str] = set()
+    for i, family in enumerate(spec.ip_families):
+        if family not in IP_FAMILIES:
+            out.append(not_supported(f"spec.ipFamilies[{i}]", family, IP_FAMILIES))
+        elif family in seen:
+            out.append(duplicate(f"spec.ipFamilies[{i}]", family))
+        seen.add(family)
+    if not out and len(spec.ip_families) > 1 and policy in (None, "SingleStack"):
+        out.append(invalid("spec.ipFamilyPolicy", "SingleStack",
+                           "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
+    if out or spec.cluster_ip == "None":
+        return out
+    if policy == "RequireDualStack":
+        out.append(invalid("spec.ipFamilyPolicy", policy, "this cluster is not configured for dual-stack services"))
+    out.extend(invalid(f"spec.ipFamilies[{i}]", family, "not configured on this cluster")
+               for i, family in enumerate(spec.ip_families) if family == "IPv6")
     return out
