@@ -9,10 +9,10 @@ pinned kube-apiserver's OpenAPI schema, kept in known-fields.json beside this mo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["go_nulls", "strict_decoding_error", "unknown_fields", "wrong_type"]
 
@@ -31,6 +31,9 @@ _INTEGERS = frozenset({"int32", "int64", "integer", "int-or-string"})
 MAX_LISTED = 20
 
 
+T = TypeVar("T")
+
+
 @cache
 def _schema() -> dict[str, Any]:
     text = (resources.files("kubesched.api") / "known-fields.json").read_text(encoding="utf-8")
@@ -46,21 +49,29 @@ def unknown_fields(kind: str, obj: dict[str, Any]) -> list[str]:
     if root is None:
         return []
     types: dict[str, dict[str, str]] = schema["types"]
-    found: list[str] = []
-    # Depth first in document order, as the API server's decoder meets them, without recursion:
-    # each entry is the rest of one object's (path, value, type) children still to visit.
-    stack: list[Iterator[tuple[str, Any, str | None]]] = [iter([("", obj, root)])]
+
+    def below(step: tuple[str, Any, str | None]) -> Iterator[tuple[str, Any, str | None]] | None:
+        path, value, type_name = step
+        # A wrong type is the decoder's complaint, not an unknown field.
+        return _children(value, types[type_name], path) if type_name is not None and isinstance(value, dict) else None
+
+    return [path for path, _, type_name in _depth_first(("", obj, root), below) if type_name is None]
+
+
+def _depth_first(first: T, below: Callable[[T], Iterator[T] | None]) -> Iterator[T]:
+    """`first` and everything `below` it, depth first in document order (as the API server's
+    decoder meets them), without recursion. The caller sees each step before its children are
+    asked for, so it may stop at any step."""
+    stack: list[Iterator[T]] = [iter([first])]
     while stack:
         step = next(stack[-1], None)
         if step is None:
             stack.pop()
             continue
-        path, value, type_name = step
-        if type_name is None:
-            found.append(path)
-        elif isinstance(value, dict):  # a wrong type is the decoder's complaint, not an unknown field
-            stack.append(_children(value, types[type_name], path))
-    return found
+        yield step
+        children = below(step)
+        if children is not None:
+            stack.append(children)
 
 
 def _children(value: dict[Any, Any], fields: dict[str, str], path: str) -> Iterator[tuple[str, Any, str | None]]:
@@ -190,14 +201,12 @@ def wrong_type(kind: str, obj: dict[str, Any]) -> tuple[str, str] | None:
     if root is None:
         return None
     types: dict[str, dict[str, str]] = schema["types"]
-    # Depth first in document order, without recursion: (path, value, shape) still to check.
-    stack: list[Iterator[tuple[str, Any, str]]] = [iter([("", obj, root)])]
-    while stack:
-        step = next(stack[-1], None)
-        if step is None:
-            stack.pop()
-            continue
+
+    def below(step: tuple[str, Any, str]) -> Iterator[tuple[str, Any, str]] | None:
         path, value, shape = step
+        return None if value is None or shape in SCALARS else _typed_children(path, value, shape, types)
+
+    for path, value, shape in _depth_first(("", obj, root), below):
         if value is None:
             continue
         if shape in SCALARS:
@@ -206,8 +215,6 @@ def wrong_type(kind: str, obj: dict[str, Any]) -> tuple[str, str] | None:
                 return path, problem
         elif not isinstance(value, list if shape[:2] == "[]" else dict):
             return path, f"expected `{'array' if shape[:2] == '[]' else 'object'}`, got `{_json_type(value)}`"
-        else:
-            stack.append(_typed_children(path, value, shape, types))
     return None
 
 
