@@ -221,6 +221,13 @@ class PodStatus(_Obj):
     start_time: str | None = None
 
 
+class PodTemplateSpec(_Obj):
+    """A workload's pod template: the metadata and spec its pods are made from."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+
+
 class Pod(_Obj):
     api_version: str = "v1"
     kind: str = "Pod"

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import Int32, Int64, LabelSelector, ObjectMeta, PodSpec
+from kubesched.api.objects import Int32, Int64, LabelSelector, ObjectMeta, PodTemplateSpec
 from kubesched.api.selectors import SelectorError, compile_label_selector
 from kubesched.api.validation.field import FieldIssue, forbidden, go_map, invalid, not_supported, required
 from kubesched.api.validation.meta import (
@@ -44,11 +44,6 @@ class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
     pass
 
 
-class Template(_Obj):
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: PodSpec = msgspec.field(default_factory=PodSpec)
-
-
 class Ordinals(_Obj):
     start: Int32 = 0
 
@@ -60,7 +55,7 @@ class WorkloadSpec(_Obj):
     min_ready_seconds: Int32 = 0
     revision_history_limit: Int32 | None = None
     selector: Any = None  # LabelSelector, or a map for ReplicationControllers
-    template: Template | None = None
+    template: PodTemplateSpec | None = None
     ordinals: Ordinals | None = None
     pod_management_policy: str = ""
     parallelism: Int32 | None = None
@@ -127,7 +122,7 @@ def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[s
         if spec.service_name:
             # The headless Service's name becomes part of every pod's DNS name: a DNS-1123 label.
             out.extend(invalid("spec.serviceName", spec.service_name, msg) for msg in name_is_dns_label(spec.service_name))
-    template = spec.template or Template()
+    template = spec.template or PodTemplateSpec()
     if kind == "ReplicationController":
         labels = selector if isinstance(selector, dict) and selector else dict(template.metadata.labels)
         if not labels:
@@ -150,12 +145,12 @@ def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[s
     return out
 
 
-def _mismatch(template: Template) -> FieldIssue:
+def _mismatch(template: PodTemplateSpec) -> FieldIssue:
     return invalid("spec.template.metadata.labels", go_map(template.metadata.labels),
                    "`selector` does not match template `labels`", rendered=True)
 
 
-def _selector(kind: str, selector: LabelSelector | None, template: Template, raw: Any) -> list[FieldIssue]:
+def _selector(kind: str, selector: LabelSelector | None, template: PodTemplateSpec, raw: Any) -> list[FieldIssue]:
     """A required label selector that must select the template's labels."""
     out: list[FieldIssue] = []
     if selector is None:
@@ -212,7 +207,7 @@ def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
         if spec.parallelism is not None and spec.parallelism > MAX_PARALLELISM_INDEXED:
             out.append(invalid("spec.parallelism", spec.parallelism,
                                f"must be less than or equal to {MAX_PARALLELISM_INDEXED} when completion mode is Indexed"))
-    template = spec.template or Template()
+    template = spec.template or PodTemplateSpec()
     if spec.manual_selector:
         out.extend(_selector("Job", selector, template, spec.selector))
     else:
@@ -234,7 +229,7 @@ def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
                 out.append(invalid("spec.selector", selector_string(generated_selector, raw), "`selector` not auto-generated",
                                    rendered=True))
             out.extend(validate_label_selector(selector, "spec.selector"))
-        template = Template(metadata=msgspec.structs.replace(
+        template = PodTemplateSpec(metadata=msgspec.structs.replace(
             template.metadata, labels={**template.metadata.labels, **generated}), spec=template.spec)
         if selector is not None and not matches:
             # The selector must also select the pods the Job will make (their labels as generated).

@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import LabelSelector, ObjectError, ObjectMeta, PodSpec, convert
+from kubesched.api.objects import LabelSelector, ObjectError, ObjectMeta, PodTemplateSpec, convert
 from kubesched.api.selectors import Selector, SelectorError, compile_label_selector
 from kubesched.backends.sim.limits import LimitError, check_replicas
 
@@ -165,11 +165,6 @@ def controller_of(meta: ObjectMeta) -> tuple[str, str] | None:
 
 class _Obj(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
     pass
-
-
-class PodTemplateSpec(_Obj):
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: PodSpec = msgspec.field(default_factory=PodSpec)
 
 
 class _ReplicatedSpec(_Obj):
