@@ -53,10 +53,15 @@ def clip(message: str) -> str:
     return message
 
 
-def fail(message: str) -> typer.Exit:
-    """User mistakes end with one line and exit code 2, never a traceback."""
+def print_error(message: str) -> None:
+    """`error: <message>` on stderr, cut by `clip`, the message never read as markup."""
     err.print("[bold red]error:[/] ", end="")
     err.print(clip(message), highlight=False, markup=False, soft_wrap=True)
+
+
+def fail(message: str) -> typer.Exit:
+    """User mistakes end with one line and exit code 2, never a traceback."""
+    print_error(message)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -133,30 +138,6 @@ def _run_simulations(cluster: Any, configs: list[tuple[str, SchedulerConfig]], s
     return results
 
 
-def _load_cluster(refs: list[str]) -> Any:
-    """Built-in scenario names and manifest paths, in any mix; every object the API server would
-    refuse is left out and listed in the cluster's `errors`."""
-    from kubesched.backends.sim.manifests import ManifestError, load_paths
-    from kubesched.backends.sim.scenarios import builtin_scenarios, load_scenario, scenario_path
-
-    builtin = builtin_scenarios()
-    if len(refs) == 1 and refs[0] in builtin and not Path(refs[0]).exists():
-        return load_scenario(refs[0], keep_going=True)
-    paths: list[Path] = []
-    missing: list[str] = []
-    for ref in refs:
-        if Path(ref).exists():
-            paths.append(Path(ref))
-        elif ref in builtin:
-            paths.append(scenario_path(ref))
-        else:
-            missing.append(ref)
-    if missing:
-        known = ", ".join(sorted(builtin))
-        raise ManifestError(f"{', '.join(missing)}: no such file, directory or built-in scenario (built-in: {known})")
-    return load_paths(paths, keep_going=True)
-
-
 @app.command()
 @interruptible
 def simulate(
@@ -173,18 +154,18 @@ def simulate(
     """
     from kubesched.backends.sim.limits import LimitError
     from kubesched.backends.sim.manifests import ManifestError
+    from kubesched.backends.sim.scenarios import DEFAULT_SCENARIO, load_refs
 
     _check_writable(json_out, "--json")
     try:
         configs = _load_configs(config)
-        cluster = _load_cluster(scenario or ["web-batch"])
+        cluster = load_refs(scenario or [DEFAULT_SCENARIO], keep_going=True)
     except (ConfigError, ManifestError, LimitError) as exc:
         raise fail(str(exc)) from None
     for warning in cluster.warnings:
         err.print(f"[yellow]warning:[/] {clip(warning)}", highlight=False)
     for refused in cluster.errors:
-        err.print("[bold red]error:[/] ", end="")
-        err.print(clip(refused), highlight=False, markup=False, soft_wrap=True)
+        print_error(refused)
     if cluster.errors and not cluster.nodes and not cluster.pods:
         raise fail("nothing left to simulate: every node and pod was refused (see above)")
     try:

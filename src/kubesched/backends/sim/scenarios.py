@@ -6,6 +6,7 @@ the same code as a user's manifests); this module only maps names to files.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -47,7 +48,24 @@ def load_scenario(ref: str, *, keep_going: bool = False) -> ClusterInput:
         cluster.name = ref
         cluster.description = _SCENARIOS[ref]
         return cluster
-    if Path(ref).exists():
-        return load_paths([ref], keep_going=keep_going)
-    known = ", ".join(sorted(_SCENARIOS))
-    raise ManifestError(f"{ref}: no such file, directory or built-in scenario (built-in: {known})")
+    return load_refs([ref], keep_going=keep_going)
+
+
+def load_refs(refs: Sequence[str], *, keep_going: bool = False) -> ClusterInput:
+    """Paths to manifests and built-in scenario names, in any mix, as one cluster (a path that
+    exists wins over a built-in of the same name); the message names every ref that is neither."""
+    if len(refs) == 1 and refs[0] in _SCENARIOS and not Path(refs[0]).exists():
+        return load_scenario(refs[0], keep_going=keep_going)
+    paths: list[Path] = []
+    missing: list[str] = []
+    for ref in refs:
+        if Path(ref).exists():
+            paths.append(Path(ref))
+        elif ref in _SCENARIOS:
+            paths.append(scenario_path(ref))
+        else:
+            missing.append(ref)
+    if missing:
+        known = ", ".join(sorted(_SCENARIOS))
+        raise ManifestError(f"{', '.join(missing)}: no such file, directory or built-in scenario (built-in: {known})")
+    return load_paths(paths, keep_going=keep_going)
