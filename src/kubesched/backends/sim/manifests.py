@@ -377,14 +377,19 @@ def _timing(sim: dict[str, tuple[str, str]]) -> _Timing:
     if SIM_ARRIVAL_INTERVAL in sim:
         out.interval = _seconds(*sim[SIM_ARRIVAL_INTERVAL])
     if SIM_COUNT in sim:
-        value, where = sim[SIM_COUNT]
-        try:
-            out.count = int(value.strip())
-        except ValueError:
-            raise FieldError(where, f"invalid count {_quoted(value)}: must be a whole number") from None
-        if out.count < 0:
-            raise FieldError(where, f"invalid count {_quoted(value)}: must be greater than or equal to 0")
+        out.count = _count(*sim[SIM_COUNT])
     return out
+
+
+def _count(value: str, where: str) -> int:
+    """A `sim.kubesched.io/count` annotation's value."""
+    try:
+        count = int(value.strip())
+    except ValueError:
+        raise FieldError(where, f"invalid count {_quoted(value)}: must be a whole number") from None
+    if count < 0:
+        raise FieldError(where, f"invalid count {_quoted(value)}: must be greater than or equal to 0")
+    return count
 
 
 def _usage_specs(sim: dict[str, tuple[str, str]], keys: tuple[str, str]) -> tuple[UsageSpec | None, UsageSpec | None]:
@@ -961,8 +966,8 @@ def _claimed(doc: _Doc) -> int:
         if raw_count is None:
             return 1
         try:
-            return max(int(str(raw_count).strip()), 0)
-        except ValueError:
+            return _count(str(raw_count), SIM_COUNT)
+        except FieldError:
             return 1
     spec = doc.raw.get("spec")
     if not isinstance(spec, dict):
