@@ -52,7 +52,7 @@ from kubesched.configvalues import read_str as _str
 from kubesched.configvalues import show as _show
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
 from kubesched.framework.registry import Registry, RegistryError
-from kubesched.metrics.args import MAX_DURATION_SECONDS, go_duration
+from kubesched.usage.args import MAX_DURATION_SECONDS, go_duration
 
 __all__ = [
     "API_VERSION",

@@ -17,7 +17,7 @@ from typing import Any
 from kubesched.api.quantity import parse_duration
 from kubesched.api.validation.meta import dns1123_label, dns1123_subdomain
 from kubesched.configmerge import ConfigError
-from kubesched.metrics.args import MAX_DURATION_SECONDS, MAX_DURATION_TEXT
+from kubesched.usage.args import MAX_DURATION_SECONDS, MAX_DURATION_TEXT
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)

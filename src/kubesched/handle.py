@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from kubesched.cache.nodetable import NodeTable
     from kubesched.framework.runtime import Framework
     from kubesched.framework.waiting import WaitingPod
-    from kubesched.metrics.provider import UsageService
     from kubesched.scheduler import Scheduler
+    from kubesched.usage.provider import UsageService
 
 
 class FrameworkHandle:

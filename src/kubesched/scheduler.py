@@ -29,12 +29,12 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.waiting import WaitingPod
 from kubesched.handle import FrameworkHandle
-from kubesched.metrics.prometheus import PrometheusTransport
-from kubesched.metrics.provider import UsageService
 from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
+from kubesched.usage.prometheus import PrometheusTransport
+from kubesched.usage.provider import UsageService
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@
 Everything collected under tests/integration is marked `integration`. Without the binaries the
 tests are skipped with a reason saying to run `make k8s-bin`, except under CI=true, where they
 fail: a CI run must never pass by skipping the real control plane. The same holds for the
-Prometheus server of tests/integration/metrics (its fixtures are in that directory's conftest).
+Prometheus server of tests/integration/usage (its fixtures are in that directory's conftest).
 """
 
 from __future__ import annotations

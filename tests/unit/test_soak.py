@@ -28,13 +28,13 @@ from kubesched.backends.sim.manifests import load_objects
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import VirtualClock
 from kubesched.config import default_config
-from kubesched.metrics.args import PrometheusArgs
-from kubesched.metrics.provider import UsageService
-from kubesched.metrics.queries import Series
 from kubesched.scheduler import Scheduler
-from unit.metrics.fakeprom import FakePrometheus
+from kubesched.usage.args import PrometheusArgs
+from kubesched.usage.provider import UsageService
+from kubesched.usage.queries import Series
 from unit.simkit import node
 from unit.simkit import pod as sim_pod
+from unit.usage.fakeprom import FakePrometheus
 
 SOAK_PODS = int(os.environ.get("KUBESCHED_SOAK_PODS", "20000"))
 NODES = 50

@@ -26,7 +26,7 @@ from kubesched.api.podinfo import PodInfo
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
-    from kubesched.metrics.provider import UsageService
+    from kubesched.usage.provider import UsageService
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

@@ -28,10 +28,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
-from kubesched.metrics.args import Seconds
-from kubesched.metrics.fresh import FreshPods
-from kubesched.metrics.provider import FRESH_HORIZON
-from kubesched.metrics.queries import format_duration
+from kubesched.usage.args import Seconds
+from kubesched.usage.fresh import FreshPods
+from kubesched.usage.provider import FRESH_HORIZON
+from kubesched.usage.queries import format_duration
 
 NAME = "HotValue"
 MAX_WINDOWS = 16

@@ -35,8 +35,8 @@ from kubesched.framework.interface import (
     Plugin,
     ScorePlugin,
 )
-from kubesched.metrics.args import EstimationArgs, UsageArgs
-from kubesched.metrics.load import LoadReader
+from kubesched.usage.args import EstimationArgs, UsageArgs
+from kubesched.usage.load import LoadReader
 
 NAME = "LoadAware"
 THRESHOLDS_ANNOTATION = "kubesched.io/usage-thresholds"

@@ -35,9 +35,9 @@ from pydantic import Field, field_validator, model_validator
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
-from kubesched.metrics.args import EstimationArgs, Seconds, UsageArgs
-from kubesched.metrics.load import LoadReader
-from kubesched.metrics.queries import Series
+from kubesched.usage.args import EstimationArgs, Seconds, UsageArgs
+from kubesched.usage.load import LoadReader
+from kubesched.usage.queries import Series
 
 NAME = "LoadVariationRiskBalancing"
 RESOURCES = (CPU, MEMORY)

@@ -46,9 +46,9 @@ from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.api.selectors import Requirement, Selector
 from kubesched.cache.nodetable import ABSENT, LabelColumn, NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
-from kubesched.metrics.args import EstimationArgs, UsageArgs
-from kubesched.metrics.load import LoadReader
 from kubesched.plugins.resourcescoring import qualified_name_error
+from kubesched.usage.args import EstimationArgs, UsageArgs
+from kubesched.usage.load import LoadReader
 
 NAME = "MultiDimensionalScore"
 LATENCY_LABEL = "kubesched.io/network-latency-ms"

@@ -40,9 +40,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from kubesched.api.podinfo import CPU, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
-from kubesched.metrics.args import EstimationArgs, Millicores, Seconds, UsageArgs
-from kubesched.metrics.fresh import footprint
-from kubesched.metrics.load import LoadReader, NodeLoad
+from kubesched.usage.args import EstimationArgs, Millicores, Seconds, UsageArgs
+from kubesched.usage.fresh import footprint
+from kubesched.usage.load import LoadReader, NodeLoad
 
 NAME = "TargetLoadPacking"
 

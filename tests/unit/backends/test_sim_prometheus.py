@@ -9,8 +9,8 @@ from kubesched.api.objects import Node, Pod, convert
 from kubesched.backends.sim.prometheus import SimPrometheus
 from kubesched.backends.sim.usage import UsageModel, parse_usage
 from kubesched.clock import VirtualClock
-from kubesched.metrics.prometheus import PrometheusError, Sample
-from kubesched.metrics.queries import DEFAULT_QUERIES, Series
+from kubesched.usage.prometheus import PrometheusError, Sample
+from kubesched.usage.queries import DEFAULT_QUERIES, Series
 
 CPU = DEFAULT_QUERIES["cpu"]
 MEMORY = DEFAULT_QUERIES["memory"]

@@ -1,5 +1,5 @@
 """LoadAware on the real scheduler and simulated cluster, with usage from FakePrometheus (a
-unit-test stand-in for Prometheus; tests/integration/metrics use a real server)."""
+unit-test stand-in for Prometheus; tests/integration/usage use a real server)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kubesched.config import ConfigError, parse_config
 from kubesched.plugins.loadaware import NO_METRICS, LoadAwareArgs, parse_thresholds
 from kubesched.scheduler import Scheduler
 
-from ..metrics.fakeprom import FakePrometheus
+from ..usage.fakeprom import FakePrometheus
 from ..simkit import node, pod, profile_config
 
 

@@ -11,12 +11,12 @@ import pytest
 from pydantic import ValidationError
 
 from builders import cache_with, info, node, pod
-from kubesched.metrics.queries import Series
 from kubesched.plugins.loadvariationriskbalancing import (
     LoadVariationRiskBalancing,
     LoadVariationRiskBalancingArgs,
     risk,
 )
+from kubesched.usage.queries import Series
 
 from .usagekit import UsageHandle, scores
 

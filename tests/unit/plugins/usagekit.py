@@ -14,9 +14,9 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.clock import VirtualClock
 from kubesched.framework.interface import CycleState
-from kubesched.metrics.prometheus import PrometheusError, Sample
-from kubesched.metrics.provider import UsageService
-from kubesched.metrics.queries import DEFAULT_QUERIES, parse_rendered
+from kubesched.usage.prometheus import PrometheusError, Sample
+from kubesched.usage.provider import UsageService
+from kubesched.usage.queries import DEFAULT_QUERIES, parse_rendered
 
 
 class FakeTransport:

@@ -34,8 +34,8 @@ import numpy as np
 from kubesched.api.quantity import parse_duration
 from kubesched.backends.sim.usage import UsageModel
 from kubesched.clock import VirtualClock
-from kubesched.metrics.prometheus import PrometheusError, Sample
-from kubesched.metrics.queries import parse_rendered
+from kubesched.usage.prometheus import PrometheusError, Sample
+from kubesched.usage.queries import parse_rendered
 
 LOOKBACK = 300.0  # Prometheus's default lookback delta for instant vectors
 MAX_SAMPLES = 50_000_000  # Prometheus's default --query.max-samples

@@ -23,11 +23,11 @@ from integration.harness.prometheus import CPU_QUERY, MEMORY_QUERY, NodeExporter
 from kubesched.api.objects import Node, NodeStatus, ObjectMeta
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import RealClock
-from kubesched.metrics.args import PrometheusArgs
-from kubesched.metrics.prometheus import HttpPrometheus, PrometheusError
-from kubesched.metrics.provider import UsageService
-from kubesched.metrics.queries import DEFAULT_QUERIES, Series
 from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.usage.args import PrometheusArgs
+from kubesched.usage.prometheus import HttpPrometheus, PrometheusError
+from kubesched.usage.provider import UsageService
+from kubesched.usage.queries import DEFAULT_QUERIES, Series
 
 # The default CPU query with a 5 s window instead of 1 m: a 1 s scrape interval fills it in seconds.
 FAST_CPU = CPU_QUERY.format(window="5s")

@@ -6,8 +6,8 @@ import numpy as np
 
 from kubesched.api.objects import Container, ObjectMeta, Pod, PodCondition, PodSpec, PodStatus, ResourceRequirements
 from kubesched.api.podinfo import make_pod_info
-from kubesched.metrics.args import EstimationArgs, UsageArgs
-from kubesched.metrics.fresh import FreshPods, estimate, footprint, scheduled_at
+from kubesched.usage.args import EstimationArgs, UsageArgs
+from kubesched.usage.fresh import FreshPods, estimate, footprint, scheduled_at
 
 
 def pi(name: str, requests: dict[str, str] | None = None, limits: dict[str, str] | None = None, scheduled: str = ""):
@@ -75,7 +75,7 @@ def test_placements_are_remembered_as_long_as_the_longest_settle_time() -> None:
     """LoadVariationRiskBalancing's 15-minute window settles in 16.5 minutes: a pod placed then
     must still count until the metrics show it, past the 10-minute default horizon."""
     from kubesched.clock import VirtualClock
-    from kubesched.metrics.provider import FRESH_HORIZON, UsageService
+    from kubesched.usage.provider import FRESH_HORIZON, UsageService
 
     svc = UsageService(VirtualClock(), lambda coro, name: coro.close())
     assert svc.horizon == FRESH_HORIZON

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kubesched.metrics.prometheus import PrometheusError, decode_answer
+from kubesched.usage.prometheus import PrometheusError, decode_answer
 
 
 def answer(result: object, result_type: str = "vector", status: str = "success") -> bytes:
@@ -44,7 +44,7 @@ async def test_the_bearer_token_file_is_read_at_every_query(tmp_path) -> None:  
     and a missing file fails the query with one line instead of failing the scheduler."""
     from aiohttp import web
 
-    from kubesched.metrics.prometheus import HttpPrometheus, PrometheusError
+    from kubesched.usage.prometheus import HttpPrometheus, PrometheusError
 
     seen: list[str] = []
 

@@ -16,10 +16,10 @@ import numpy as np
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import CycleState, Handle
-from kubesched.metrics.args import EstimationArgs, UsageArgs
-from kubesched.metrics.fresh import estimate, footprint
-from kubesched.metrics.provider import UsageProvider, UsageService
-from kubesched.metrics.queries import Series
+from kubesched.usage.args import EstimationArgs, UsageArgs
+from kubesched.usage.fresh import estimate, footprint
+from kubesched.usage.provider import UsageProvider, UsageService
+from kubesched.usage.queries import Series
 
 ESTIMATED = (CPU, MEMORY)  # resources a pod's usage can be estimated for from its requests
 

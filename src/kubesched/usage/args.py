@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from kubesched.api.quantity import QuantityError, parse_duration, to_int, to_milli
-from kubesched.metrics.queries import AGGREGATIONS, DEFAULT_QUERIES
+from kubesched.usage.queries import AGGREGATIONS, DEFAULT_QUERIES
 
 # kube's durations are Go's time.Duration, int64 nanoseconds: nothing longer than this is a duration
 # there, and timers, subquery ranges and timestamps built from a longer one overflow here.

@@ -1,13 +1,13 @@
 """A stand-in for Prometheus in unit tests only: it answers any query mentioning a resource's
 default expression with the values the test set, or fails the way the test asks. Integration
-tests (tests/integration/metrics) use a real Prometheus server."""
+tests (tests/integration/usage) use a real Prometheus server."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kubesched.metrics.prometheus import PrometheusError, Sample
-from kubesched.metrics.queries import DEFAULT_QUERIES
+from kubesched.usage.prometheus import PrometheusError, Sample
+from kubesched.usage.queries import DEFAULT_QUERIES
 
 
 class FakePrometheus:

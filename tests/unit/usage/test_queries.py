@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.metrics.queries import DEFAULT_QUERIES, Series, format_duration, parse_rendered
+from kubesched.usage.queries import DEFAULT_QUERIES, Series, format_duration, parse_rendered
 
 CPU = DEFAULT_QUERIES["cpu"]
 

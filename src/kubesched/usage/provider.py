@@ -26,11 +26,11 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import Clock, Timer
-from kubesched.metrics.args import PrometheusArgs
-from kubesched.metrics.fresh import FreshPods, scheduled_at
-from kubesched.metrics.prometheus import HttpPrometheus, PrometheusError, PrometheusTransport, Sample
-from kubesched.metrics.queries import Series
 from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.usage.args import PrometheusArgs
+from kubesched.usage.fresh import FreshPods, scheduled_at
+from kubesched.usage.prometheus import HttpPrometheus, PrometheusError, PrometheusTransport, Sample
+from kubesched.usage.queries import Series
 
 log = logging.getLogger(__name__)
 

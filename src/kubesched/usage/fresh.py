@@ -18,7 +18,7 @@ import numpy as np
 
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.api.quantity import QuantityError, resource_value
-from kubesched.metrics.args import EstimationArgs
+from kubesched.usage.args import EstimationArgs
 
 
 @dataclass(frozen=True, slots=True)

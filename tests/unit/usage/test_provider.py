@@ -13,10 +13,10 @@ import pytest
 from kubesched.api.objects import Node, NodeAddress, NodeStatus, ObjectMeta
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import VirtualClock
-from kubesched.metrics.args import PrometheusArgs
-from kubesched.metrics.provider import UsageService, node_key
-from kubesched.metrics.queries import Series
 from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.usage.args import PrometheusArgs
+from kubesched.usage.provider import UsageService, node_key
+from kubesched.usage.queries import Series
 
 from .fakeprom import FakePrometheus
 
@@ -142,7 +142,7 @@ async def test_one_provider_per_source() -> None:
 
 
 async def test_pod_queries_feed_observed_usage_of_fresh_pods() -> None:
-    from kubesched.metrics.prometheus import Sample
+    from kubesched.usage.prometheus import Sample
 
     from .test_fresh import pi
 
