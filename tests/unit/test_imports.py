@@ -19,9 +19,6 @@ PACKAGE = "kubesched"
 # no-cycle test leaves exactly that import out. Both are issue 9 work left for a later session; the
 # test fails when one of them is gone, so the list only shrinks.
 KNOWN_CYCLES: list[tuple[str, str]] = [
-    # manifests.py keeps shims that re-export scenario loading (scenarios.py imports manifests);
-    # another engineer was editing manifests.py when this test was written (issue 9).
-    ("kubesched.backends.sim.manifests", "kubesched.backends.sim.scenarios"),
     # The plugin handle wraps the whole Scheduler (scheduler.py builds it); it goes with the
     # plugin-handle redesign of issue 9.
     ("kubesched.handle", "kubesched.scheduler"),

@@ -13,7 +13,8 @@ import pytest
 
 from kubesched.api.objects import Node, Pod, convert
 from kubesched.backends.sim.engine import SimResult, Simulation
-from kubesched.backends.sim.manifests import load_objects, load_scenario
+from kubesched.backends.sim.manifests import load_objects
+from kubesched.backends.sim.scenarios import load_scenario
 from kubesched.backends.sim.usage import UsageModel, _percentile_of_rows, parse_usage
 from kubesched.clock import VirtualClock
 from kubesched.config import default_config

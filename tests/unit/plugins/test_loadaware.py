@@ -15,8 +15,8 @@ from kubesched.config import ConfigError, parse_config
 from kubesched.plugins.loadaware import NO_METRICS, LoadAwareArgs, parse_thresholds
 from kubesched.scheduler import Scheduler
 
-from ..usage.fakeprom import FakePrometheus
 from ..simkit import node, pod, profile_config
+from ..usage.fakeprom import FakePrometheus
 
 
 def load_aware_config(score_only: bool = True, **args: Any) -> dict:

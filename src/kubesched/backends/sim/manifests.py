@@ -1055,16 +1055,3 @@ def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = F
     cluster.description = f"manifests from {', '.join(str(p) for p in paths)}"
     return cluster
 
-
-def load_scenario(ref: str) -> ClusterInput:
-    """A built-in scenario by name, else a path to manifests."""
-    from kubesched.backends.sim.scenarios import load_scenario as _load
-
-    return _load(ref)
-
-
-def builtin_scenarios() -> dict[str, str]:
-    """Built-in scenario name -> one-line description."""
-    from kubesched.backends.sim.scenarios import builtin_scenarios as _builtin
-
-    return _builtin()
