@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from collections.abc import Coroutine
 from typing import Any
 
 from kubesched.api.objects import Node, Pod, convert
 from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
+from kubesched.clock import Clock, VirtualClock
+from kubesched.framework.services import Services
+from kubesched.framework.shared import SharedObjects
+from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.queue.scheduling_queue import Nominator
 
 _uid = itertools.count()
 
@@ -100,3 +107,47 @@ class UnitHandle:
 
     def now(self) -> float:
         return self._now
+
+
+class RecordedWrites:
+    """Unit-test stand-in for a backend's cluster writes (framework.services.ClusterWrites): it
+    binds and deletes nothing, and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.binds: list[tuple[str, str]] = []
+        self.deleted: list[str] = []
+        self.events: list[tuple[str, str, str, str]] = []
+        self.nominated: dict[str, str | None] = {}
+
+    async def bind(self, pi: PodInfo, node: str) -> None:
+        self.binds.append((pi.key, node))
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None:
+        self.deleted.append(pi.key)
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
+        self.events.append((pi.key, type_, reason, message))
+
+    def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
+        self.nominated[pi.key] = node
+
+
+def unit_services(cache: Cache, clock: Clock | None = None) -> Services:
+    """The collaborators a Framework is built from, for unit tests of the runtime: real ones
+    (nominator, shared objects, metrics) around RecordedWrites; background work runs as tasks."""
+
+    def spawn(coro: Coroutine[Any, Any, None], what: str) -> None:
+        asyncio.get_running_loop().create_task(coro)
+
+    return Services(
+        cache=cache,
+        clock=clock or VirtualClock(),
+        nominator=Nominator(),
+        waiting={},
+        cluster=RecordedWrites(),
+        spawn=spawn,
+        metrics=SchedulerMetrics(),
+        shared=SharedObjects(),
+        cluster_event=lambda event: None,
+        record_preemption=lambda victims: None,
+    )

@@ -17,8 +17,8 @@ from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig, default_config, read_config
 from kubesched.configmerge import ConfigError
 from kubesched.framework.registry import Registry
-from kubesched.handle import FrameworkHandle
 from kubesched.scheduler import Scheduler
+from kubesched.usage.service import UsageTransport
 
 __all__ = ["build_check", "load_config"]
 
@@ -50,6 +50,9 @@ class _NoCluster:
     def set_nominated_node(self, pi: Any, node: str | None) -> None:
         return None
 
+    def connect(self, scheduler: Any) -> None:
+        return None
+
 
 class _NoPrometheus:
     """A transport that is never asked: the virtual clock never runs the first refresh."""
@@ -64,8 +67,8 @@ class _NoPrometheus:
         return None
 
 
-def _scheduler(cfg: SchedulerConfig, registry: Registry | None) -> Any:
-    return Scheduler(cfg, _NoCluster(), VirtualClock(), registry=registry, prometheus=lambda a, t: _NoPrometheus(a))
+def _scheduler(cfg: SchedulerConfig, registry: Registry | None) -> Scheduler:
+    return Scheduler(cfg, _NoCluster(), VirtualClock(), registry=registry, shared=[UsageTransport(lambda a: _NoPrometheus(a.address))])
 
 
 def _reason(exc: BaseException) -> str:
@@ -86,7 +89,7 @@ def build_check(cfg: SchedulerConfig, registry: Registry | None = None) -> None:
         failure: BaseException = exc
     # Find the plugin: construct each one alone, with a handle of a scheduler known to build.
     probe = _scheduler(default_config(), None)
-    handle: Any = FrameworkHandle(probe, next(iter(probe.frameworks.values())))
+    handle = next(iter(probe.frameworks.values()))
     for i, profile in enumerate(cfg.profiles):
         for name, cls in profile.plugin_classes.items():
             try:

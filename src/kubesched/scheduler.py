@@ -3,7 +3,11 @@
 Read top to bottom: event handlers keep the cache and queue current; `schedule_one`
 pops a pod and runs PreFilter, Filter, PostFilter, PreScore, Score, Reserve and
 Permit synchronously; `_binding_cycle` then waits for Permit, runs PreBind, Bind and
-PostBind as an asyncio task while the next pod is already being scheduled.
+PostBind as an asyncio task while the next pod is already being scheduled. Every
+failed attempt, in either cycle, ends in `_fail`.
+
+The scheduler is what backends.base.SchedulerPort declares to a backend; plugins see
+only their profile's framework (the handle), never this class.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,21 +24,22 @@ import numpy as np
 
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
+from kubesched.api.selectors import Selector
 from kubesched.backends.base import ClusterBackend
 from kubesched.cache.cache import Cache
+from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
-from kubesched.framework.interface import USAGE_UPDATE, ClusterEvent, Code, CycleState, Diagnosis, Status
+from kubesched.framework.interface import ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
-from kubesched.framework.waiting import WaitingPod
-from kubesched.handle import FrameworkHandle
+from kubesched.framework.services import Services
+from kubesched.framework.shared import SharedObjects
+from kubesched.framework.waiting import PodAtPermit
 from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
-from kubesched.usage.prometheus import PrometheusTransport
-from kubesched.usage.provider import UsageService
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +87,16 @@ class Stats:
     cycle_seconds: DurationHistogram = field(default_factory=DurationHistogram)
 
 
+@dataclass(slots=True)
+class ScheduleResult:
+    """What one attempt to place a pod found (kube's ScheduleResult or its error): a node, or
+    the failure. With a diagnosis, Filters rejected every node and PostFilter may still help."""
+
+    node: str | None = None
+    failure: Status | None = None
+    diagnosis: Diagnosis | None = None
+
+
 class Scheduler:
     def __init__(
         self,
@@ -93,8 +108,10 @@ class Scheduler:
         seed: int | None = None,
         recorder: Recorder | None = None,
         metrics: SchedulerMetrics | None = None,
-        prometheus: Callable[[str, float], PrometheusTransport] | None = None,
+        shared: Iterable[object] = (),
     ) -> None:
+        """`shared` holds objects the plugins share that the backend provides in advance (the
+        simulator's Prometheus, say: see framework.shared)."""
         self.config = config
         self.backend = backend
         self.clock = clock
@@ -103,26 +120,29 @@ class Scheduler:
         self.metrics = metrics or SchedulerMetrics()
         self.rng = np.random.default_rng(seed)
         self.nominator = Nominator()
-        self.waiting: dict[str, WaitingPod] = {}
+        self.waiting: dict[str, PodAtPermit] = {}
         self.in_flight: dict[str, QueuedPodInfo] = {}  # assumed pods whose binding cycle runs
         self.current_record: DecisionRecord | None = None
         self.bindings: dict[str, asyncio.Task[None]] = {}  # binding cycles by pod uid
         self.background: set[asyncio.Task[None]] = set()
         self.stats = Stats()
         self.wakeup = asyncio.Event()
-        # Node usage for load-aware plugins; `prometheus` makes the transport for an address and
-        # timeout (the simulator's answers from its own series; default: Prometheus's HTTP API).
-        self.usage = UsageService(
-            clock,
-            self.spawn,
-            (lambda a: prometheus(a.address, a.timeout)) if prometheus is not None else None,
-            self.metrics,
+        self.shared = SharedObjects(shared)
+        backend.connect(self)
+        services = Services(
+            cache=self.cache,
+            clock=clock,
+            nominator=self.nominator,
+            waiting=self.waiting,
+            cluster=backend,
+            spawn=self.spawn,
+            metrics=self.metrics,
+            shared=self.shared,
+            cluster_event=self._cluster_event,
+            record_preemption=self.record_preemption,
         )
         registry = registry or in_tree_registry()
-        self.frameworks: dict[str, Framework] = {
-            p.scheduler_name: Framework(p, registry, lambda f: FrameworkHandle(self, f), self.cache, self.metrics)
-            for p in config.profiles
-        }
+        self.frameworks: dict[str, Framework] = {p.scheduler_name: Framework(p, registry, services) for p in config.profiles}
         first = next(iter(self.frameworks.values()))
         if first.queue_sort is None:
             raise ValueError(f"profile {first.name} has no queueSort plugin")
@@ -154,12 +174,9 @@ class Scheduler:
             ["queue", "event"],
             lambda: {key: float(n) for key, n in self.queue.incoming.items()},
         )
-        self.usage.on_refreshed = self._usage_refreshed
-        if self.usage.tracking:
-            self.usage.start()  # first refresh now, then every refreshInterval
 
-    def _usage_refreshed(self) -> None:
-        self.queue.move_on_event(USAGE_UPDATE)
+    def _cluster_event(self, event: ClusterEvent) -> None:
+        self.queue.move_on_event(event)
 
     def _pending_pods(self) -> dict[tuple[str, ...], float]:
         counts = self.queue.counts()
@@ -200,10 +217,6 @@ class Scheduler:
             self.queue.delete(uid)
             self.nominator.remove(uid)
             self.cache.add_pod(pi)
-            if was is None and self.usage.tracking:
-                row = self.cache.table.index.get(pod.spec.node_name)
-                if row is not None:
-                    self.usage.pod_bound_elsewhere(pi, row)
             self.queue.move_on_event(POD_ADD if was is None or assumed else POD_UPDATE)
         elif self.responsible_for(pod) and not self.cache.is_assumed(uid):
             if pod.status.nominated_node_name:
@@ -239,7 +252,6 @@ class Scheduler:
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting at Permit")
         if self.cache.remove_pod(uid) is not None:
-            self.usage.pod_gone(uid)
             self.queue.move_on_event(POD_DELETE)
 
     def on_node_add(self, node: Node) -> None:
@@ -270,6 +282,15 @@ class Scheduler:
         self.cache.set_namespace(ns.metadata.name, ns.metadata.labels)
         self.queue.move_on_event(NAMESPACE_CHANGE)
 
+    def on_namespace_delete(self, name: str) -> None:
+        self.cache.remove_namespace(name)
+
+    def set_workload_selector(self, kind: str, namespace: str, name: str, selector: Selector) -> None:
+        self.cache.set_workload_selector(kind, namespace, name, selector)
+
+    def remove_workload_selector(self, kind: str, namespace: str, name: str) -> None:
+        self.cache.remove_workload_selector(kind, namespace, name)
+
     def _pre_enqueue(self, pi: PodInfo) -> Status | None:
         fwk = self.frameworks.get(pi.scheduler_name)
         return fwk.run_pre_enqueue(pi) if fwk is not None else None
@@ -292,11 +313,17 @@ class Scheduler:
         fwk.plugin_metrics = self.metrics if pod_cycle % PLUGIN_METRICS_EVERY == 1 else None
         record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
         self.current_record = record
-        node, diagnosis, error = self._schedule_pod(fwk, state, pi, record)
-        if node is None:
-            self._handle_failure(fwk, state, qpi, record, diagnosis, error, pod_cycle)
+        result = self._schedule_pod(fwk, state, pi, record)
+        if result.node is not None:
+            self._assume_and_bind(fwk, state, qpi, record, result.node, pod_cycle)
+        elif result.diagnosis is not None:
+            status = self._post_filter(fwk, state, pi, record, result.diagnosis)
+            self._fail(fwk, qpi, record, status, result.diagnosis.unschedulable_plugins, pod_cycle)
         else:
-            self._assume_and_bind(fwk, state, qpi, record, node, pod_cycle)
+            assert result.failure is not None
+            failure = result.failure
+            rejected_by = [failure.plugin] if failure.plugin and failure.code != Code.ERROR else []
+            self._fail(fwk, qpi, record, failure, rejected_by, pod_cycle)
         record.duration = time.perf_counter() - started
         self.stats.cycle_seconds.observe(record.duration)
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
@@ -304,22 +331,20 @@ class Scheduler:
         self.recorder.add(record)
         return True
 
-    def _schedule_pod(
-        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord
-    ) -> tuple[str | None, Diagnosis | None, Status | None]:
+    def _schedule_pod(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> ScheduleResult:
         table = self.cache.table
         num_nodes = len(table)
         if num_nodes == 0:
-            return None, None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,))
+            return ScheduleResult(failure=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
         diagnosis = Diagnosis(num_nodes)
         names, narrowed_by, status = fwk.run_pre_filter(state, pi)
         if status is not None:
             if status.code == Code.ERROR:
-                return None, None, status
+                return ScheduleResult(failure=status)
             diagnosis.pre_filter_msg = status.message()
             diagnosis.unschedulable_plugins.add(status.plugin)
             diagnosis.unresolvable = table.present[: table.size].copy()
-            return None, diagnosis, None
+            return ScheduleResult(diagnosis=diagnosis)
         alive = table.present[: table.size].copy()
         if names is not None:
             keep = np.zeros(table.size, dtype=bool)
@@ -334,11 +359,9 @@ class Scheduler:
                 record.rejections.append(("PreFilter", reason, outside))
             alive &= keep
             diagnosis.evaluated = keep
-        outcome = fwk.run_filters(state, pi, alive)
+        outcome = fwk.run_filters_with_nominated(state, pi, alive, self._nominated_ahead(pi, alive))
         if outcome.error is not None:
-            return None, None, outcome.error
-        if self.nominator:
-            self._filter_with_nominated(fwk, state, pi, outcome.alive)
+            return ScheduleResult(failure=outcome.error)
         record.rejections.extend(outcome.rejections)
         feasible = int(np.count_nonzero(outcome.alive))
         record.feasible = feasible
@@ -347,23 +370,39 @@ class Scheduler:
                 diagnosis.reasons[reason] = diagnosis.reasons.get(reason, 0) + count
             diagnosis.unresolvable = outcome.unresolvable
             diagnosis.unschedulable_plugins.update(p for p, _ in outcome.rejected_by)
-            return None, diagnosis, None
+            return ScheduleResult(diagnosis=diagnosis)
         nominated = pi.pod.status.nominated_node_name or self.nominator.node_of.get(pi.uid)
         if nominated:
             row = table.index.get(nominated)
             if row is not None and outcome.alive[row]:
                 record.chosen = nominated
-                return nominated, None, None
+                return ScheduleResult(node=nominated)
         rows, _ = fwk.sample(outcome.alive)
         record.scored = int(rows.size)
         if rows.size == 1:
-            return table.name_of(int(rows[0])), None, None
+            return ScheduleResult(node=table.name_of(int(rows[0])))
         scored = fwk.run_scores(state, pi, rows)
         if isinstance(scored, Status):
-            return None, None, scored
-        return self._select_host(table, scored, record), None, None
+            return ScheduleResult(failure=scored)
+        return ScheduleResult(node=self._select_host(table, scored, record))
 
-    def _select_host(self, table: Any, scored: ScoreOutcome, record: DecisionRecord) -> str:
+    def _nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]:
+        """Pods nominated to the alive rows with priority >= the pod's: it must fit with them too,
+        so a preemptor keeps the room it made."""
+        if not self.nominator:
+            return {}
+        index = self.cache.table.index
+        out: dict[int, list[PodInfo]] = {}
+        for node, pods in self.nominator.by_node.items():
+            row = index.get(node)
+            if row is None or not alive[row]:
+                continue
+            ahead = [p for p in pods.values() if p.uid != pi.uid and p.priority >= pi.priority]
+            if ahead:
+                out[row] = ahead
+        return out
+
+    def _select_host(self, table: NodeTable, scored: ScoreOutcome, record: DecisionRecord) -> str:
         totals = scored.totals
         best = totals.max()
         ties = np.flatnonzero(totals == best)
@@ -383,70 +422,59 @@ class Scheduler:
         ]
         return table.name_of(int(scored.rows[pick]))
 
-    def _filter_with_nominated(self, fwk: Framework, state: CycleState, pi: PodInfo, alive: np.ndarray) -> None:
-        """Nodes with nominated pods of equal or higher priority must fit this pod with those pods
-        counted too (kube runs the filters twice there), so a preemptor keeps the room it made."""
-        table = self.cache.table
-        for node, pods in list(self.nominator.by_node.items()):
-            row = table.index.get(node)
-            if row is None or not alive[row]:
-                continue
-            ahead = [p for p in pods.values() if p.uid != pi.uid and p.priority >= pi.priority]
-            if not ahead:
-                continue
-            trial = state.clone()
-            for p in ahead:
-                table.add_pod(row, p)
-                fwk.run_prefilter_add_pod(trial, pi, p, row)
-            try:
-                alive[row] = fwk.filter_row(trial, pi, row)
-            finally:
-                for p in ahead:
-                    table.remove_pod(row, p)
+    def _post_filter(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, diagnosis: Diagnosis
+    ) -> Status:
+        """The pod fits nowhere: PostFilter (preemption) may make room. Returns the failure to
+        report, kube's FitError message."""
+        result, status = fwk.run_post_filter(state, pi, diagnosis)
+        if status is not None and status.reasons:
+            diagnosis.post_filter_msg = status.message()
+        if result is not None and result.nominated_node is not None:
+            # A node nominates; "" clears an earlier nomination that preemption gave up on.
+            record.nominated = result.nominated_node or None
+            fwk.nominate(pi, result.nominated_node or None)
+        message = fit_error_message(
+            diagnosis.num_nodes, diagnosis.reasons.items(), diagnosis.pre_filter_msg, diagnosis.post_filter_msg
+        )
+        return Status(Code.UNSCHEDULABLE, (message,))
 
-    # --- failure ---------------------------------------------------------------------------------------------
+    # --- failure: one path for every cycle that does not end in a bound pod ---------------------------------
 
-    def _handle_failure(
+    def _fail(
         self,
         fwk: Framework,
-        state: CycleState,
         qpi: QueuedPodInfo,
         record: DecisionRecord,
-        diagnosis: Diagnosis | None,
-        error: Status | None,
+        status: Status,
+        rejected_by: Iterable[str],
         pod_cycle: int,
+        *,
+        reserved: tuple[CycleState, str] | None = None,
+        requeue: bool = True,
     ) -> None:
+        """Ends a failed attempt, from either cycle (kube's handleSchedulingFailure, with
+        handleBindingCycleError's undo first when the pod was already assumed on a node):
+        Unreserve and forget the assumption, record the outcome, post the FailedScheduling event,
+        set the PodScheduled condition, and put the pod back in the queue: with backoff, or in the
+        unschedulable pool until an event one of the rejecting plugins registered for."""
         pi = qpi.pi
-        plugins: set[str] = set()
-        if diagnosis is not None:
-            result, status = fwk.run_post_filter(state, pi, diagnosis)
-            if status is not None and status.reasons:
-                diagnosis.post_filter_msg = status.message()
-            if result is not None and result.nominated_node is not None:
-                # A node nominates; "" clears an earlier nomination that preemption gave up on.
-                record.nominated = result.nominated_node or None
-                self.nominator.nominate(pi, result.nominated_node or None)
-                self.backend.set_nominated_node(pi, result.nominated_node or None)
-            message = fit_error_message(
-                diagnosis.num_nodes, diagnosis.reasons.items(), diagnosis.pre_filter_msg, diagnosis.post_filter_msg
-            )
-            plugins = diagnosis.unschedulable_plugins
+        if reserved is not None:
+            state, node = reserved
+            fwk.run_unreserve(state, pi, node)
+            self.cache.forget(pi)
+        message = status.message()
+        if status.code == Code.ERROR:
+            record.result = "error"
+            self.stats.errors += 1
+        else:
             record.result = "unschedulable"
             self.stats.unschedulable += 1
-        else:
-            assert error is not None
-            message = error.message()
-            if error.code == Code.ERROR:
-                record.result = "error"
-                self.stats.errors += 1
-            else:
-                record.result = "unschedulable"
-                self.stats.unschedulable += 1
-                plugins = {error.plugin} if error.plugin else set()
         record.message = message
         self.backend.record_event(pi, "Warning", "FailedScheduling", message)
         self.backend.set_unschedulable(pi, message)
-        self.queue.add_unschedulable(qpi, plugins, pod_cycle)
+        if requeue:
+            self.queue.requeue(qpi, rejected_by, pod_cycle)
 
     # --- assume, reserve, permit, then bind in the background --------------------------------------------------------
 
@@ -456,29 +484,22 @@ class Scheduler:
         pi = qpi.pi
         record.chosen = node
         self.cache.assume(pi, node)
-        if self.usage.tracking:
-            self.usage.pod_assumed(pi, self.cache.table.index[node])
         status = fwk.run_reserve(state, pi, node)
         waits: dict[str, float] = {}
         if status is None:
             status, waits = fwk.run_permit(state, pi, node)
         if status is not None:
-            fwk.run_unreserve(state, pi, node)
-            self.cache.forget(pi)
-            self.usage.pod_gone(pi.uid)
-            record.result = "error" if status.code == Code.ERROR else "unschedulable"
-            record.message = status.message()
-            self.backend.record_event(pi, "Warning", "FailedScheduling", record.message)
-            self.backend.set_unschedulable(pi, record.message)
-            self.queue.add_unschedulable(qpi, {status.plugin} if status.plugin else set(), pod_cycle)
+            rejected_by = [status.plugin] if status.plugin and status.code != Code.ERROR else []
+            self._fail(fwk, qpi, record, status, rejected_by, pod_cycle, reserved=(state, node))
             return
         record.result = "scheduled"
         self.queue.done(pi.uid)
         self.nominator.remove(pi.uid)
         self.in_flight[pi.uid] = qpi
         if waits:
-            self.waiting[pi.uid] = WaitingPod(pi.uid, node, waits, self.clock)
-        task = asyncio.get_running_loop().create_task(self._binding_cycle(fwk, state, qpi, node, time.perf_counter()))
+            self.waiting[pi.uid] = PodAtPermit(pi.uid, node, waits, self.clock)
+        cycle = self._binding_cycle(fwk, state, qpi, record, node, time.perf_counter())
+        task = asyncio.get_running_loop().create_task(cycle)
         self.bindings[pi.uid] = task
         task.add_done_callback(functools.partial(self._binding_done, pi.uid))
 
@@ -486,7 +507,9 @@ class Scheduler:
         if self.bindings.get(uid) is task:  # a retry may already have started a new cycle
             del self.bindings[uid]
 
-    async def _binding_cycle(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, node: str, started: float) -> None:
+    async def _binding_cycle(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, started: float
+    ) -> None:
         pi = qpi.pi
         status: Status | None = None
         try:
@@ -514,18 +537,12 @@ class Scheduler:
         self.stats.bind_failures += 1
         self.metrics.attempt("error", fwk.name, time.perf_counter() - started)
         self.metrics.bind_failed(status.plugin or "unknown")
-        fwk.run_unreserve(state, pi, node)
-        self.cache.forget(pi)
-        self.usage.pod_gone(pi.uid)
-        message = status.message() or "binding rejected"
-        self.backend.record_event(pi, "Warning", "FailedScheduling", message)
-        record = self.recorder.latest.get(pi.key)
-        if record is not None and record.uid == pi.uid:
-            record.result, record.message = "error", message
-        # Back to the queue with backoff, unless the pod went away meanwhile.
-        if self.in_flight.pop(pi.uid, None) is not None and status.code in (Code.ERROR, Code.UNSCHEDULABLE):
-            self.queue.pods[pi.uid] = qpi
-            self.queue.add_unschedulable(qpi, set(), self.queue.scheduling_cycle)
+        if not status.reasons:
+            status = Status(status.code, ("binding rejected",), status.plugin)
+        # A pod deleted meanwhile is reported but not requeued (kube checks its informer cache).
+        deleted = self.in_flight.pop(pi.uid, None) is None
+        self._fail(fwk, qpi, record, status, [], self.queue.scheduling_cycle, reserved=(state, node), requeue=not deleted)
+        # kube moves the pods an assigned pod's deletion may help: the assumption is gone.
         self.queue.move_on_event(POD_DELETE)
 
     # --- running against a real clock ---------------------------------------------------------------------------
@@ -543,7 +560,7 @@ class Scheduler:
             else:
                 await asyncio.sleep(0)
 
-    def record_preemption(self, victims: list[PodInfo]) -> None:
+    def record_preemption(self, victims: Sequence[PodInfo]) -> None:
         """Called by PostFilter plugins that evict pods, for stats and the decision record."""
         self.stats.preemption_attempts += 1
         self.stats.victims += len(victims)
@@ -582,3 +599,34 @@ class Scheduler:
     def _held_at_permit(self, uid: str) -> bool:
         waiting = self.waiting.get(uid)
         return waiting is not None and not waiting.future.done()
+
+    async def close(self) -> None:
+        """Releases what the plugins' shared objects hold open (Prometheus connections)."""
+        await self.shared.close()
+
+    # --- what a backend may read (backends.base.SchedulerPort) ---------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.background)
+
+    @property
+    def profile_names(self) -> list[str]:
+        return list(self.frameworks)
+
+    @property
+    def cycle_seconds(self) -> DurationHistogram:
+        return self.stats.cycle_seconds
+
+    def counts(self) -> tuple[int, int]:
+        return len(self.cache.table), len(self.queue.pods)
+
+    def waiting_pods(self) -> list[PodAtPermit]:
+        return list(self.waiting.values())
+
+    def pending_reason(self, uid: str, key: str) -> tuple[str, bool]:
+        qpi = self.queue.pods.get(uid)
+        if qpi is not None and qpi.gated_by is not None:
+            return qpi.gated_by.message(), True
+        record = self.recorder.latest.get(key)
+        return (record.message if record is not None else "not attempted"), False

@@ -1,7 +1,8 @@
 """No import cycle in src/kubesched.
 
 The graph counts imports inside functions too: a cycle hidden behind a lazy import is still two
-modules that cannot be understood (or tested) one without the other, which issue 9 asks to end.
+modules that cannot be understood (or tested) one without the other. Also: backends use the
+scheduler only through the contract declared in backends/base.py.
 """
 
 from __future__ import annotations
@@ -10,20 +11,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "kubesched"
-
-# Cycles still known to exist, each named by the import that closes it (importer, imported); the
-# no-cycle test leaves exactly that import out. Both are issue 9 work left for a later session; the
-# test fails when one of them is gone, so the list only shrinks.
-KNOWN_CYCLES: list[tuple[str, str]] = [
-    # The plugin handle wraps the whole Scheduler (scheduler.py builds it); it goes with the
-    # plugin-handle redesign of issue 9.
-    ("kubesched.handle", "kubesched.scheduler"),
-]
-
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(SRC).with_suffix("").parts)
@@ -146,33 +135,38 @@ def _path(graph: dict[str, set[str]], component: frozenset[str]) -> str:
     return ", ".join(sorted(component))
 
 
-def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
-    seen, todo = {start}, [start]
-    while todo:
-        for child in graph.get(todo.pop(), set()):
-            if child == goal:
-                return True
-            if child not in seen:
-                seen.add(child)
-                todo.append(child)
-    return False
-
-
-def test_src_has_no_import_cycle_beyond_the_known_ones() -> None:
+def test_src_has_no_import_cycle() -> None:
     graph = import_graph()
-    for importer, imported in KNOWN_CYCLES:
-        graph[importer] = graph[importer] - {imported}
     found = cycles(graph)
     assert not found, "import cycle(s) in src/kubesched:\n" + "\n".join(_path(graph, c) for c in found)
 
 
-@pytest.mark.parametrize(("importer", "imported"), KNOWN_CYCLES, ids=lambda m: m.removeprefix("kubesched."))
-def test_each_known_cycle_still_exists(importer: str, imported: str) -> None:
-    # When one is broken, delete it from KNOWN_CYCLES so it cannot come back unnoticed.
+# The modules that build a Scheduler for a backend (its composition roots). They may name the class
+# to construct it, and hold the result only as the declared backends.base.SchedulerPort.
+COMPOSITION_ROOTS = {"kubesched.backends.sim.engine", "kubesched.backends.kube.runner"}
+
+
+def test_backends_reach_the_scheduler_only_through_the_declared_port() -> None:
     graph = import_graph()
-    assert imported in graph[importer] and _reaches(graph, imported, importer), (
-        f"{importer} -> {imported} no longer closes a cycle: remove it from KNOWN_CYCLES"
-    )
+    backends = {m for m in graph if m.startswith("kubesched.backends.")}
+    importing = {m for m in backends if "kubesched.scheduler" in graph[m]}
+    assert importing <= COMPOSITION_ROOTS, f"backends importing the scheduler module: {sorted(importing - COMPOSITION_ROOTS)}"
+    for module in sorted(importing):
+        tree = ast.parse(_modules()[module].read_text())
+        constructed = [
+            node for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Scheduler"
+        ]
+        assert constructed, f"{module} imports the scheduler module without building a Scheduler"
+        held_as_port = [
+            node for node in ast.walk(tree)
+            if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "Scheduler"
+            and "SchedulerPort" in ast.unparse(node.annotation)
+        ]
+        # Every Scheduler(...) is assigned to a name annotated SchedulerPort, so mypy holds the
+        # module to the port's members.
+        assert len(held_as_port) == len(constructed), f"{module}: a Scheduler not held as SchedulerPort"
 
 
 def test_the_graph_sees_relative_lazy_and_from_package_imports() -> None:

@@ -30,8 +30,8 @@ from kubesched.clock import VirtualClock
 from kubesched.config import default_config
 from kubesched.scheduler import Scheduler
 from kubesched.usage.args import PrometheusArgs
-from kubesched.usage.provider import UsageService
 from kubesched.usage.queries import Series
+from kubesched.usage.service import UsageService
 from unit.simkit import node
 from unit.simkit import pod as sim_pod
 from unit.usage.fakeprom import FakePrometheus

@@ -1,34 +1,136 @@
-"""What the scheduler asks of a cluster backend: the side effects of its decisions.
+"""The contract between the scheduler and a cluster backend, both directions.
 
-Backends also feed the scheduler's event handlers (on_pod_add, on_node_update, ...),
-but the core never imports a backend: it only holds this interface.
+`ClusterBackend` is what the scheduler asks of a backend: the writes its decisions make.
+`SchedulerPort` is what a backend may use of the scheduler: the events it delivers, the
+state it may read, and how it drives the loop. The scheduler hands itself to the backend
+once, as a SchedulerPort, through `ClusterBackend.connect`; backends hold nothing else of
+it, and the core never imports a backend.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
+from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import Status
+from kubesched.api.selectors import Selector
+from kubesched.framework.interface import WaitingPod
+from kubesched.framework.services import ClusterWrites
+from kubesched.framework.shared import SharedObjects
+
+if TYPE_CHECKING:
+    from kubesched.clock import Timer
+    from kubesched.observe.metrics import DurationHistogram
 
 
-class ClusterBackend(Protocol):
-    async def bind(self, pi: PodInfo, node: str) -> Status | None:
-        """Bind the pod (Binding subresource). None on success."""
-        ...
-
-    async def delete_pod(self, pi: PodInfo, reason: str) -> None:
-        """Delete a preemption victim."""
-        ...
-
-    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
-        """Post an event about the pod (fire and forget)."""
-        ...
-
+class ClusterBackend(ClusterWrites, Protocol):
     def set_unschedulable(self, pi: PodInfo, message: str) -> None:
         """Set condition PodScheduled=False, reason Unschedulable, with the message."""
         ...
 
-    def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
-        """Set or clear status.nominatedNodeName."""
+    def connect(self, scheduler: SchedulerPort) -> None:
+        """Called once by the scheduler this backend serves, while it is built: where to deliver
+        cluster events from now on."""
+        ...
+
+
+class QueueState(Protocol):
+    """What a backend may read of the scheduling queue (the simulator decides when a run ends
+    and which timers it may skip by it)."""
+
+    def __len__(self) -> int:
+        """Pods in activeQ."""
+        ...
+
+    def has_timed_work(self) -> bool:
+        """Whether a backoff or unschedulable-pool timer will move pods."""
+        ...
+
+    @property
+    def pool_timer(self) -> Timer | None: ...
+
+    def retry_would_repeat(self) -> bool:
+        """Whether nothing happened since the pooled pods failed (their retry would fail alike)."""
+        ...
+
+    def defer_pool_flush(self, until: float) -> None: ...
+
+
+class SchedulerPort(Protocol):
+    # --- cluster events a backend delivers (kube's informer event handlers)
+    def on_pod_add(self, pod: Pod) -> None: ...
+
+    def on_pod_update(self, pod: Pod) -> None: ...
+
+    def refresh_pending_pod(self, pod: Pod) -> None:
+        """A pending pod whose status alone changed: keep the status, do not move it in the queue."""
+        ...
+
+    def on_pod_bound(self, pi: PodInfo, node: str) -> None:
+        """The backend bound the pod the scheduler gave it (same PodInfo)."""
+        ...
+
+    def on_pod_delete(self, uid: str) -> None: ...
+
+    def on_node_add(self, node: Node) -> None: ...
+
+    def on_node_update(self, node: Node) -> None: ...
+
+    def on_node_delete(self, name: str) -> None: ...
+
+    def on_namespace(self, ns: Namespace) -> None: ...
+
+    def on_namespace_delete(self, name: str) -> None: ...
+
+    def set_workload_selector(self, kind: str, namespace: str, name: str, selector: Selector) -> None:
+        """The selector of a Service, ReplicationController, ReplicaSet or StatefulSet."""
+        ...
+
+    def remove_workload_selector(self, kind: str, namespace: str, name: str) -> None: ...
+
+    def track(self, task: asyncio.Task[None], what: str = "background task") -> None:
+        """A side effect the backend started itself (a status write), drained like the scheduler's own."""
+        ...
+
+    # --- driving the loop
+    def schedule_one(self) -> bool: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+    async def drain_bindings(self) -> None: ...
+
+    async def close(self) -> None:
+        """Releases what plugins hold open (Prometheus connections, timers)."""
+        ...
+
+    # --- state a backend may read
+    def responsible_for(self, pod: Pod) -> bool: ...
+
+    @property
+    def queue(self) -> QueueState: ...
+
+    @property
+    def busy(self) -> bool:
+        """Whether background side effects (deletions, refreshes, writes) are still running."""
+        ...
+
+    @property
+    def shared(self) -> SharedObjects: ...
+
+    @property
+    def profile_names(self) -> Sequence[str]: ...
+
+    @property
+    def cycle_seconds(self) -> DurationHistogram: ...
+
+    def counts(self) -> tuple[int, int]:
+        """(nodes known, pods pending)."""
+        ...
+
+    def waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+    def pending_reason(self, uid: str, key: str) -> tuple[str, bool]:
+        """Why a pod is not placed: its last failure message, or its gate (then True)."""
         ...

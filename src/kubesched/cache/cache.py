@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
@@ -33,6 +34,16 @@ class PlacedPod:
     binding_finished: bool = False
 
 
+class PodListener(Protocol):
+    """Told when a pod starts or stops counting on a node: assumed by this scheduler (`assumed`), or
+    reported bound by the cluster without having been assumed here (someone else bound it, or it
+    ran before we started). A confirmed assumption is not a new placement."""
+
+    def pod_placed(self, pi: PodInfo, row: int, assumed: bool) -> None: ...
+
+    def pod_removed(self, uid: str) -> None: ...
+
+
 class Cache:
     def __init__(self) -> None:
         self.table = NodeTable()
@@ -44,6 +55,10 @@ class Cache:
         # Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets, keyed by
         # (kind, namespace, name): PodTopologySpread's system defaults spread a pod by them.
         self.workload_selectors: dict[tuple[str, str, str], Selector] = {}
+        self._listeners: list[PodListener] = []
+
+    def subscribe(self, listener: PodListener) -> None:
+        self._listeners.append(listener)
 
     # --- nodes -------------------------------------------------------------------------
 
@@ -97,6 +112,8 @@ class Cache:
             raise CacheError(f"pod {pi.key} assumed onto unknown node {node}")
         self.placed[pi.uid] = PlacedPod(pi, node, assumed=True)
         self._put(pi, node)
+        for listener in self._listeners:
+            listener.pod_placed(pi, self.table.index[node], True)
 
     def finish_binding(self, pi: PodInfo) -> None:
         placed = self.placed.get(pi.uid)
@@ -109,6 +126,8 @@ class Cache:
             return
         del self.placed[pi.uid]
         self._unplace(placed.info, placed.node)
+        for listener in self._listeners:
+            listener.pod_removed(pi.uid)
 
     def is_assumed(self, uid: str) -> bool:
         placed = self.placed.get(uid)
@@ -127,6 +146,10 @@ class Cache:
             self._unplace(placed.info, placed.node)
         self.placed[pi.uid] = PlacedPod(pi, node, assumed=False)
         self._put(pi, node)
+        row = self.table.index.get(node)
+        if placed is None and row is not None:
+            for listener in self._listeners:
+                listener.pod_placed(pi, row, False)
 
     def update_pod(self, pi: PodInfo) -> None:
         self.add_pod(pi)
@@ -136,6 +159,8 @@ class Cache:
         if placed is None:
             return None
         self._unplace(placed.info, placed.node)
+        for listener in self._listeners:
+            listener.pod_removed(uid)
         return placed.info
 
     def node_of(self, uid: str) -> str | None:

@@ -8,7 +8,7 @@ PodTopologySpread (nodeAffinityPolicy / nodeTaintsPolicy) and any plugin that ne
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,10 +26,9 @@ def requirement_mask(table: NodeTable, req: Requirement) -> np.ndarray:
     else:
         ids = col.ids[:size]
     op = req.operator
-    if op == "Exists":
-        return ids != ABSENT
-    if op == "DoesNotExist":
-        return ids == ABSENT
+    if op in ("Exists", "DoesNotExist"):
+        present: np.ndarray = ids != ABSENT
+        return present if op == "Exists" else ~present
     if op in ("In", "NotIn"):
         wanted = [] if col is None else [col.vocab[v] for v in req.values if v in col.vocab]
         if not wanted:
@@ -126,27 +125,48 @@ def tolerates(tol: Toleration, key: str, value: str, effect: str) -> bool:
     return False
 
 
-def untolerated_columns(table: NodeTable, tolerations: Sequence[Toleration], effects: frozenset[str]) -> np.ndarray:
-    """Taint columns with an effect in `effects` that no toleration tolerates."""
-    cols = [
-        c
-        for c, (key, value, effect) in enumerate(table.taint_list)
-        if effect in effects and not any(tolerates(t, key, value, effect) for t in tolerations)
-    ]
-    return np.asarray(cols, dtype=np.int64)
+@dataclass(slots=True)
+class UntoleratedTaints:
+    """Taint columns with the given effects that a set of tolerations does not tolerate (kube's
+    FindMatchingUntoleratedTaint, shared by TaintToleration and PodTopologySpread).
+
+    `table.taint_list` only grows until the table renumbers its columns, and then it is a new
+    list: while it is the same list, the answer for its first `seen` entries stays valid and
+    only new columns need checking."""
+
+    tolerations: Sequence[Toleration]
+    effects: frozenset[str]
+    seen: int = 0
+    cols: list[int] = field(default_factory=list)
+    array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    source: list[tuple[str, str, str]] | None = None
+
+    def columns(self, table: NodeTable) -> np.ndarray:
+        taints = table.taint_list
+        if taints is not self.source:  # renumbered (or another table): start over
+            self.source, self.seen, self.cols = taints, 0, []
+            self.array = np.zeros(0, dtype=np.int64)
+        if self.seen != len(taints):
+            for col in range(self.seen, len(taints)):
+                key, value, effect = taints[col]
+                if effect in self.effects and not any(tolerates(t, key, value, effect) for t in self.tolerations):
+                    self.cols.append(col)
+            self.seen = len(taints)
+            self.array = np.asarray(self.cols, dtype=np.int64)
+        return self.array
 
 
-def first_untolerated(table: NodeTable, tolerations: Sequence[Toleration], effects: frozenset[str]) -> np.ndarray:
-    """Per row, the taint column (index into table.taint_list) of the node's first taint, in the
-    node's own order, that has an effect in `effects` and is not tolerated; -1 if none."""
+def first_untolerated_column(table: NodeTable, cols: np.ndarray) -> np.ndarray | None:
+    """Per row, the column among `cols` of the taint that comes first in the node's own taint
+    list, or -1 when the node carries none of them; None when no row carries any."""
     size = table.size
-    cols = untolerated_columns(table, tolerations, effects)
     if cols.size == 0:
-        return np.full(size, -1, dtype=np.int64)
+        return None
     sub = table.taint_pos[:size, cols]
-    if cols.size == 1:
-        return np.where(sub[:, 0] != NO_TAINT, cols[0], -1)
-    pick = sub.argmin(axis=1)
-    has = sub[np.arange(size), pick] != NO_TAINT
-    return np.where(has, cols[pick], -1)
-
+    # A row-wise min is cheap; the costlier argmin only runs on the rows that have such a taint.
+    tainted = np.flatnonzero(sub.min(axis=1) != NO_TAINT) if size else np.zeros(0, dtype=np.int64)
+    if tainted.size == 0:
+        return None
+    out = np.full(size, -1, dtype=np.int64)
+    out[tainted] = cols[sub[tainted].argmin(axis=1)]
+    return out

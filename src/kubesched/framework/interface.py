@@ -14,7 +14,7 @@ allocates nothing.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -26,7 +26,9 @@ from kubesched.api.podinfo import PodInfo
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
-    from kubesched.usage.provider import UsageService
+    from kubesched.clock import Clock
+    from kubesched.framework.shared import SharedObjects
+    from kubesched.observe.metrics import SchedulerMetrics
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -136,6 +138,21 @@ class FilterResult:
 
 
 @dataclass(slots=True)
+class FilterOutcome:
+    """Every Filter run over the table: the rows still alive and why the others fell."""
+
+    alive: np.ndarray
+    rejections: list[tuple[str, str, int]] = field(default_factory=list)  # plugin, reason, nodes
+    rejected_by: list[tuple[str, int]] = field(default_factory=list)  # plugin, nodes
+    unresolvable: np.ndarray | None = None
+    errors: list[Status] = field(default_factory=list)  # a Filter that failed with an Error
+
+    @property
+    def error(self) -> Status | None:
+        return self.errors[0] if self.errors else None
+
+
+@dataclass(slots=True)
 class PostFilterResult:
     nominated_node: str | None = None
 
@@ -183,45 +200,95 @@ class ClusterEvent:
         )
 
 
-# New node usage samples arrived: pods a load-aware plugin rejected may fit now. Declared here with
-# the event type, not in the usage service that sends it, so the service needs nothing from the framework.
-USAGE_UPDATE = ClusterEvent("NodeUsage", "Update")
-
-
 # --- the handle plugins get -----------------------------------------------------------------
 
 
-class Handle(Protocol):
-    """What the framework offers plugins (kube's framework.Handle)."""
+class WaitingPod(Protocol):
+    """A pod held at Permit (kube's framework.WaitingPod): the plugins that still have to allow it."""
 
+    uid: str
+    node: str
+    pending: set[str]
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class Handle(Protocol):
+    """Everything a plugin may ask of the framework (kube's framework.Handle), passed to every
+    plugin's constructor. The runtime's Framework implements it over narrow collaborators
+    (framework/services.py); a plugin never sees the scheduler, the queue or a backend."""
+
+    # --- the cluster as the scheduler sees it, and time
     @property
     def cache(self) -> Cache: ...
 
     @property
     def table(self) -> NodeTable: ...
 
+    @property
+    def clock(self) -> Clock: ...
+
     def now(self) -> float: ...
 
     @property
-    def usage(self) -> UsageService: ...
+    def metrics(self) -> SchedulerMetrics: ...
 
-    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
+    @property
+    def shared(self) -> SharedObjects:
+        """Objects one scheduler's plugins share across profiles (a usage service, say), made by
+        the first plugin that asks; a backend may provide some in advance."""
+        ...
 
-    def run_filters_with_nominated(self, state: CycleState, pi: PodInfo) -> np.ndarray: ...
+    # --- filtering on behalf of PostFilter (preemption), as the profile runs it
+    def prefilter_extensions_active(self, state: CycleState) -> bool:
+        """Whether a PreFilter AddPod/RemovePod extension keeps state for this cycle's pod."""
+        ...
 
-    def run_filters(self, state: CycleState, pi: PodInfo) -> np.ndarray:
-        """Codes per row: 0 passes, else the index+1 of the first plugin rejecting the row."""
+    def run_filters_with_nominated(
+        self, state: CycleState, pi: PodInfo, rows: np.ndarray, nominated: Mapping[int, Sequence[PodInfo]]
+    ) -> FilterOutcome:
+        """Every Filter over `rows` (a mask), each row also with the pods nominated to it that are
+        given (kube's RunFilterPluginsWithNominatedPods): a row passes only if it fits both with
+        and without them. Reasons of both passes are returned."""
         ...
 
     def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None: ...
 
     def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None: ...
 
-    async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
-
-    def nominate(self, pi: PodInfo, node: str | None) -> None: ...
+    # --- nominations and pods waiting at Permit
+    def nominate(self, pi: PodInfo, node: str | None) -> None:
+        """Sets (or with None clears) the pod's nominated node, in the scheduler and the cluster."""
+        ...
 
     def nominated_pods(self, node: str) -> list[PodInfo]: ...
+
+    def waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+    # --- side effects
+    async def bind(self, pi: PodInfo, node: str) -> Status | None: ...
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
+
+    def record_preemption(self, victims: Sequence[PodInfo]) -> None:
+        """Counts a preemption and its victims (metrics, the decision record)."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
+        """Runs a side effect from a synchronous extension point in the background; the scheduler
+        tracks it, so a simulation waits for it and a failure is logged."""
+        ...
+
+    def cluster_event(self, event: ClusterEvent) -> None:
+        """Reports a change outside the API objects (new usage samples, say) that may make pods
+        rejected by plugins registered for `event` schedulable."""
+        ...
 
 
 # --- plugin interfaces -----------------------------------------------------------------------
@@ -250,6 +317,8 @@ class Plugin(Named):
     Args: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        # The runtime always passes the handle; a plugin that uses it takes `handle: Handle`
+        # itself and keeps it typed so. None is for plugins built alone in unit tests.
         self.args = args
         self.handle = handle
 

@@ -8,8 +8,8 @@ that plugin's reasons are what the failure message counts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,8 +25,10 @@ from kubesched.framework.interface import (
     CycleState,
     Diagnosis,
     EnqueueExtensions,
+    FilterOutcome,
     FilterPlugin,
     FilterResult,
+    Handle,
     NodeFilterPlugin,
     NodeInfo,
     NodeScorePlugin,
@@ -49,7 +51,12 @@ from kubesched.framework.interface import (
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
+    from kubesched.clock import Clock
     from kubesched.config import Profile
+    from kubesched.framework.registry import Registry
+    from kubesched.framework.services import Services
+    from kubesched.framework.shared import SharedObjects
+    from kubesched.framework.waiting import PodAtPermit
     from kubesched.observe.metrics import SchedulerMetrics
 
 # kube-scheduler's adaptive sampling (schedule_one.go numFeasibleNodesToFind).
@@ -85,17 +92,6 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     if pct == 0:
         pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-@dataclass(slots=True)
-class FilterOutcome:
-    """Result of running every Filter: surviving rows plus why the others fell."""
-
-    alive: np.ndarray
-    rejections: list[tuple[str, str, int]] = field(default_factory=list)  # plugin, reason, nodes
-    rejected_by: list[tuple[str, int]] = field(default_factory=list)  # plugin, nodes
-    unresolvable: np.ndarray | None = None
-    error: Status | None = None
 
 
 @dataclass(slots=True)
@@ -165,31 +161,26 @@ def _implementing(plugins: list[Plugin], point: str, kind: type[T], other: type[
 
 
 class Framework:
-    """One profile: its plugins per extension point, weights, and how to run them."""
+    """One profile: its plugins per extension point, weights, and how to run them. It is also the
+    handle its plugins receive (interface.Handle, as kube's frameworkImpl is framework.Handle),
+    made of the collaborators in `services`."""
 
-    def __init__(
-        self,
-        profile: Profile,
-        registry: Any,
-        handle_factory: Callable[[Framework], Any],
-        cache: Cache,
-        metrics: SchedulerMetrics | None = None,
-    ) -> None:
+    def __init__(self, profile: Profile, registry: Registry, services: Services) -> None:
         self.profile = profile
-        self.metrics = metrics
+        self.services = services
+        self.metrics: SchedulerMetrics = services.metrics
         # Per-plugin timings are taken on a sample of cycles, as kube-scheduler does (10%):
         # extension points are always timed. The scheduler sets this before each cycle.
         self.plugin_metrics: SchedulerMetrics | None = None
         self.name = profile.scheduler_name
-        self.cache = cache
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        self.handle = handle_factory(self)
         self.instances: dict[str, Plugin] = {}
+        handle: Handle = self
         for refs in profile.plugins.values():
             for ref in refs:
                 if ref.name not in self.instances:
                     cls = registry.resolve(ref.name)
-                    self.instances[ref.name] = cls(profile.plugin_args.get(ref.name), self.handle)
+                    self.instances[ref.name] = cls(profile.plugin_args.get(ref.name), handle)
 
         def at(point: str) -> list[Plugin]:
             return [self.instances[r.name] for r in profile.plugins.get(point, [])]
@@ -207,7 +198,7 @@ class Framework:
         self.reserve: list[ReservePlugin] = _implementing(at("reserve"), "reserve", ReservePlugin)
         self.permit: list[PermitPlugin] = _implementing(at("permit"), "permit", PermitPlugin)
         self.pre_bind: list[PreBindPlugin] = _implementing(at("preBind"), "preBind", PreBindPlugin)
-        self.bind: list[BindPlugin] = _implementing(at("bind"), "bind", BindPlugin)
+        self.binders: list[BindPlugin] = _implementing(at("bind"), "bind", BindPlugin)
         self.post_bind: list[PostBindPlugin] = _implementing(at("postBind"), "postBind", PostBindPlugin)
         self.prefilter_extensions = [p for p in self.pre_filter if p.has_prefilter_extensions]
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
@@ -263,8 +254,7 @@ class Framework:
         return names, ", ".join(narrowed_by), None
 
     def _point(self, point: str, status: Status | None, started: float) -> None:
-        if self.metrics is not None:
-            self.metrics.extension_point(point, status_label(status), self.name, perf_counter() - started)
+        self.metrics.extension_point(point, status_label(status), self.name, perf_counter() - started)
 
     def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> FilterOutcome:
         """Runs every Filter over the table, narrowing `alive` (modified in place)."""
@@ -304,7 +294,10 @@ class Framework:
             self._point("Filter", out.error, started)
         return out
 
-    def _explain(self, out: FilterOutcome, pname: str, codes: np.ndarray, failed: np.ndarray, describe: Callable) -> None:
+    def _explain(
+        self, out: FilterOutcome, pname: str, codes: np.ndarray, failed: np.ndarray,
+        describe: Callable[[int], tuple[Code, tuple[str, ...]]],
+    ) -> None:
         values, counts = np.unique(codes[failed], return_counts=True)
         for value, n in zip(values.tolist(), counts.tolist(), strict=True):
             code, reasons = describe(value)
@@ -312,8 +305,7 @@ class Framework:
                 # kube: a Filter may only return Success or a rejection; anything else fails the
                 # cycle as an error, wrapped with the plugin's name.
                 reasons = (f'running "{pname}" filter plugin: {", ".join(reasons)}',)
-                if out.error is None:
-                    out.error = Status(Code.ERROR, reasons, pname)
+                out.errors.append(Status(Code.ERROR, reasons, pname))
             for reason in reasons:
                 out.rejections.append((pname, reason, n))
             if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -321,11 +313,69 @@ class Framework:
                     out.unresolvable = np.zeros(len(failed), dtype=bool)
                 out.unresolvable |= failed & (codes == value)
 
-    def filter_row(self, state: CycleState, pi: PodInfo, row: int) -> bool:
-        """Whether every Filter passes one row (preemption dry runs)."""
-        alive = np.zeros(self.cache.table.size, dtype=bool)
-        alive[row] = self.cache.table.present[row]
-        return bool(self.run_filters(state, pi, alive, explain=False).alive[row])
+    def run_filters_with_nominated(
+        self, state: CycleState, pi: PodInfo, rows: np.ndarray, nominated: Mapping[int, Sequence[PodInfo]]
+    ) -> FilterOutcome:
+        """kube's RunFilterPluginsWithNominatedPods over the rows of the mask `rows`. A row with
+        nominated pods (of priority >= the pod's, as the caller chose them) is filtered with those
+        pods added, on a cloned state whose PreFilter extensions saw them added, then again without
+        them: the pod must fit either way, so a preemptor keeps the room it made and a pod does not
+        count on room a nominated pod has not taken yet. The reasons of both passes count.
+
+        Rows are evaluated together while no PreFilter extension keeps state for the pod (a
+        nominated pod then only matters on its own row); otherwise each crowded row gets its own
+        clone, as kube evaluates node by node."""
+        crowded = [row for row, pods in nominated.items() if pods and rows[row]]
+        if not crowded:
+            return self.run_filters(state, pi, rows.copy(), explain=True)
+        if len(crowded) == 1 or not self.prefilter_extensions_active(state):
+            return self._filter_crowded(state, pi, rows, crowded, nominated)
+        alone = rows.copy()
+        alone[crowded] = False
+        out = self.run_filters(state, pi, alone, explain=True)
+        for row in crowded:
+            single = np.zeros_like(rows)
+            single[row] = True
+            part = self._filter_crowded(state, pi, single, [row], nominated)
+            out.alive[row] = part.alive[row]
+            out.rejections.extend(part.rejections)
+            out.rejected_by.extend(part.rejected_by)
+            out.errors.extend(part.errors)
+            if part.unresolvable is not None:
+                out.unresolvable = part.unresolvable if out.unresolvable is None else out.unresolvable | part.unresolvable
+        return out
+
+    def _filter_crowded(
+        self, state: CycleState, pi: PodInfo, rows: np.ndarray, crowded: list[int], nominated: Mapping[int, Sequence[PodInfo]]
+    ) -> FilterOutcome:
+        table = self.cache.table
+        trial = state.clone()
+        added: list[tuple[int, PodInfo]] = []
+        errors: list[Status] = []
+        try:
+            for row in crowded:
+                for p in nominated[row]:
+                    table.add_pod(row, p)
+                    added.append((row, p))
+                    status = self.run_prefilter_add_pod(trial, pi, p, row)
+                    if status is not None:
+                        errors.append(status)
+            first = self.run_filters(trial, pi, rows.copy(), explain=True)
+        finally:
+            for row, p in added:
+                table.remove_pod(row, p)
+        first.errors[:0] = errors
+        again = np.zeros_like(first.alive)
+        again[crowded] = first.alive[crowded]
+        if again.any():
+            second = self.run_filters(state, pi, again.copy(), explain=True)
+            first.alive &= ~(again & ~second.alive)
+            first.rejections.extend(second.rejections)
+            first.rejected_by.extend(second.rejected_by)
+            first.errors.extend(second.errors)
+            if second.unresolvable is not None:
+                first.unresolvable = second.unresolvable if first.unresolvable is None else first.unresolvable | second.unresolvable
+        return first
 
     def sample(self, alive: np.ndarray) -> tuple[np.ndarray, int]:
         """The feasible rows to score, kube's adaptive percentage, round-robin from the last stop."""
@@ -505,14 +555,15 @@ class Framework:
 
     async def run_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         started = perf_counter()
-        for plugin in self.bind:
+        for plugin in self.binders:
             status = await plugin.bind(state, pi, node)
             if status is not None and status.code == Code.SKIP:
                 continue
             if status is not None and status.code != Code.SUCCESS:
-                # kube would wrap an error as 'running Bind plugin "X": ...'; the binder's own message
-                # is kept because the FailedScheduling event text is asserted on (test_defaultbinder.py).
-                status.plugin = plugin.name
+                if status.rejected:
+                    status.plugin = plugin.name
+                else:
+                    status = plugin_error("Bind", plugin.name, status)
             self._point("Bind", status, started)
             return status
         status = Status.error("no bind plugin handled the pod")
@@ -525,3 +576,60 @@ class Framework:
             plugin.post_bind(state, pi, node)
         self._point("PostBind", None, started)
 
+
+    # --- the handle its plugins receive (interface.Handle) ----------------------------------------------
+
+    @property
+    def cache(self) -> Cache:
+        return self.services.cache
+
+    # `metrics` is an attribute (set in __init__): the scheduler's metrics, for plugins too.
+
+    @property
+    def table(self) -> NodeTable:
+        return self.services.cache.table
+
+    @property
+    def clock(self) -> Clock:
+        return self.services.clock
+
+    def now(self) -> float:
+        return self.services.clock.now()
+
+    @property
+    def shared(self) -> SharedObjects:
+        return self.services.shared
+
+    def prefilter_extensions_active(self, state: CycleState) -> bool:
+        return any(p.name not in state.skip_filter for p in self.prefilter_extensions)
+
+    def nominate(self, pi: PodInfo, node: str | None) -> None:
+        self.services.nominator.nominate(pi, node)
+        self.services.cluster.set_nominated_node(pi, node)
+
+    def nominated_pods(self, node: str) -> list[PodInfo]:
+        return self.services.nominator.pods_on(node)
+
+    def waiting_pod(self, uid: str) -> PodAtPermit | None:
+        return self.services.waiting.get(uid)
+
+    def waiting_pods(self) -> list[PodAtPermit]:
+        return list(self.services.waiting.values())
+
+    async def bind(self, pi: PodInfo, node: str) -> Status | None:
+        return await self.services.cluster.bind(pi, node)
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None:
+        await self.services.cluster.delete_pod(pi, reason)
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
+        self.services.cluster.record_event(pi, type_, reason, message)
+
+    def record_preemption(self, victims: Sequence[PodInfo]) -> None:
+        self.services.record_preemption(victims)
+
+    def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
+        self.services.spawn(coro, what)
+
+    def cluster_event(self, event: ClusterEvent) -> None:
+        self.services.cluster_event(event)

@@ -9,7 +9,9 @@ from kubesched.clock import Clock, Timer
 from kubesched.framework.interface import Code, Status
 
 
-class WaitingPod:
+class PodAtPermit:
+    """A pod held at Permit (implements interface.WaitingPod)."""
+
     def __init__(self, uid: str, node: str, waits: dict[str, float], clock: Clock) -> None:
         self.uid = uid
         self.node = node

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import BindPlugin, Code, CycleState, Handle, Plugin, Status
@@ -19,24 +19,18 @@ NAME = "DefaultBinder"
 log = logging.getLogger(__name__)
 
 
-class _BindingHandle(Protocol):
-    async def bind(self, pi: PodInfo, node: str) -> Status | None: ...
-
-
 class DefaultBinder(Plugin, BindPlugin):
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         if isinstance(args, Mapping) and args:
             raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
         super().__init__(None, handle)
+        self.handle: Handle = handle
 
     async def bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
-        if self.handle is None:
-            return Status(Code.ERROR, (f"{NAME} has no framework handle to bind with",), NAME)
-        handle = cast(_BindingHandle, self.handle)
         try:
-            return await handle.bind(pi, node)
+            return await self.handle.bind(pi, node)
         except Exception as exc:  # the backend's failure is the bind's status, not a crash
             log.error("binding %s to %s failed: %s", pi.key, node, exc, exc_info=True)
             return Status(Code.ERROR, (str(exc) or type(exc).__name__,), NAME)

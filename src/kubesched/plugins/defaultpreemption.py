@@ -41,7 +41,6 @@ exactly as kube does.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import random
@@ -49,13 +48,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
+from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
     Code,
     CycleState,
@@ -64,15 +64,9 @@ from kubesched.framework.interface import (
     Plugin,
     PostFilterPlugin,
     PostFilterResult,
-    PreFilterPlugin,
     Status,
 )
 from kubesched.observe.record import fit_error_message
-
-if TYPE_CHECKING:
-    from kubesched.cache.cache import Cache
-    from kubesched.cache.nodetable import NodeTable
-    from kubesched.framework.waiting import WaitingPod
 
 NAME = "DefaultPreemption"
 
@@ -131,57 +125,6 @@ class DefaultPreemptionArgs(BaseModel):
 
 
 # --- what the plugin needs from its handle ---------------------------------------------------------------
-
-
-class _FilterRun(Protocol):
-    """What running the Filters answered (kubesched.framework.runtime.FilterOutcome)."""
-
-    @property
-    def alive(self) -> np.ndarray: ...
-
-    @property
-    def rejections(self) -> list[tuple[str, str, int]]: ...
-
-    @property
-    def error(self) -> Status | None: ...
-
-
-class _Filters(Protocol):
-    """The part of the profile's framework preemption runs (kubesched.framework.runtime.Framework),
-    declared here so this plugin does not import the runtime, which imports the config module,
-    which loads this plugin through the in-tree registry."""
-
-    @property
-    def prefilter_extensions(self) -> Sequence[PreFilterPlugin]: ...
-
-    def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> _FilterRun: ...
-
-
-class _PreemptionHandle(Protocol):
-    """The framework handle's services preemption uses (kubesched.handle.FrameworkHandle)."""
-
-    @property
-    def cache(self) -> Cache: ...
-
-    @property
-    def table(self) -> NodeTable: ...
-
-    @property
-    def framework(self) -> _Filters: ...
-
-    def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None: ...
-
-    def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None: ...
-
-    async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
-
-    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
-
-    def nominate(self, pi: PodInfo, node: str | None) -> None: ...
-
-    def nominated_pods(self, node: str) -> list[PodInfo]: ...
-
-    def waiting_pod(self, uid: str) -> WaitingPod | None: ...
 
 
 # --- pod ordering ------------------------------------------------------------------------------------------
@@ -326,32 +269,25 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = DefaultPreemptionArgs
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         if isinstance(args, Mapping):
             args = DefaultPreemptionArgs.model_validate(args)
         super().__init__(args or DefaultPreemptionArgs(), handle)
+        self.handle: Handle = handle
         # kube draws the dry run's start offset at random; a fixed seed keeps simulations repeatable.
         self.rng = random.Random(0)
         # Deletions in flight: the node of each victim being deleted, and the node each preemptor
         # waits on with its count of pending deletions. Until its deletion completes a victim is
         # still in the cache and counts as terminating, as kube's victims in graceful deletion do.
-        # `tasks` holds the deletions when the handle cannot spawn background work itself.
-        self.tasks: set[asyncio.Task[None]] = set()
         self.deleting: dict[str, str] = {}
         self.waiting_on: dict[str, tuple[str, int]] = {}
-
-    @property
-    def _handle(self) -> _PreemptionHandle:
-        if self.handle is None:
-            raise RuntimeError(f"{NAME} needs a framework handle")
-        return cast(_PreemptionHandle, self.handle)
 
     # --- sizing (kube's calculateNumCandidates / GetOffsetAndNumCandidates) ---------------------------
 
     def num_candidates(self, num_nodes: int) -> int:
         n = num_nodes * self.args.min_candidate_nodes_percentage // 100
         n = max(n, self.args.min_candidate_nodes_absolute)
-        return min(n, num_nodes)
+        return int(min(n, num_nodes))
 
     def offset(self, num_nodes: int) -> int:
         return self.rng.randrange(num_nodes) if num_nodes > 0 else 0
@@ -369,7 +305,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
     def _preempt(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
-        handle = self._handle
+        handle = self.handle
         table = handle.table
         eligible, why = self.eligible(pi, diagnosis)
         if not eligible:
@@ -414,7 +350,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
             nominated = self.waiting_on[pi.uid][0]
         if not nominated:
             return True, ""
-        table = self._handle.table
+        table = self.handle.table
         row = table.index.get(nominated)
         if row is None:
             return True, ""
@@ -430,7 +366,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
 
     def potential_rows(self, diagnosis: Diagnosis) -> np.ndarray:
         """Rows that failed with Unschedulable only: the nodes evicting pods might help."""
-        table = self._handle.table
+        table = self.handle.table
         size = table.size
         mask = table.present[:size].copy()
         if diagnosis.unresolvable is not None:
@@ -460,53 +396,26 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
     def extensions_active(self, state: CycleState) -> bool:
         """Whether some PreFilter AddPod/RemovePod extension keeps state for this pod: then each node
         needs its own cloned state and the rows cannot be evaluated together."""
-        framework = self._handle.framework
-        return any(p.name not in state.skip_filter for p in framework.prefilter_extensions)
+        return self.handle.prefilter_extensions_active(state)
 
     def _lower_priority_pods(self, pi: PodInfo, row: int) -> list[PodInfo]:
-        pods = [p for p in self._handle.table.pods[row].values() if p.priority < pi.priority]
+        pods = [p for p in self.handle.table.pods[row].values() if p.priority < pi.priority]
         pods.sort(key=importance_key)
         return pods
 
     def _nominated_ahead(self, pi: PodInfo, row: int) -> list[PodInfo]:
         """Pods nominated to the row's node that the preemptor must leave room for."""
-        node = self._handle.table.name_of(row)
-        return [p for p in self._handle.nominated_pods(node) if p.uid != pi.uid and p.priority >= pi.priority]
+        node = self.handle.table.name_of(row)
+        return [p for p in self.handle.nominated_pods(node) if p.uid != pi.uid and p.priority >= pi.priority]
 
     def _fits(
         self, state: CycleState, pi: PodInfo, rows: Sequence[int], nominated: Mapping[int, list[PodInfo]]
     ) -> tuple[np.ndarray, list[tuple[str, str, int]], list[str]]:
         """Which of `rows` pass every Filter, counting their nominated pods and not counting them
-        (kube's RunFilterPluginsWithNominatedPods), plus why the others fail and any errors."""
-        handle = self._handle
-        framework = handle.framework
-        table = handle.table
-        mask = _mask(table.size, rows)
-        with_nominated = [r for r in rows if nominated.get(r)]
-        trial = state.clone() if with_nominated else state
-        added: list[tuple[int, PodInfo]] = []
-        try:
-            for row in with_nominated:
-                for p in nominated[row]:
-                    table.add_pod(row, p)
-                    added.append((row, p))
-                    handle.run_prefilter_add_pod(trial, pi, p, row)
-            first = framework.run_filters(trial, pi, mask.copy(), explain=True)
-        finally:
-            for row, p in added:
-                table.remove_pod(row, p)
-        alive = first.alive
-        rejections = list(first.rejections)
-        errors = [first.error.message()] if first.error is not None else []
-        if with_nominated:
-            again = alive & _mask(table.size, with_nominated)
-            if again.any():
-                second = framework.run_filters(state, pi, again.copy(), explain=True)
-                alive = alive & ~(again & ~second.alive)
-                rejections.extend(second.rejections)
-                if second.error is not None:
-                    errors.append(second.error.message())
-        return alive, rejections, errors
+        (the framework's RunFilterPluginsWithNominatedPods, shared with the scheduling cycle), plus
+        why the others fail and any errors."""
+        out = self.handle.run_filters_with_nominated(state, pi, _mask(self.handle.table.size, rows), nominated)
+        return out.alive, out.rejections, [e.message() for e in out.errors]
 
     def _record_failures(self, run: _DryRun, rejections: list[tuple[str, str, int]], errors: list[str]) -> None:
         for _plugin, reason, count in rejections:
@@ -515,7 +424,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
 
     def _dry_run_batch(self, state: CycleState, pi: PodInfo, rows: list[int], run: _DryRun) -> None:
         """Dry-runs several nodes at once; only valid when no PreFilter extension is active."""
-        table = self._handle.table
+        table = self.handle.table
         run.examined += len(rows)
         victims_of: dict[int, list[PodInfo]] = {}
         for row in rows:
@@ -552,7 +461,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
 
     def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: _DryRun) -> None:
         """Dry-runs one node on its own copy of the cycle state (kube's SelectVictimsOnNode)."""
-        handle = self._handle
+        handle = self.handle
         table = handle.table
         run.examined += 1
         pods = self._lower_priority_pods(pi, row)
@@ -590,7 +499,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         self._add_candidate(run, row, victims)
 
     def _add_candidate(self, run: _DryRun, row: int, victims: list[PodInfo]) -> None:
-        node = self._handle.table.name_of(row)
+        node = self.handle.table.name_of(row)
         if not victims:
             # The pod fits with nothing evicted: the Filters disagree with the failed cycle.
             run.errors.append(expected_victim_error(node))
@@ -600,13 +509,12 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
     # --- acting on the choice (kube's prepareCandidate) -----------------------------------------------------
 
     def _nominated(self, pi: PodInfo) -> bool:
-        return any(p.uid == pi.uid for node in self._handle.table.names if node for p in self._handle.nominated_pods(node))
+        return any(p.uid == pi.uid for node in self.handle.table.names if node for p in self.handle.nominated_pods(node))
 
     def prepare(self, pi: PodInfo, best: Candidate) -> None:
-        handle = self._handle
+        handle = self.handle
         message = preempted_message(pi, best.node)
-        if hasattr(handle, "record_preemption"):
-            handle.record_preemption(best.victims)
+        handle.record_preemption(best.victims)
         for victim in best.victims:
             if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
                 continue  # already going away: no second delete
@@ -624,22 +532,15 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
 
     def delete(self, preemptor: PodInfo, victim: PodInfo, node: str, message: str) -> None:
         """Deletes a victim in the background (PostFilter itself is synchronous), through the
-        handle's `spawn` when it has one so that the scheduler tracks and drains the deletion."""
+        handle's `spawn`, so that the scheduler tracks and drains the deletion."""
         self.deleting[victim.uid] = node
         _, pending = self.waiting_on.get(preemptor.uid, (node, 0))
         self.waiting_on[preemptor.uid] = (node, pending + 1)
-        coro = self._delete(preemptor.uid, victim, message)
-        spawn = getattr(self.handle, "spawn", None)
-        if spawn is not None:
-            spawn(coro, f"preemption: deleting victim {victim.key}")
-            return
-        task = asyncio.get_running_loop().create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self._task_done)
+        self.handle.spawn(self._delete(preemptor.uid, victim, message), f"preemption: deleting victim {victim.key}")
 
     async def _delete(self, preemptor_uid: str, victim: PodInfo, message: str) -> None:
         try:
-            await self._handle.delete_pod(victim, message)
+            await self.handle.delete_pod(victim, message)
         finally:
             self.deleting.pop(victim.uid, None)
             node, pending = self.waiting_on.get(preemptor_uid, ("", 1))
@@ -647,11 +548,6 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
                 self.waiting_on.pop(preemptor_uid, None)
             else:
                 self.waiting_on[preemptor_uid] = (node, pending - 1)
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("preemption: deleting a victim failed: %s", task.exception(), exc_info=task.exception())
 
 
 def _aggregate(errors: list[str]) -> str:

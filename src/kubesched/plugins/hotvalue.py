@@ -30,8 +30,8 @@ from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
 from kubesched.usage.args import Seconds
 from kubesched.usage.fresh import FreshPods
-from kubesched.usage.provider import FRESH_HORIZON
 from kubesched.usage.queries import format_duration
+from kubesched.usage.service import FRESH_HORIZON, usage_service
 
 NAME = "HotValue"
 MAX_WINDOWS = 16
@@ -99,8 +99,9 @@ class HotValue(Plugin, ScorePlugin):
         super().__init__(args or HotValueArgs(), handle)
         if handle is None:
             raise ValueError(f"{NAME} needs the scheduler's record of placements (a handle)")
-        self.fresh = handle.usage.track_placements()
-        self.clock = handle.usage.clock
+        service = usage_service(handle)
+        self.fresh = service.track_placements()
+        self.clock = service.clock
 
     def hot(self, table: NodeTable) -> np.ndarray:
         a: HotValueArgs = self.args
@@ -111,4 +112,5 @@ class HotValue(Plugin, ScorePlugin):
             return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
         a: HotValueArgs = self.args
         penalty = a.penalty_per_unit * self.hot(table)[rows]
-        return np.floor(np.maximum(0.0, MAX_NODE_SCORE - penalty) + 0.5).astype(np.int64)
+        out: np.ndarray = np.floor(np.maximum(0.0, MAX_NODE_SCORE - penalty) + 0.5).astype(np.int64)
+        return out

@@ -31,7 +31,8 @@ def priority(sums: np.ndarray, containers: int) -> np.ndarray:
     """Clamp the summed image scores and scale them to 0..MAX_NODE_SCORE (kube's calculatePriority)."""
     top = MAX_CONTAINER_THRESHOLD * containers
     clamped = np.clip(sums, MIN_THRESHOLD, top)
-    return (MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (top - MIN_THRESHOLD)).astype(np.int64)
+    out: np.ndarray = (MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (top - MIN_THRESHOLD)).astype(np.int64)
+    return out
 
 
 class ImageLocality(Plugin, PreScorePlugin, ScorePlugin):

@@ -497,16 +497,15 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
     has_prefilter_extensions: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args or InterPodAffinityArgs(), handle)
         self.args: InterPodAffinityArgs
+        self.handle: Handle = handle
         self._anti_index = ExistingTermIndex((REQUIRED_ANTI_AFFINITY,))
         self._affinity_index = ExistingTermIndex((REQUIRED_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI_AFFINITY))
 
     @property
     def _cache(self) -> Cache:
-        if self.handle is None:
-            raise RuntimeError(f"{NAME} needs a framework handle")
         return self.handle.cache
 
     def events_to_register(self) -> list[ClusterEvent]:

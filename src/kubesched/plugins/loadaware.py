@@ -24,7 +24,6 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
-    USAGE_UPDATE,
     ClusterEvent,
     Code,
     CycleState,
@@ -37,6 +36,7 @@ from kubesched.framework.interface import (
 )
 from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.load import LoadReader
+from kubesched.usage.service import USAGE_UPDATE
 
 NAME = "LoadAware"
 THRESHOLDS_ANNOTATION = "kubesched.io/usage-thresholds"
@@ -104,7 +104,7 @@ class LoadAware(Plugin, FilterPlugin, ScorePlugin, EnqueueExtensions):
     name = NAME
     Args = LoadAwareArgs
 
-    def __init__(self, args: LoadAwareArgs | None = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: LoadAwareArgs | None, handle: Handle) -> None:
         super().__init__(args or LoadAwareArgs(), handle)
         a: LoadAwareArgs = self.args
         resources = sorted(set(a.thresholds) | {r for r, w in a.resource_weights.items() if w})

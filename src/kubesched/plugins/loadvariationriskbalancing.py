@@ -66,14 +66,15 @@ class LoadVariationRiskBalancingArgs(UsageArgs):
 def risk(mu: np.ndarray, stddev: np.ndarray, margin: float, sensitivity: float) -> np.ndarray:
     """Trimaran's risk of fractions: (mu + clip(margin * stddev^(1/sensitivity), 0, 1)) / 2."""
     sigma = np.clip(margin * np.clip(stddev, 0.0, 1.0) ** (1.0 / sensitivity), 0.0, 1.0)
-    return (np.clip(mu, 0.0, 1.0) + sigma) / 2.0
+    out: np.ndarray = (np.clip(mu, 0.0, 1.0) + sigma) / 2.0
+    return out
 
 
 class LoadVariationRiskBalancing(Plugin, ScorePlugin):
     name = NAME
     Args = LoadVariationRiskBalancingArgs
 
-    def __init__(self, args: LoadVariationRiskBalancingArgs | None = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: LoadVariationRiskBalancingArgs | None, handle: Handle) -> None:
         super().__init__(args or LoadVariationRiskBalancingArgs(), handle)
         a: LoadVariationRiskBalancingArgs = self.args
         self.stddev = {r: Series(r, "stddev", a.window) for r in RESOURCES}
@@ -99,4 +100,5 @@ class LoadVariationRiskBalancing(Plugin, ScorePlugin):
         missing = np.isnan(worst)
         scores = np.floor((1.0 - np.nan_to_num(worst, nan=1.0)) * MAX_NODE_SCORE + 0.5)
         self.reader.fill_missing(scores, missing, pi, NAME)
-        return scores.astype(np.int64)
+        out: np.ndarray = scores.astype(np.int64)
+        return out

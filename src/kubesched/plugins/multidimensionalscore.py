@@ -115,8 +115,9 @@ class MultiDimensionalScore(Plugin, ScorePlugin):
     name = NAME
     Args = MultiDimensionalScoreArgs
 
-    def __init__(self, args: MultiDimensionalScoreArgs | None = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: MultiDimensionalScoreArgs | None, handle: Handle) -> None:
         super().__init__(args or MultiDimensionalScoreArgs(), handle)
+        self.handle: Handle = handle
         a: MultiDimensionalScoreArgs = self.args
         w = a.weights
         self.resource_weights = {r: wt for r, wt in ((CPU, w.cpu), (MEMORY, w.memory)) if wt > 0}
@@ -150,7 +151,8 @@ class MultiDimensionalScore(Plugin, ScorePlugin):
         col = table.resource_index[resource]
         alloc = table.allocatable[rows, col].astype(np.float64)
         requested = table.requested[rows, col] + pi.requests.get(resource, 0)
-        return np.divide(requested, alloc, out=np.ones(len(rows)), where=alloc > 0)
+        out: np.ndarray = np.divide(requested, alloc, out=np.ones(len(rows)), where=alloc > 0)
+        return out
 
     def latency(self, table: NodeTable, rows: np.ndarray) -> np.ndarray | None:
         a: MultiDimensionalScoreArgs = self.args
@@ -178,7 +180,7 @@ class MultiDimensionalScore(Plugin, ScorePlugin):
         """Rows of the nodes running the pod's peers (empty: no peers)."""
         a: MultiDimensionalScoreArgs = self.args
         value = pi.labels.get(a.peer_label)
-        if value is None or self.handle is None:
+        if value is None:
             return np.empty(0, dtype=np.int64)
         index = self.handle.cache.pods
         selector = Selector((Requirement(a.peer_label, "In", frozenset((value,))),))
@@ -202,7 +204,8 @@ class MultiDimensionalScore(Plugin, ScorePlugin):
             ids = rack_col.ids[:n].astype(np.int64)
             rack = np.where(ids != ABSENT, (zone.astype(np.int64) + 1) * (len(rack_col.values) + 1) + ids, -1)
         distance = topology_distance(on_peer, rack, zone, peer_rows)
-        return (MAX_DISTANCE - distance[rows]) / MAX_DISTANCE * MAX_NODE_SCORE
+        out: np.ndarray = (MAX_DISTANCE - distance[rows]) / MAX_DISTANCE * MAX_NODE_SCORE
+        return out
 
     # --- the score -------------------------------------------------------------------------------------
 

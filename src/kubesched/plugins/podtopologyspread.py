@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from kubesched.api.objects import TopologySpreadConstraint, convert
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Requirement, Selector, SelectorError, compile_label_selector
-from kubesched.cache.labels import first_untolerated
+from kubesched.cache.labels import UntoleratedTaints, first_untolerated_column
 from kubesched.cache.nodetable import ABSENT, NodeTable
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
@@ -35,6 +35,7 @@ from kubesched.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     FilterResult,
+    Handle,
     Plugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -283,8 +284,9 @@ class _Inclusion:
     def taints(self) -> np.ndarray:
         size = self._table.size
         if self._taints is None or len(self._taints) < size:
-            untolerated = first_untolerated(self._table, self._pi.pod.spec.tolerations, _DO_NOT_SCHEDULE_EFFECTS)
-            self._taints = untolerated[:size] < 0
+            cols = UntoleratedTaints(self._pi.pod.spec.tolerations, _DO_NOT_SCHEDULE_EFFECTS).columns(self._table)
+            untolerated = first_untolerated_column(self._table, cols)
+            self._taints = np.ones(size, dtype=bool) if untolerated is None else untolerated[:size] < 0
         return self._taints[:size]
 
     def mask(self, c: SpreadConstraint, base: np.ndarray) -> np.ndarray:
@@ -396,8 +398,9 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
     has_prefilter_extensions: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
 
-    def __init__(self, args: PodTopologySpreadArgs | None = None, handle: Any = None) -> None:
+    def __init__(self, args: PodTopologySpreadArgs | None, handle: Handle) -> None:
         super().__init__(args or PodTopologySpreadArgs(), handle)
+        self.handle: Handle = handle
         a: PodTopologySpreadArgs = self.args
         self.system_defaulted = a.defaulting_type == "System"
         defaults: Sequence[TopologySpreadConstraint] = (
@@ -410,7 +413,6 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
 
     @property
     def _cache(self) -> Cache:
-        assert self.handle is not None, "PodTopologySpread needs a framework handle"
         return self.handle.cache
 
     # --- constraints for a pod ---------------------------------------------------------------

@@ -137,7 +137,8 @@ def score_rows(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights
         return np.zeros(0, dtype=np.int64)
     if 4 * m >= table.size:
         items = gather(table, slice(0, table.size), names, weights, pod_requests, use_requested)
-        return scorer(items, table.size)[rows]
+        out: np.ndarray = scorer(items, table.size)[rows]
+        return out
     return scorer(gather(table, rows, names, weights, pod_requests, use_requested), m)
 
 
@@ -256,7 +257,8 @@ def balanced(items: list[Item], m: int) -> np.ndarray:
             std = np.sqrt(squares / k)
         else:
             std = np.zeros(m)
-        return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        out: np.ndarray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return out
     included = np.array([np.ones(m, dtype=bool) if mask is None else mask for mask in masks]).reshape(k, m)
     count = included.sum(axis=0)
     std = np.zeros(m)
@@ -278,4 +280,5 @@ def balanced(items: list[Item], m: int) -> np.ndarray:
             d = f - mean
             squares = squares + np.where(included[i], d * d, 0.0)
         std = np.where(many, np.sqrt(squares / np.maximum(count, 1)), std)
-    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    scores: np.ndarray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return scores

@@ -15,13 +15,12 @@ with none scores 100.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from kubesched.api.objects import Toleration
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NO_TAINT, NodeTable
@@ -61,43 +60,11 @@ def untolerated_taint(table: NodeTable, code: int) -> tuple[str, str, str]:
 
 
 @dataclass(slots=True)
-class _Untolerated:
-    """Taint columns with the given effects that a set of tolerations does not tolerate.
-
-    `table.taint_list` only grows until the table renumbers its columns, and then it is a new
-    list: while it is the same list, the answer for its first `seen` entries stays valid and
-    only new columns need checking."""
-
-    tolerations: Sequence[Toleration]
-    effects: frozenset[str]
-    seen: int = 0
-    cols: list[int] = field(default_factory=list)
-    array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    source: list[tuple[str, str, str]] | None = None
-
-    def columns(self, table: NodeTable) -> np.ndarray:
-        taints = table.taint_list
-        if taints is not self.source:  # renumbered (or another table): start over
-            self.source, self.seen, self.cols = taints, 0, []
-            self.array = np.zeros(0, dtype=np.int64)
-        if self.seen != len(taints):
-            for col in range(self.seen, len(taints)):
-                key, value, effect = taints[col]
-                if effect not in self.effects:
-                    continue
-                if not any(labels.tolerates(t, key, value, effect) for t in self.tolerations):
-                    self.cols.append(col)
-            self.seen = len(taints)
-            self.array = np.asarray(self.cols, dtype=np.int64)
-        return self.array
-
-
-@dataclass(slots=True)
 class _PodTaintInfo:
     """Kept in `pi.extra[NAME]`."""
 
-    filter: _Untolerated
-    prefer: _Untolerated
+    filter: labels.UntoleratedTaints
+    prefer: labels.UntoleratedTaints
     table: NodeTable | None = None
 
 
@@ -108,26 +75,12 @@ def _pod_info(pi: PodInfo, table: NodeTable) -> _PodTaintInfo:
         # Only tolerations that can apply to PreferNoSchedule taints matter for the score.
         prefer_tols = [t for t in tols if not t.effect or t.effect == PREFER_NO_SCHEDULE]
         info = _PodTaintInfo(
-            _Untolerated(tols, FILTER_EFFECTS), _Untolerated(prefer_tols, frozenset((PREFER_NO_SCHEDULE,))), table
+            labels.UntoleratedTaints(tols, FILTER_EFFECTS),
+            labels.UntoleratedTaints(prefer_tols, frozenset((PREFER_NO_SCHEDULE,))),
+            table,
         )
         pi.extra[NAME] = info
     return info
-
-
-def first_untolerated_column(table: NodeTable, cols: np.ndarray) -> np.ndarray | None:
-    """Per row, the column among `cols` of the taint that comes first in the node's own taint
-    list, or -1 when the node carries none of them; None when no row carries any."""
-    size = table.size
-    if cols.size == 0:
-        return None
-    sub = table.taint_pos[:size, cols]
-    # A row-wise min is cheap; the costlier argmin only runs on the rows that have such a taint.
-    tainted = np.flatnonzero(sub.min(axis=1) != NO_TAINT) if size else np.zeros(0, dtype=np.int64)
-    if tainted.size == 0:
-        return None
-    out = np.full(size, -1, dtype=np.int64)
-    out[tainted] = cols[sub[tainted].argmin(axis=1)]
-    return out
 
 
 class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
@@ -146,7 +99,7 @@ class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enqueue
         cols = _pod_info(pi, table).filter.columns(table)
         if cols.size == 0:
             return None
-        first = first_untolerated_column(table, cols)
+        first = labels.first_untolerated_column(table, cols)
         if first is None:
             return None
         return FilterResult(first + 1, _describe)
@@ -162,7 +115,8 @@ class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enqueue
             return np.zeros(rows.size, dtype=np.int64)
         # Counting over every row and then picking `rows` beats gathering a 2-D block of rows.
         counts = (table.taint_pos[: table.size, cols] != NO_TAINT).sum(axis=1, dtype=np.int32)
-        return counts[rows].astype(np.int64)
+        out: np.ndarray = counts[rows].astype(np.int64)
+        return out
 
     def normalize_score(self, state: CycleState, pi: PodInfo, scores: np.ndarray) -> np.ndarray:
         return default_normalize(scores, reverse=True)

@@ -92,7 +92,7 @@ class TargetLoadPacking(Plugin, ScorePlugin):
     name = NAME
     Args = TargetLoadPackingArgs
 
-    def __init__(self, args: TargetLoadPackingArgs | None = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: TargetLoadPackingArgs | None, handle: Handle) -> None:
         super().__init__(args or TargetLoadPackingArgs(), handle)
         a: TargetLoadPackingArgs = self.args
         self.reader = LoadReader(handle, a, EstimationArgs.model_validate({"settleTime": a.settle_time}), [CPU])
@@ -123,7 +123,8 @@ class TargetLoadPacking(Plugin, ScorePlugin):
         pod = float(self._predict(np.array([fp.cpu_request]), np.array([fp.cpu_limit]))[0])
         alloc = table.allocatable[:, table.resource_index[CPU]].astype(np.float64)
         used = load.measured[CPU] * alloc + self.recent_cpu(load, table) + pod
-        return np.divide(100.0 * used, alloc, out=np.full(table.capacity, np.inf), where=alloc > 0)
+        out: np.ndarray = np.divide(100.0 * used, alloc, out=np.full(table.capacity, np.inf), where=alloc > 0)
+        return out
 
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         a: TargetLoadPackingArgs = self.args

@@ -207,11 +207,20 @@ class SchedulingQueue:
             qpi.pool_cycle = pod_cycle
             self._to_pool(qpi, "ScheduleAttemptFailure")
 
+    def requeue(self, qpi: QueuedPodInfo, plugins: Iterable[str], pod_cycle: int) -> None:
+        """A failed attempt comes back, whether its pod is still counted here (a failed scheduling
+        cycle) or had left the queue (a failed binding cycle): kube's AddUnschedulableIfNotPresent."""
+        uid = qpi.pi.uid
+        current = self.pods.setdefault(uid, qpi)
+        if current is not qpi:
+            return  # the pod came back meanwhile (an update): that entry stands
+        self.add_unschedulable(qpi, plugins, pod_cycle)
+
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
         if self.initial_backoff <= 0:
             return 0.0
         duration = self.initial_backoff * (2 ** min(max(qpi.attempts - 1, 0), 32))
-        return min(duration, self.max_backoff)
+        return float(min(duration, self.max_backoff))
 
     # --- moving pods back ------------------------------------------------------------------------
 

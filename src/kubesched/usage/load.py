@@ -18,8 +18,9 @@ from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import CycleState, Handle
 from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.fresh import estimate, footprint
-from kubesched.usage.provider import UsageProvider, UsageService
+from kubesched.usage.provider import UsageProvider
 from kubesched.usage.queries import Series
+from kubesched.usage.service import usage_service
 
 ESTIMATED = (CPU, MEMORY)  # resources a pod's usage can be estimated for from its requests
 
@@ -46,17 +47,14 @@ class _Base:
 class LoadReader:
     def __init__(
         self,
-        handle: Handle | None,
+        handle: Handle,
         usage: UsageArgs,
         estimation: EstimationArgs,
         resources: Sequence[str],
         extra: Sequence[Series] = (),
-        service: UsageService | None = None,
     ) -> None:
-        svc = service if service is not None else (handle.usage if handle is not None else None)
-        if svc is None:
-            raise ValueError("a load-aware plugin needs the scheduler's usage service")
-        self.service: UsageService = svc
+        svc = usage_service(handle)
+        self.service = svc
         self.handle = handle
         self.usage = usage
         self.estimation = estimation
@@ -172,7 +170,7 @@ class LoadReader:
         """A Warning event on the pod, once per outage, saying metrics are unavailable and what the
         plugin does about it."""
         p = self.provider
-        if not p.problem or p.problem_since == self._reported_since or self.handle is None:
+        if not p.problem or p.problem_since == self._reported_since:
             return
         self._reported_since = p.problem_since
         self.handle.record_event(

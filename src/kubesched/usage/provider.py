@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import Clock, Timer
-from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
-from kubesched.usage.fresh import FreshPods, scheduled_at
 from kubesched.usage.prometheus import HttpPrometheus, PrometheusError, PrometheusTransport, Sample
 from kubesched.usage.queries import Series
 
@@ -255,141 +251,3 @@ def _aliases(table: NodeTable) -> dict[str, int]:
             for addr in node.status.addresses:
                 out.setdefault(addr.address, row)
     return out
-
-
-# Placements older than this are in every sample by now (settleTime is 90 s by default); a
-# reader whose settle time is longer (a long aggregation window) extends it (remember_for).
-FRESH_HORIZON = 600.0
-
-
-class UsageService:
-    """What the scheduler holds for load-aware plugins: one provider per Prometheus source, and
-    the recently placed pods they must count on top of the metrics."""
-
-    def __init__(
-        self,
-        clock: Clock,
-        spawn: Callable[[Coroutine[Any, Any, None], str], None],
-        transport: TransportFactory | None = None,
-        metrics: SchedulerMetrics | None = None,
-    ) -> None:
-        self.clock = clock
-        self._spawn = spawn
-        self._transport = transport or http_transport
-        self._metrics = metrics
-        self.providers: dict[str, UsageProvider] = {}  # by the source's args as JSON
-        self.fresh = FreshPods()
-        self.wall_clock: Callable[[], float] = time.time
-        # Placements are remembered only once a plugin needs them, so profiles without
-        # load-aware plugins pay nothing.
-        self.tracking = False
-        self.on_refreshed: Callable[[], None] | None = None
-        self.horizon = FRESH_HORIZON
-
-    def remember_for(self, settle: float) -> None:
-        """A reader counts placements for `settle` seconds: keep them at least that long."""
-        self.horizon = max(self.horizon, settle + 60.0)
-
-    def provider(self, args: PrometheusArgs) -> UsageProvider:
-        key = args.model_dump_json()
-        p = self.providers.get(key)
-        if p is None:
-            if not self.providers and self._metrics is not None:
-                self._register(self._metrics)
-            p = UsageProvider(args, self._transport(args), self.clock, self._spawn, self._refreshed)
-            self.providers[key] = p
-            self.tracking = True
-        return p
-
-    def track_placements(self) -> FreshPods:
-        """For plugins that count recent placements without reading Prometheus."""
-        self.tracking = True
-        return self.fresh
-
-    # --- pods placed since the metrics were taken ---------------------------------------------------
-
-    def pod_assumed(self, pi: PodInfo, row: int) -> None:
-        if self.tracking:
-            self.fresh.placed(pi, row, self.clock.now())
-
-    def pod_bound_elsewhere(self, pi: PodInfo, row: int) -> None:
-        """A pod someone else bound (or that was running before we started), placed when its
-        PodScheduled condition says."""
-        if self.tracking:
-            self.fresh.placed(pi, row, scheduled_at(pi, self.clock.now(), self.wall_clock()))
-
-    def pod_gone(self, uid: str) -> None:
-        if self.fresh.slot:
-            self.fresh.removed(uid)
-
-    def _refreshed(self, provider: UsageProvider) -> None:
-        if provider.pod_usage:
-            self.fresh.observe(provider.pod_usage.get("cpu", {}), provider.pod_usage.get("memory", {}))
-        self._prune()
-
-    def _prune(self) -> None:
-        self.fresh.forget_before(self.clock.now() - self.horizon)
-        if self.on_refreshed is not None:
-            self.on_refreshed()
-
-    def start(self) -> None:
-        for p in self.providers.values():
-            p.start()
-        if self.tracking and not self.providers:
-            self._prune_timer()
-
-    def _prune_timer(self) -> None:
-        self._prune()
-        self.clock.call_at(self.clock.now() + 60.0, self._prune_timer)
-
-    async def close(self) -> None:
-        for p in self.providers.values():
-            p.stop()
-            await p.transport.close()
-
-    # --- /metrics ------------------------------------------------------------------------------------
-
-    def _register(self, metrics: SchedulerMetrics) -> None:
-        providers = self.providers
-
-        def per_source(fn: Callable[[UsageProvider], dict[tuple[str, ...], float]]) -> Callable[[], dict[tuple[str, ...], float]]:
-            return lambda: {(p.args.address, *k): v for p in providers.values() for k, v in fn(p).items()}
-
-        metrics.add_counter_source(
-            "kubesched_usage_query_failures_total",
-            "Usage queries to Prometheus that failed (error, timeout, unusable answer), by series.",
-            ["source", "series"],
-            per_source(lambda p: {(s,): float(n) for s, n in p.failures.items()}),
-        )
-        metrics.add_counter_source(
-            "kubesched_usage_refreshes_total",
-            "Completed refreshes of node usage from Prometheus, whether or not every query answered.",
-            ["source"],
-            per_source(lambda p: {(): float(p.refreshes)}),
-        )
-        metrics.add_gauge(
-            "kubesched_usage_available",
-            "1 if the last refresh of node usage answered every query, else 0.",
-            ["source"],
-            per_source(lambda p: {(): 0.0 if p.problem or not p.refreshes else 1.0}),
-        )
-        metrics.add_gauge(
-            "kubesched_usage_nodes",
-            "Nodes with a usage value held, by series.",
-            ["source", "series"],
-            per_source(lambda p: {(s.label,): float(len(d.values)) for s, d in p.series.items()}),
-        )
-        metrics.add_gauge(
-            "kubesched_usage_oldest_value_age_seconds",
-            "Age of the oldest node usage value held, by series.",
-            ["source", "series"],
-            per_source(
-                lambda p: {(s.label,): p.clock.now() - min(d.fetched.values()) for s, d in p.series.items() if d.fetched}
-            ),
-        )
-        metrics.add_gauge(
-            "kubesched_usage_fresh_pods",
-            "Pods counted on their node with an estimated usage because the metrics may not show them yet.",
-            [],
-            lambda: {(): float(len(self.fresh))},
-        )

@@ -26,8 +26,8 @@ from kubesched.clock import RealClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.prometheus import HttpPrometheus, PrometheusError
-from kubesched.usage.provider import UsageService
 from kubesched.usage.queries import DEFAULT_QUERIES, Series
+from kubesched.usage.service import UsageService
 
 # The default CPU query with a 5 s window instead of 1 m: a 1 s scrape interval fills it in seconds.
 FAST_CPU = CPU_QUERY.format(window="5s")

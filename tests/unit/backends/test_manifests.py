@@ -15,12 +15,10 @@ from kubesched.backends.sim.manifests import (
     ClusterInput,
     ManifestError,
     SimPod,
-    builtin_scenarios,
     load_objects,
     load_paths,
-    load_scenario,
 )
-from kubesched.backends.sim.scenarios import scenario_path
+from kubesched.backends.sim.scenarios import builtin_scenarios, load_scenario, scenario_path
 
 CONTAINER = """
       containers:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, info, node, pod, unit_services
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.config import PluginRef, Profile
@@ -34,7 +34,7 @@ def framework(points: dict[str, list[type[Plugin] | tuple[type[Plugin], int]]], 
             plugins[point].append(PluginRef(cls.name, weight))
             classes.append(cls)
     profile = Profile("test-scheduler", plugins, {})
-    return Framework(profile, Classes(classes), lambda _f: None, cache or cache_with([node(n) for n in NODES]))
+    return Framework(profile, Classes(classes), unit_services(cache or cache_with([node(n) for n in NODES])))  # type: ignore[arg-type]
 
 
 def a_pod(name: str = "p") -> PodInfo:

@@ -19,7 +19,7 @@ from kubesched.framework.interface import (
     ReservePlugin,
     Status,
 )
-from kubesched.framework.waiting import WaitingPod
+from kubesched.framework.waiting import PodAtPermit
 
 from .fwkit import a_pod, framework
 
@@ -153,7 +153,7 @@ async def test_a_waiting_pod_is_allowed_once_every_waiting_plugin_allows() -> No
     fwk = framework({"permit": [Waits, WaitsLonger]})
     _, waits = fwk.run_permit(CycleState(), a_pod(), "n0")
     clock = VirtualClock()
-    waiting = WaitingPod("uid", "n0", waits, clock)
+    waiting = PodAtPermit("uid", "n0", waits, clock)
     waiting.allow("Waits")
     assert not waiting.future.done()
     waiting.allow("WaitsLonger")
@@ -168,7 +168,7 @@ async def test_a_waiting_pod_times_out_at_the_first_plugins_timeout() -> None:
     fwk = framework({"permit": [WaitsLonger, Waits]})
     _, waits = fwk.run_permit(CycleState(), a_pod(), "n0")
     clock = VirtualClock()
-    waiting = WaitingPod("uid", "n0", waits, clock)
+    waiting = PodAtPermit("uid", "n0", waits, clock)
     waiting.allow("WaitsLonger")
     clock.advance_to(29.0)
     clock.run_due()
@@ -181,7 +181,7 @@ async def test_a_waiting_pod_times_out_at_the_first_plugins_timeout() -> None:
 
 
 async def test_a_waiting_pod_rejected_by_one_plugin_is_rejected() -> None:
-    waiting = WaitingPod("uid", "n0", {"Waits": 30.0, "WaitsLonger": 60.0}, VirtualClock())
+    waiting = PodAtPermit("uid", "n0", {"Waits": 30.0, "WaitsLonger": 60.0}, VirtualClock())
     waiting.reject("WaitsLonger", "gang incomplete")
     waiting.allow("Waits")
     assert waiting.future.result() == Status(Code.UNSCHEDULABLE, ("gang incomplete",), "WaitsLonger")
@@ -230,7 +230,7 @@ async def test_bind_skips_to_the_next_plugin_and_errors_when_none_binds() -> Non
     assert status == Status.error("no bind plugin handled the pod")
     fwk = framework({"bind": [Skips, Broken, Fine]})
     status = await fwk.run_bind(CycleState(), a_pod(), "n0")
-    assert status == Status(Code.ERROR, ("apiserver said no",), "Broken")
+    assert status == Status(Code.ERROR, ('running Bind plugin "Broken": apiserver said no',), "Broken")
 
 
 class Refuses(PreBinds):

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from builders import info, node, pod
+from builders import UnitHandle, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
+from kubesched.cache.cache import Cache
 from kubesched.clock import VirtualClock
 from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
 from kubesched.framework.interface import BindPlugin, Code, CycleState, Status
@@ -59,7 +60,7 @@ def test_plugin_shape() -> None:
     assert DefaultBinder.Args is None
     assert issubclass(DefaultBinder, BindPlugin)
     with pytest.raises(ValueError, match="DefaultBinder takes no args"):
-        DefaultBinder({"anything": 1})
+        DefaultBinder({"anything": 1}, UnitHandle(Cache()))
     with pytest.raises(ConfigError, match="takes no args"):
         make_config({"pluginConfig": [{"name": "DefaultBinder", "args": {"x": 1}}]})
 
@@ -94,11 +95,6 @@ async def test_backend_exception_becomes_error_status() -> None:
     assert status == Status(Code.ERROR, ("connection refused by apiserver",), "DefaultBinder")
 
 
-async def test_without_handle() -> None:
-    status = await DefaultBinder().bind(CycleState(), info(pod("web", "1")), "n1")
-    assert status is not None and status.code == Code.ERROR
-
-
 async def test_scheduling_cycle_binds_with_default_binder() -> None:
     sched, sim, _ = start()
     p = pod("web", "1")
@@ -119,4 +115,6 @@ async def test_failed_bind_requeues_the_pod() -> None:
     uid = p.metadata.uid or ""
     assert sched.cache.node_of(uid) is None  # the assumption was forgotten
     assert uid in sched.queue.pods
-    assert [(e.reason, e.message) for e in sim.events] == [("FailedScheduling", "connection refused by apiserver")]
+    assert [(e.reason, e.message) for e in sim.events] == [
+        ("FailedScheduling", 'running Bind plugin "DefaultBinder": connection refused by apiserver')
+    ]

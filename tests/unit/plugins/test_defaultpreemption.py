@@ -11,10 +11,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from builders import info, node, pod
+from builders import UnitHandle, info, node, pod
 from kubesched.api.objects import Pod, PodCondition
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
+from kubesched.cache.cache import Cache
 from kubesched.clock import VirtualClock
 from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
 from kubesched.framework.interface import (
@@ -162,8 +163,8 @@ class Cluster:
 
     async def side_effects(self) -> None:
         """Waits for the deletions (and other background work) the last cycles started."""
-        while self.sched.background or self.plugin.tasks:
-            await asyncio.gather(*self.sched.background, *self.plugin.tasks)
+        while self.sched.background:
+            await asyncio.gather(*self.sched.background)
 
     def node_of(self, name: str) -> str | None:
         for p in self.sim.pods.values():
@@ -244,7 +245,7 @@ def test_args_through_configuration() -> None:
 )
 def test_num_candidates(pct: int, absolute: int, nodes: int, expected: int) -> None:
     plugin = DefaultPreemption(
-        DefaultPreemptionArgs(minCandidateNodesPercentage=pct, minCandidateNodesAbsolute=absolute)
+        DefaultPreemptionArgs(minCandidateNodesPercentage=pct, minCandidateNodesAbsolute=absolute), UnitHandle(Cache())
     )
     assert plugin.num_candidates(nodes) == expected
 
@@ -856,20 +857,6 @@ async def test_no_second_preemption_while_victims_are_being_deleted() -> None:
     assert c.preempted() == {"a"}
     assert plugin.deleting == {} and plugin.waiting_on == {}
     assert c.exists("b")
-
-
-async def test_deletes_without_a_spawning_handle(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A handle that cannot run background work: the plugin keeps the deletion task itself.
-    from kubesched.handle import FrameworkHandle
-
-    monkeypatch.delattr(FrameworkHandle, "spawn")
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
-    c.add(pod("high", "2", priority=10))
-    assert c.sched.schedule_one()
-    assert len(c.plugin.tasks) == 1 and not c.sched.background
-    await c.side_effects()
-    assert c.preempted() == {"low"}
-    assert c.plugin.deleting == {} and c.plugin.waiting_on == {}
 
 
 async def test_simulation_with_the_default_profile() -> None:

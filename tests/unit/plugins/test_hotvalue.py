@@ -92,7 +92,7 @@ def test_deleted_pods_no_longer_count() -> None:
     handle.place(gone, "a", at=10)
     handle.place(info(pod("stays")), "a", at=11)
     assert scores(plugin, handle, info(pod("p")), ["a"]) == {"a": 80}
-    handle.usage.pod_gone(gone.uid)
+    handle.usage.pod_removed(gone.uid)
     assert scores(plugin, handle, info(pod("p")), ["a"]) == {"a": 90}
 
 
@@ -104,7 +104,7 @@ def test_pods_bound_by_others_count_from_their_scheduled_time() -> None:
     for name, at in (("recent", "2024-01-01T00:09:30Z"), ("old", "2024-01-01T00:08:00Z")):
         p = pod(name)
         p.status.conditions = [PodCondition(type="PodScheduled", status="True", last_transition_time=at)]
-        handle.usage.pod_bound_elsewhere(info(p), handle.cache.table.row_of("a" if name == "recent" else "b"))
+        handle.usage.pod_placed(info(p), handle.cache.table.row_of("a" if name == "recent" else "b"), False)
     # "recent" was placed 30 s ago (on the scheduler's clock, 970), "old" 120 s ago.
     assert scores(plugin, handle, info(pod("p")), ["a", "b"]) == {"a": 90, "b": 100}
 

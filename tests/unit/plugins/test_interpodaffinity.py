@@ -130,7 +130,7 @@ def test_args_defaults_and_aliases() -> None:
     args = InterPodAffinityArgs.model_validate({"hardPodAffinityWeight": 100, "ignorePreferredTermsOfExistingPods": True})
     assert (args.hard_pod_affinity_weight, args.ignore_preferred_terms_of_existing_pods) == (100, True)
     assert InterPodAffinityArgs.model_validate({"hardPodAffinityWeight": 0}).hard_pod_affinity_weight == 0
-    assert InterPodAffinity().args.hard_pod_affinity_weight == 1
+    assert InterPodAffinity(None, UnitHandle(cache_with([]))).args.hard_pod_affinity_weight == 1
 
 
 @pytest.mark.parametrize("weight", [-1, 101])
@@ -145,7 +145,7 @@ def test_args_reject_unknown_field() -> None:
 
 
 def test_events() -> None:
-    events = InterPodAffinity().events_to_register()
+    events = InterPodAffinity(None, UnitHandle(cache_with([]))).events_to_register()
     for resource, action in [("Pod", "Add"), ("Pod", "Update"), ("Pod", "Delete"), ("Node", "Add"), ("Node", "Update")]:
         assert any(e.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
     assert not any(e.covers(ClusterEvent("Node", "Delete")) for e in events)

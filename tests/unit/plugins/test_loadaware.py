@@ -14,6 +14,7 @@ from kubesched.clock import VirtualClock
 from kubesched.config import ConfigError, parse_config
 from kubesched.plugins.loadaware import NO_METRICS, LoadAwareArgs, parse_thresholds
 from kubesched.scheduler import Scheduler
+from kubesched.usage.service import UsageService, UsageTransport
 
 from ..simkit import node, pod, profile_config
 from ..usage.fakeprom import FakePrometheus
@@ -37,7 +38,9 @@ class Cluster:
         self.clock = VirtualClock()
         self.prom = FakePrometheus()
         self.sim = SimCluster(self.clock)
-        self.sched = Scheduler(parse_config(config), self.sim, self.clock, prometheus=lambda a, t: self.prom, seed=1)
+        self.sched = Scheduler(
+            parse_config(config), self.sim, self.clock, shared=[UsageTransport(lambda a: self.prom)], seed=1
+        )
         self.sim.scheduler = self.sched
         for n in load_objects(nodes).nodes:
             self.sched.on_node_add(n)
@@ -128,7 +131,8 @@ async def test_a_burst_spreads_by_estimates_instead_of_piling_onto_the_coldest_n
     # Each pod is estimated at 0.85 CPU (5.3% of a node): a takes ~4 before it looks like b, then they share.
     assert counts["a"] < 16 and counts["b"] > 3 and counts["c"] > 0, counts
     load = c.sched.frameworks["default-scheduler"].filter[-1]
-    assert len(c.sched.usage.fresh) == 24
+    service = c.sched.shared.find(UsageService)
+    assert service is not None and len(service.fresh) == 24
     # Once samples taken settleTime after the burst cover the pods, the estimates are dropped.
     c.prom.set("cpu", a=0.5, b=0.5, c=0.5)
     await c.at(200)

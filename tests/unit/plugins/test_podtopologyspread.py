@@ -774,7 +774,7 @@ class TestScore:
 
 
 def test_events() -> None:
-    events = PodTopologySpread().events_to_register()
+    events = PodTopologySpread(None, UnitHandle(Cache())).events_to_register()
     for resource in ("Pod", "Node"):
         for action in ("Add", "Delete", "UpdateNodeLabel" if resource == "Node" else "Update"):
             assert any(e.covers(ClusterEvent(resource, action)) for e in events), (resource, action)

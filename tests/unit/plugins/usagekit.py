@@ -13,10 +13,12 @@ from builders import UnitHandle
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.clock import VirtualClock
-from kubesched.framework.interface import CycleState
+from kubesched.framework.interface import ClusterEvent, CycleState
+from kubesched.framework.shared import SharedObjects
+from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.prometheus import PrometheusError, Sample
-from kubesched.usage.provider import UsageService
 from kubesched.usage.queries import DEFAULT_QUERIES, parse_rendered
+from kubesched.usage.service import UsageService
 
 
 class FakeTransport:
@@ -57,11 +59,19 @@ class UsageHandle(UnitHandle):
         self.clock = VirtualClock()
         self.prom = FakeTransport()
         self.usage = UsageService(self.clock, self._spawn, lambda args: self.prom)
+        # The plugins find the service among the handle's shared objects, as in a scheduler.
+        self.shared = SharedObjects([self.usage])
+        self.metrics = SchedulerMetrics()
         self.events: list[tuple[str, str, str, str]] = []
 
     @staticmethod
     def _spawn(coro: Coroutine[Any, Any, None], what: str) -> None:
         coro.close()  # tests refresh explicitly
+
+    spawn = _spawn
+
+    def cluster_event(self, event: ClusterEvent) -> None:
+        pass
 
     def now(self) -> float:
         return self.clock.now()
@@ -79,7 +89,7 @@ class UsageHandle(UnitHandle):
     def place(self, pi: PodInfo, node: str, at: float) -> None:
         """Records `pi` as placed on `node` by this scheduler at time `at` (the clock moves there)."""
         self.clock.advance_to(at)
-        self.usage.pod_assumed(pi, self.cache.table.row_of(node))
+        self.usage.pod_placed(pi, self.cache.table.row_of(node), True)
 
 
 def scores(plugin: Any, handle: UnitHandle, pi: PodInfo, names: list[str] | None = None) -> dict[str, int]:

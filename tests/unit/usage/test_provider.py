@@ -15,8 +15,9 @@ from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
-from kubesched.usage.provider import UsageService, node_key
+from kubesched.usage.provider import node_key
 from kubesched.usage.queries import Series
+from kubesched.usage.service import UsageService
 
 from .fakeprom import FakePrometheus
 

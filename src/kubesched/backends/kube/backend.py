@@ -20,7 +20,7 @@ from kubesched.client import ApiClient, ApiError
 from kubesched.framework.interface import Code, Status
 
 if TYPE_CHECKING:
-    from kubesched.scheduler import Scheduler
+    from kubesched.backends.base import SchedulerPort
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +35,15 @@ class KubeBackend:
     def __init__(self, client: ApiClient, events: EventRecorder) -> None:
         self.client = client
         self.events = events
-        self.scheduler: Scheduler | None = None
+        self.scheduler: SchedulerPort | None = None
         # The last write queued for each pod: the next one for that pod waits for it.
         self._tails: dict[str, asyncio.Task[None]] = {}
         self.binds = 0
         self.bind_conflicts = 0
         self.write_failures = 0
+
+    def connect(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
 
     # --- ordering of writes to one pod ------------------------------------------------------------
 

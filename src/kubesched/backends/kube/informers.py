@@ -18,8 +18,8 @@ import msgspec
 
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
 from kubesched.api.selectors import SelectorError, compile_label_selector
+from kubesched.backends.base import SchedulerPort
 from kubesched.client import ApiClient, Reflector
-from kubesched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def _without_version(obj: Any) -> Any:
 
 
 class PodHandler:
-    def __init__(self, scheduler: Scheduler, on_gone: Callable[[str], None] | None = None) -> None:
+    def __init__(self, scheduler: SchedulerPort, on_gone: Callable[[str], None] | None = None) -> None:
         self.scheduler = scheduler
         # Told the uid of each deleted pod (the event recorder forgets the pod's series).
         self.on_gone = on_gone
@@ -68,7 +68,7 @@ def _only_status_changed(old: Pod, new: Pod) -> bool:
 
 
 class NodeHandler:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: SchedulerPort) -> None:
         self.scheduler = scheduler
 
     def on_add(self, obj: Node) -> None:
@@ -86,7 +86,7 @@ class NodeHandler:
 
 
 class NamespaceHandler:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: SchedulerPort) -> None:
         self.scheduler = scheduler
 
     def on_add(self, obj: Namespace) -> None:
@@ -99,14 +99,14 @@ class NamespaceHandler:
     def on_delete(self, obj: Namespace) -> None:
         # Its pods' deletions follow; namespaceSelectors stop matching it. Its labels go, or
         # a cluster that makes a namespace per CI run would keep every one ever made.
-        self.scheduler.cache.remove_namespace(obj.metadata.name)
+        self.scheduler.on_namespace_delete(obj.metadata.name)
 
 
 class SelectorHandler(Generic[T]):
     """Services, ReplicationControllers, ReplicaSets and StatefulSets: PodTopologySpread's
     system default constraints spread a pod among the pods its owners select."""
 
-    def __init__(self, scheduler: Scheduler, kind: str, selector_of: Callable[[T], LabelSelector | None]) -> None:
+    def __init__(self, scheduler: SchedulerPort, kind: str, selector_of: Callable[[T], LabelSelector | None]) -> None:
         self.scheduler = scheduler
         self.kind = kind
         self.selector_of = selector_of
@@ -114,23 +114,22 @@ class SelectorHandler(Generic[T]):
     def on_add(self, obj: T) -> None:
         meta = obj.metadata  # type: ignore[attr-defined]
         raw = self.selector_of(obj)
-        cache = self.scheduler.cache
         if raw is None:
-            cache.remove_workload_selector(self.kind, meta.namespace, meta.name)
+            self.scheduler.remove_workload_selector(self.kind, meta.namespace, meta.name)
             return
         try:
             selector = compile_label_selector(raw)
         except SelectorError as exc:
             log.warning("ignoring the selector of %s %s/%s: %s", self.kind, meta.namespace, meta.name, exc)
             return
-        cache.set_workload_selector(self.kind, meta.namespace, meta.name, selector)
+        self.scheduler.set_workload_selector(self.kind, meta.namespace, meta.name, selector)
 
     def on_update(self, old: T, new: T) -> None:
         self.on_add(new)
 
     def on_delete(self, obj: T) -> None:
         meta = obj.metadata  # type: ignore[attr-defined]
-        self.scheduler.cache.remove_workload_selector(self.kind, meta.namespace, meta.name)
+        self.scheduler.remove_workload_selector(self.kind, meta.namespace, meta.name)
 
 
 def _service_selector(svc: SelectsByMap) -> LabelSelector | None:
@@ -164,7 +163,7 @@ class Informers:
         return out
 
 
-def build_informers(client: ApiClient, scheduler: Scheduler, on_pod_gone: Callable[[str], None] | None = None) -> Informers:
+def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Callable[[str], None] | None = None) -> Informers:
     """Nodes first: pods then land on rows that exist (the cache copes either way)."""
     reflectors: list[Reflector[Any]] = [
         Reflector(client, "/api/v1/nodes", Node, NodeHandler(scheduler), name="nodes"),

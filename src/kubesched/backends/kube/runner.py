@@ -18,6 +18,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 
+from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.backend import KubeBackend
 from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import Informers, build_informers
@@ -61,8 +62,7 @@ class KubeScheduler:
         self.metrics = SchedulerMetrics()
         self.events = EventRecorder(self.client, controller="kubesched", instance=options.identity)
         self.backend = KubeBackend(self.client, self.events)
-        self.scheduler = Scheduler(cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics)
-        self.backend.scheduler = self.scheduler
+        self.scheduler: SchedulerPort = Scheduler(cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics)
         self.informers: Informers = build_informers(self.client, self.scheduler, self.events.forget_pod)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
@@ -191,7 +191,7 @@ class KubeScheduler:
             if not done:
                 log.info("waiting for the initial list of %s", ", ".join(r.name for r in self.informers.reflectors
                                                                           if not r.synced.is_set()))
-        log.info("caches synced: %d nodes, %d pods pending", len(self.scheduler.cache.table), len(self.scheduler.queue.pods))
+        log.info("caches synced: %d nodes, %d pods pending", *self.scheduler.counts())
         return True
 
     async def _drain(self) -> None:
@@ -208,7 +208,7 @@ class KubeScheduler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.events.stop()
-        await self.scheduler.usage.close()
+        await self.scheduler.close()
         await self.client.close()
         await self.server.stop()
 

@@ -21,8 +21,8 @@ from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, Status
 
 if TYPE_CHECKING:
+    from kubesched.backends.base import SchedulerPort
     from kubesched.backends.sim.usage import UsageModel
-    from kubesched.scheduler import Scheduler
 
 
 @dataclass(slots=True)
@@ -44,7 +44,7 @@ class SimCluster:
     events: list[SimEvent] = field(default_factory=list)
     event_counts: Counter[str] = field(default_factory=Counter)
     keep_events: int = 5000
-    scheduler: Scheduler | None = None
+    scheduler: SchedulerPort | None = None
     binds: int = 0
     # Timers for future cluster changes (arrivals, completions): the run ends when none are left.
     external_pending: int = 0
@@ -54,9 +54,12 @@ class SimCluster:
     created_at: dict[str, float] = field(default_factory=dict)  # uid -> virtual time of creation
     bound_at: dict[str, float] = field(default_factory=dict)  # uid -> virtual time of the bind
 
-    def _sched(self) -> Scheduler:
-        assert self.scheduler is not None, "SimCluster has no scheduler attached"
+    def _sched(self) -> SchedulerPort:
+        assert self.scheduler is not None, "SimCluster has no scheduler connected"
         return self.scheduler
+
+    def connect(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
 
     def at(self, when: float, action: object) -> None:
         self.external_pending += 1

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.backends.base import SchedulerPort
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
 from kubesched.backends.sim.manifests import ClusterInput
@@ -31,6 +32,7 @@ from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.scheduler import Scheduler
+from kubesched.usage.service import UsageService, UsageTransport
 
 YIELD_EVERY = 64  # scheduling cycles (or scrapes sampled at once) between chances for other tasks to run
 YIELD_SECONDS = 0.1  # and at least this often in wall time, so a cancellation lands promptly
@@ -109,16 +111,16 @@ class Simulation:
         )
         prometheus = SimPrometheus(usage, clock, outages=settings.prometheus_outages)
         sim.usage = usage
-        sched = Scheduler(
+        sched: SchedulerPort = Scheduler(
             self.config,
             sim,
             clock,
             registry=self.registry,
             seed=self.seed,
-            prometheus=lambda address, timeout: prometheus,
+            shared=[UsageTransport(lambda args: prometheus)],
         )
-        sim.scheduler = sched
-        check_refreshes(self.input, SETTLE_SECONDS, [p.args.refresh_interval for p in sched.usage.providers.values()])
+        service = sched.shared.find(UsageService)
+        check_refreshes(self.input, SETTLE_SECONDS, [p.args.refresh_interval for p in service.providers.values()] if service else [])
         self.scheduler, self.cluster, self.usage, self.prometheus = sched, sim, usage, prometheus
         # The scrape timers are the clock's own, not cluster changes: the run still ends when
         # only they are left.
@@ -136,7 +138,7 @@ class Simulation:
                 await asyncio.sleep(0)
                 yielded = time.perf_counter()
             clock.run_due()
-            if sched.background:
+            if sched.busy:
                 # Work that timers started (metric refreshes) finishes at this instant of
                 # virtual time, before the next scheduling cycle.
                 await sched.drain_bindings()
@@ -154,11 +156,11 @@ class Simulation:
                 break
             settling = not sim.external_pending
             if settling and (
-                not (sched.queue.has_timed_work() or sched.waiting) or nxt - sim.last_external > SETTLE_SECONDS
+                not (sched.queue.has_timed_work() or sched.waiting_pods()) or nxt - sim.last_external > SETTLE_SECONDS
             ):
                 break  # only pods that nothing will change are left
             pool = sched.queue.pool_timer
-            if not sched.background and pool is not None and clock.peek() is pool and sched.queue.retry_would_repeat():
+            if not sched.busy and pool is not None and clock.peek() is pool and sched.queue.retry_would_repeat():
                 # The pool's 5-minute retry is due, but nothing happened since those pods failed:
                 # every retry would fail the same way (kube's cycles are deterministic for a given
                 # state), so it waits for the next other event. Placements and messages are the
@@ -167,7 +169,7 @@ class Simulation:
                 if until is not None and until > clock.now():
                     sched.queue.defer_pool_flush(until)
                     continue
-            if not sched.background and clock.peek() is usage.timer:
+            if not sched.busy and clock.peek() is usage.timer:
                 # Only scrapes are due before the next other timer: nothing else can happen
                 # meanwhile, so they are taken at once and the clock jumps to the last of them
                 # (stopping where the settle rule above would end the run).
@@ -186,19 +188,19 @@ class Simulation:
         return self._result(sched, sim, owned, wall, clock.now(), cycles)
 
     @staticmethod
-    async def _release_permit_holds(sched: Scheduler) -> None:
+    async def _release_permit_holds(sched: SchedulerPort) -> None:
         """Pods still held at Permit when the run ends are rejected, as their timeout would, so
         they leave nothing reserved on a node and report why they are not placed."""
-        for waiting in list(sched.waiting.values()):
+        for waiting in sched.waiting_pods():
             plugin = min(waiting.pending, default="")
             waiting.reject(plugin, f"still waiting at Permit plugin {plugin} when the simulation ended")
         await sched.drain_bindings()
 
-    def _load(self, sim: SimCluster, sched: Scheduler) -> None:
+    def _load(self, sim: SimCluster, sched: SchedulerPort) -> None:
         for ns in self.input.namespaces:
             sched.on_namespace(ns)
         for kind, namespace, name, selector in self.input.workload_selectors:
-            sched.cache.set_workload_selector(kind, namespace, name, selector)
+            sched.set_workload_selector(kind, namespace, name, selector)
         for node in self.input.nodes:
             sched.on_node_add(node)
         for sp in self.input.pods:
@@ -211,7 +213,7 @@ class Simulation:
                 sim.at(sp.arrival, lambda pod=sp.pod: sim.create_pod(pod))
 
     def _result(
-        self, sched: Scheduler, sim: SimCluster, owned: list[Any], wall: float, virtual: float, cycles: int
+        self, sched: SchedulerPort, sim: SimCluster, owned: list[Any], wall: float, virtual: float, cycles: int
     ) -> SimResult:
         placements: dict[str, str | None] = {}
         unschedulable: dict[str, str] = {}
@@ -225,15 +227,11 @@ class Simulation:
             placements[key] = node or None
             if node or key in preempted:
                 continue
-            qpi = sched.queue.pods.get(uid)
-            if qpi is not None and qpi.gated_by is not None:
-                gated += 1
-                unschedulable[key] = qpi.gated_by.message()
-                continue
-            record = sched.recorder.latest.get(key)
-            unschedulable[key] = record.message if record is not None else "not attempted"
+            message, is_gated = sched.pending_reason(uid, key)
+            unschedulable[key] = message
+            gated += is_gated
         scheduled = sum(1 for v in placements.values() if v)
-        durations = sched.stats.cycle_seconds  # a histogram: quantiles within 1.1% of the exact ones
+        durations = sched.cycle_seconds  # a histogram: quantiles within 1.1% of the exact ones
         pending = [
             sim.bound_at.get(pod.metadata.uid, virtual) - sim.created_at.get(pod.metadata.uid, virtual)
             for pod in owned
@@ -244,7 +242,7 @@ class Simulation:
             return round(durations.quantile(q) * 1000, 4)
 
         return SimResult(
-            profile=self.label or ",".join(sched.frameworks),
+            profile=self.label or ",".join(sched.profile_names),
             pods_total=len(owned),
             pods_scheduled=scheduled,
             pods_unschedulable=len(unschedulable) - gated,

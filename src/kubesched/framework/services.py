@@ -1,0 +1,54 @@
+"""What the scheduler hands each profile's framework: the narrow collaborators behind the plugin
+handle (interface.Handle). Each is one thing a plugin may use; none is the scheduler itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.clock import Clock
+from kubesched.framework.interface import ClusterEvent, Status
+from kubesched.framework.shared import SharedObjects
+from kubesched.framework.waiting import PodAtPermit
+from kubesched.observe.metrics import SchedulerMetrics
+from kubesched.queue.scheduling_queue import Nominator
+
+
+class ClusterWrites(Protocol):
+    """The writes to the cluster that plugins may ask for (a backend implements them)."""
+
+    async def bind(self, pi: PodInfo, node: str) -> Status | None:
+        """Bind the pod (Binding subresource). None on success."""
+        ...
+
+    async def delete_pod(self, pi: PodInfo, reason: str) -> None:
+        """Delete a preemption victim."""
+        ...
+
+    def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
+        """Post an event about the pod (fire and forget)."""
+        ...
+
+    def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
+        """Set or clear status.nominatedNodeName."""
+        ...
+
+
+Spawn = Callable[[Coroutine[Any, Any, None], str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    cache: Cache
+    clock: Clock
+    nominator: Nominator
+    waiting: Mapping[str, PodAtPermit]  # pods held at Permit, by uid
+    cluster: ClusterWrites
+    spawn: Spawn  # a tracked background task (the scheduler drains them)
+    metrics: SchedulerMetrics
+    shared: SharedObjects
+    cluster_event: Callable[[ClusterEvent], None]  # moves pods the event may help (the queue)
+    record_preemption: Callable[[Sequence[PodInfo]], None]  # stats, metrics, the decision record
