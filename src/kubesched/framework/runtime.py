@@ -168,6 +168,7 @@ class Framework:
     def __init__(self, profile: Profile, registry: Registry, services: Services) -> None:
         self.profile = profile
         self.services = services
+        self.cache: Cache = services.cache
         self.metrics: SchedulerMetrics = services.metrics
         # Per-plugin timings are taken on a sample of cycles, as kube-scheduler does (10%):
         # extension points are always timed. The scheduler sets this before each cycle.
@@ -316,7 +317,8 @@ class Framework:
     def run_filters_with_nominated(
         self, state: CycleState, pi: PodInfo, rows: np.ndarray, nominated: Mapping[int, Sequence[PodInfo]]
     ) -> FilterOutcome:
-        """kube's RunFilterPluginsWithNominatedPods over the rows of the mask `rows`. A row with
+        """kube's RunFilterPluginsWithNominatedPods over the rows of the mask `rows` (which it may
+        narrow in place, as run_filters does). A row with
         nominated pods (of priority >= the pod's, as the caller chose them) is filtered with those
         pods added, on a cloned state whose PreFilter extensions saw them added, then again without
         them: the pod must fit either way, so a preemptor keeps the room it made and a pod does not
@@ -325,9 +327,11 @@ class Framework:
         Rows are evaluated together while no PreFilter extension keeps state for the pod (a
         nominated pod then only matters on its own row); otherwise each crowded row gets its own
         clone, as kube evaluates node by node."""
+        if not nominated:
+            return self.run_filters(state, pi, rows, explain=True)  # the common case: no copy
         crowded = [row for row, pods in nominated.items() if pods and rows[row]]
         if not crowded:
-            return self.run_filters(state, pi, rows.copy(), explain=True)
+            return self.run_filters(state, pi, rows, explain=True)
         if len(crowded) == 1 or not self.prefilter_extensions_active(state):
             return self._filter_crowded(state, pi, rows, crowded, nominated)
         alone = rows.copy()
@@ -579,11 +583,7 @@ class Framework:
 
     # --- the handle its plugins receive (interface.Handle) ----------------------------------------------
 
-    @property
-    def cache(self) -> Cache:
-        return self.services.cache
-
-    # `metrics` is an attribute (set in __init__): the scheduler's metrics, for plugins too.
+    # `cache` and `metrics` are attributes (set in __init__): read on every cycle.
 
     @property
     def table(self) -> NodeTable:
