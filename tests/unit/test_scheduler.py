@@ -196,6 +196,35 @@ def test_failed_bind_is_forgotten_and_retried_never_bound_twice(monkeypatch):
     assert sim.scheduler.stats.bind_failures >= 1
 
 
+def test_a_failed_bind_is_reported_like_any_failed_attempt(monkeypatch):
+    # One failure path: the event carries kube's wrapped Bind error, the PodScheduled condition is
+    # set, and the pod returns through backoff and binds on the retry.
+    from kubesched.backends.sim.cluster import SimCluster
+    from kubesched.framework.interface import Status
+
+    original = SimCluster.bind
+    conditions: list[tuple[str, str]] = []
+
+    async def flaky(self, pi, node):
+        if not conditions:
+            conditions.append(("bind", ""))
+            return Status.error("Internal error occurred: etcd timeout")
+        current = self.pods[pi.uid]
+        conditions.extend((c.reason, c.message) for c in current.status.conditions if c.type == "PodScheduled")
+        return await original(self, pi, node)
+
+    monkeypatch.setattr(SimCluster, "bind", flaky)
+    result, sim = run([node("n1"), pod("a")])
+    assert result.placements == {"default/a": "n1"}
+    message = 'running Bind plugin "DefaultBinder": Internal error occurred: etcd timeout'
+    assert [(e.reason, e.message) for e in sim.cluster.events] == [
+        ("FailedScheduling", message),
+        ("Scheduled", "Successfully assigned default/a to n1"),
+    ]
+    assert conditions == [("bind", ""), ("Unschedulable", message)]
+    assert sim.scheduler.stats.bind_failures == 1 and sim.scheduler.stats.errors == 1
+
+
 def test_bind_of_a_deleted_pod_is_not_requeued():
     from kubesched.backends.sim.cluster import SimCluster
 

@@ -88,3 +88,39 @@ def test_pods_of_a_deleted_node_leave_nothing_behind_once_deleted():
         c.remove_node(f"n{i}")
         c.remove_pod(p.uid)
     assert c._orphans == {} and c.placed == {} and len(c.pods) == 0
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...]] = []
+
+    def pod_placed(self, pi, row, assumed):
+        self.seen.append(("placed", pi.pod.metadata.name, str(row), "assumed" if assumed else "bound"))
+
+    def pod_removed(self, uid):
+        self.seen.append(("removed", uid))
+
+
+def test_listeners_hear_placements_once_and_removals():
+    c = cache_with([node("a"), node("b")])
+    heard = Listener()
+    c.subscribe(heard)
+    mine = info(pod("mine", "1"))
+    c.assume(mine, "b")
+    mine.pod.spec.node_name = "b"
+    c.add_pod(mine)  # the confirmation of our own bind is no new placement
+    theirs = info(pod("theirs", "1"))
+    theirs.pod.spec.node_name = "a"
+    c.add_pod(theirs)  # bound by someone else
+    c.add_pod(theirs)  # an update of a known pod is no new placement either
+    failed = info(pod("failed", "1"))
+    c.assume(failed, "a")
+    c.forget(failed)
+    c.remove_pod(theirs.uid)
+    assert heard.seen == [
+        ("placed", "mine", "1", "assumed"),
+        ("placed", "theirs", "0", "bound"),
+        ("placed", "failed", "0", "assumed"),
+        ("removed", failed.uid),
+        ("removed", theirs.uid),
+    ]

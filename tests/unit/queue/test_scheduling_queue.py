@@ -144,3 +144,28 @@ def test_churn_leaves_no_stale_entries_behind():
     assert not q.pods and not q._unschedulable and not q._gated and not q._pool_buckets
     assert q._backoff == [] and q._active == []
     assert q.counts() == QueueCounts(0, 0, 0, 0)
+
+
+def test_requeue_brings_back_a_pod_whose_binding_failed_after_it_left_the_queue():
+    clock, q = make(initial_backoff=1)
+    q.add(info(pod("p")))
+    qpi = q.pop()
+    q.done(qpi.pi.uid)  # assumed: out of the queue, binding in the background
+    assert not q.contains(qpi.pi.uid)
+    q.requeue(qpi, [], q.scheduling_cycle)  # the binding failed
+    assert q.contains(qpi.pi.uid) and q.counts().backoff == 1
+    clock.advance_to(qpi.backoff_expiry)
+    clock.run_due()
+    assert q.pop() is qpi
+
+
+def test_requeue_keeps_an_entry_that_came_back_meanwhile():
+    _clock, q = make()
+    q.add(info(pod("p")))
+    stale = q.pop()
+    q.done(stale.pi.uid)
+    q.add(stale.pi)  # the pod came back (an update) while its binding ran
+    fresh = q.pending()[0]
+    assert fresh is not stale
+    q.requeue(stale, ["NodeResourcesFit"], q.scheduling_cycle)
+    assert q.pending() == [fresh] and q.counts().active == 1 and q.counts().unschedulable == 0
