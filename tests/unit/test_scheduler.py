@@ -31,7 +31,7 @@ def test_kube_format_failure_message_event_and_condition():
     # Only the small node could be helped by preemption, and its resident has no lower priority.
     assert message.endswith(
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.."
+        "2 Preemption is not helpful for scheduling."
     )
     failed = [e for e in sim.cluster.events if e.reason == "FailedScheduling"]
     assert failed and failed[-1].type == "Warning" and failed[-1].message == message

@@ -18,7 +18,8 @@ NO_NODE_AVAILABLE = "0/{} nodes are available"
 def fit_error_message(
     num_nodes: int, reasons: Iterable[tuple[str, int]], pre_filter_msg: str = "", post_filter_msg: str = ""
 ) -> str:
-    """kube-scheduler's FitError text: `0/N nodes are available: <count> <reason>, ... .`
+    """kube-scheduler's FitError text: `0/N nodes are available: <PreFilter msg>. <count> <reason>,
+    .... <PostFilter msg>` (FitError.Error in pkg/scheduler/framework/types.go).
 
     Counts of the same reason are summed; the `<count> <reason>` strings are sorted as
     strings, as kube does, then joined with ", ".
@@ -33,7 +34,8 @@ def fit_error_message(
     if parts:
         msg += " " + ", ".join(parts) + "."
     if post_filter_msg:
-        msg += f" {post_filter_msg}."
+        # No period of its own: preemption's message is itself a FitError text ending in one.
+        msg += f" {post_filter_msg}"
     return msg
 
 

@@ -25,7 +25,7 @@ def test_prefilter_and_postfilter_messages():
     msg = fit_error_message(2, [], pre_filter_msg="pod has unbound immediate PersistentVolumeClaims")
     assert msg == "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
     msg = fit_error_message(
-        1, [("Insufficient cpu", 1)], post_filter_msg="preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod"
+        1, [("Insufficient cpu", 1)], post_filter_msg="preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     assert msg.endswith("1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 

@@ -310,7 +310,7 @@ async def test_only_lower_priority_pods_are_victims() -> None:
     assert c.preempted() == set()
     assert record.message == (
         "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: 0/1 nodes are available: 1 Insufficient cpu.."
+        "preemption: 0/1 nodes are available: 1 Insufficient cpu."
     )
 
 
@@ -324,7 +324,7 @@ async def test_no_lower_priority_pods_message() -> None:
     assert record.nominated is None
     assert record.message == (
         "0/3 nodes are available: 3 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
 
 
@@ -335,7 +335,7 @@ async def test_preemption_policy_never() -> None:
     assert record.nominated is None
     assert c.preempted() == set()
     assert record.message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: " + NOT_ELIGIBLE_NEVER + "."
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: " + NOT_ELIGIBLE_NEVER
     )
     await c.settle()
     assert c.exists("low") and c.node_of("high") is None
@@ -355,7 +355,7 @@ async def test_unresolvable_nodes_are_not_candidates() -> None:
     assert record.message == (
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable. "
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling.."
+        "1 Preemption is not helpful for scheduling."
     )
 
 
@@ -368,7 +368,7 @@ async def test_all_nodes_unresolvable() -> None:
     record = await c.cycle()
     assert record.message == (
         "0/2 nodes are available: 2 node(s) were unschedulable. "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 
@@ -392,7 +392,7 @@ async def test_nodes_cut_by_prefilter_are_not_candidates() -> None:
     assert c.preempted() == set()
     assert record.message.endswith(
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling.."
+        "1 Preemption is not helpful for scheduling."
     )
 
 
@@ -614,7 +614,7 @@ async def test_nominated_preemptor_waits_for_terminating_victims() -> None:
     )
     record = await c.cycle()
     assert record.nominated is None
-    assert record.message.endswith("preemption: " + NOT_ELIGIBLE_TERMINATING + ".")
+    assert record.message.endswith("preemption: " + NOT_ELIGIBLE_TERMINATING)
     assert c.preempted() == set()
 
 
@@ -653,7 +653,7 @@ async def test_zero_candidates_wanted_finds_none() -> None:
     assert c.preempted() == set()
     assert record.message.endswith(
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.."
+        "2 Preemption is not helpful for scheduling."
     )
 
 
@@ -802,7 +802,7 @@ async def test_nominated_pods_must_not_be_relied_on() -> None:
     assert c.preempted() == set()
     assert record.message == (
         "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: 0/1 nodes are available: 1 node(s) didn't match pod affinity rules.."
+        "preemption: 0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
     )
 
 
@@ -827,7 +827,7 @@ async def test_nominated_pods_count_through_prefilter_extensions() -> None:
     assert record.nominated is None
     assert c.preempted() == set()
     assert record.message.endswith(
-        "preemption: 0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules.."
+        "preemption: 0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules."
     )
 
 
