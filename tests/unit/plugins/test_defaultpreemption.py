@@ -806,6 +806,22 @@ async def test_nominated_pods_must_not_be_relied_on() -> None:
     )
 
 
+async def test_a_node_held_for_a_nominated_pod_reports_the_real_reason() -> None:
+    # n1 is empty but held for a nominated preemptor of higher priority: a smaller pod filtered
+    # against it runs the filters with the preemptor added and says why it does not fit there.
+    c = Cluster([node("n1", cpu="2")], [])
+    big = pod("big", "2", priority=50)
+    big.status.nominated_node_name = "n1"
+    c.add(big)
+    c.sched.queue.delete(c.uid("big"))  # nominated, waiting for its victims to go
+    c.add(pod("small", "1", priority=1, spec={"preemptionPolicy": "Never"}))
+    record = await c.cycle()
+    assert record.pod == "default/small"
+    assert record.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )
+
+
 async def test_nominated_pods_count_through_prefilter_extensions() -> None:
     # A more important pod nominated to n1 refuses web pods beside it. The dry run adds it to the
     # node through InterPodAffinity's AddPod extension, so n1 cannot host the web preemptor even with
