@@ -93,9 +93,13 @@ def test_other_schedulers_pods_and_gated_pods_are_left_alone():
         pod("gated", schedulingGates=[{"name": "example.com/wait"}]),
         pod("prebound", node_name="n1"),
     ]
-    result, _ = run(objects)
+    result, sim = run(objects)
     assert set(result.placements) == {"default/mine", "default/gated"}
     assert result.unschedulable == {"default/gated": "waiting for scheduling gates: [example.com/wait]"}
+    gated = next(p for p in sim.cluster.pods.values() if p.metadata.name == "gated")
+    assert [(c.type, c.status, c.reason, c.message) for c in gated.status.conditions] == [
+        ("PodScheduled", "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+    ]
     assert result.pods_gated == 1
 
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from kubesched.backends.sim.usage import UsageModel
 
 
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
 @dataclass(slots=True)
 class SimEvent:
     time: float
@@ -131,6 +134,11 @@ class SimCluster:
             spec=msgspec.structs.replace(pod.spec),
             status=msgspec.structs.replace(pod.status, conditions=list(pod.status.conditions)),
         )
+        if pod.spec.scheduling_gates and not any(c.type == "PodScheduled" for c in pod.status.conditions):
+            # What the API server writes on a pod created with scheduling gates.
+            pod.status.conditions.append(PodCondition(
+                type="PodScheduled", status="False", reason="SchedulingGated", message=SCHEDULING_GATED_MESSAGE
+            ))
         self.pods[pod.metadata.uid] = pod
         self.created_at.setdefault(pod.metadata.uid, self.clock.now())
         if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed") and self.usage is not None:
