@@ -44,7 +44,7 @@ class _NoCluster:
     def record_event(self, pi: Any, type_: str, reason: str, message: str) -> None:
         return None
 
-    def set_unschedulable(self, pi: Any, message: str) -> None:
+    def set_unschedulable(self, pi: Any, message: str, reason: str = "Unschedulable") -> None:
         return None
 
     def set_nominated_node(self, pi: Any, node: str | None) -> None:

@@ -465,14 +465,14 @@ class Scheduler:
             self.cache.forget(pi)
         message = status.message()
         if status.code == Code.ERROR:
-            record.result = "error"
+            record.result, reason = "error", "SchedulerError"
             self.stats.errors += 1
         else:
-            record.result = "unschedulable"
+            record.result, reason = "unschedulable", "Unschedulable"
             self.stats.unschedulable += 1
         record.message = message
         self.backend.record_event(pi, "Warning", "FailedScheduling", message)
-        self.backend.set_unschedulable(pi, message)
+        self.backend.set_unschedulable(pi, message, reason)
         if requeue:
             self.queue.requeue(qpi, rejected_by, pod_cycle)
 

@@ -225,7 +225,7 @@ def test_a_failed_bind_is_reported_like_any_failed_attempt(monkeypatch):
         ("FailedScheduling", message),
         ("Scheduled", "Successfully assigned default/a to n1"),
     ]
-    assert conditions == [("bind", ""), ("Unschedulable", message)]
+    assert conditions == [("bind", ""), ("SchedulerError", message)]  # an error, not a rejection
     assert sim.scheduler.stats.bind_failures == 1 and sim.scheduler.stats.errors == 1
 
 

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 
 class ClusterBackend(ClusterWrites, Protocol):
-    def set_unschedulable(self, pi: PodInfo, message: str) -> None:
-        """Set condition PodScheduled=False, reason Unschedulable, with the message."""
+    def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
+        """Set condition PodScheduled=False with the reason (Unschedulable for a rejection,
+        SchedulerError for an error) and the message."""
         ...
 
     def connect(self, scheduler: SchedulerPort) -> None:

@@ -149,17 +149,17 @@ class KubeBackend:
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self.events.record(pi, type_, reason, message, controller=self.scheduler_name(pi))
 
-    def set_unschedulable(self, pi: PodInfo, message: str) -> None:
-        """PodScheduled=False, reason Unschedulable, with the kube-format message; skipped when
-        the pod already says exactly that (kube does not rewrite an unchanged condition)."""
+    def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
+        """PodScheduled=False with the reason and the kube-format message; skipped when the pod
+        already says exactly that (kube does not rewrite an unchanged condition)."""
         for cond in pi.pod.status.conditions:
-            if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable" and cond.message == message:
+            if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == reason and cond.message == message:
                 return
         meta = pi.pod.metadata
         condition = {
             "type": "PodScheduled",
             "status": "False",
-            "reason": "Unschedulable",
+            "reason": reason,
             "message": message,
             "lastProbeTime": None,
             "lastTransitionTime": micro_time()[:19] + "Z",

@@ -36,6 +36,16 @@ MAX_SERIES = 20 * QUEUE_SIZE
 SeriesKey = tuple[str, str, str, str]  # pod uid, type, reason, note
 
 
+def truncate_note(message: str) -> str:
+    """kube-scheduler's truncateMessage: over NoteLengthLimit bytes, cut to fit " ..." after it.
+    Go counts and cuts bytes; a character cut in two becomes U+FFFD, as Go's JSON encoder writes it."""
+    raw = message.encode()
+    if len(raw) <= NOTE_LIMIT:
+        return message
+    suffix = b" ..."
+    return (raw[: NOTE_LIMIT - len(suffix)] + suffix).decode(errors="replace")
+
+
 def micro_time(ts: float | None = None) -> str:
     """RFC 3339 with microseconds, as metav1.MicroTime serialises."""
     moment = datetime.fromtimestamp(time.time() if ts is None else ts, UTC)
@@ -90,7 +100,7 @@ class EventRecorder:
 
     def record(self, pi: PodInfo, type_: str, reason: str, message: str, *, controller: str | None = None) -> None:
         now = time.time()
-        note = message if len(message) <= NOTE_LIMIT else message[: NOTE_LIMIT - 3] + "..."
+        note = truncate_note(message)
         key = (pi.uid, type_, reason, note)
         self._expire(now)
         series = self.series.pop(key, None)

@@ -111,13 +111,13 @@ class SimCluster:
         if len(self.events) < self.keep_events:
             self.events.append(SimEvent(self.clock.now(), pi.key, type_, reason, message))
 
-    def set_unschedulable(self, pi: PodInfo, message: str) -> None:
+    def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         pod = self.pods.get(pi.uid)
         if pod is None:
             return
         pod.status.conditions = [c for c in pod.status.conditions if c.type != "PodScheduled"]
         pod.status.conditions.append(
-            PodCondition(type="PodScheduled", status="False", reason="Unschedulable", message=message)
+            PodCondition(type="PodScheduled", status="False", reason=reason, message=message)
         )
 
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
