@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration fuzz k8s-bin prometheus-bin lint typecheck bench bench-kube clean
+.PHONY: demo test unit integration conformance fuzz k8s-bin prometheus-bin lint typecheck bench bench-kube clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,13 @@ unit: $(STAMP)
 
 integration: $(STAMP) k8s-bin prometheus-bin
 	$(BIN)/python -m pytest tests/integration
+
+# The differential conformance suite on CONFORMANCE_SCENARIOS generated scenarios (default 300, from
+# CONFORMANCE_SEED, default 1): each through the real kube-scheduler and through `kubesched run` on one
+# real apiserver; disagreements are written to CONFORMANCE_OUT (default: pytest's tmp dir) as replayable files.
+CONFORMANCE_SCENARIOS ?= 300
+conformance: $(STAMP) k8s-bin
+	cd tests && CONFORMANCE_SCENARIOS=$(CONFORMANCE_SCENARIOS) ../$(BIN)/python -m pytest integration/conformance -q -p no:cacheprovider
 
 # The fuzz suite at twenty times the inputs `make test` gives it, with a fresh random seed each run
 # (hypothesis prints it with any failure; replay with --hypothesis-seed=N). FUZZ_EXAMPLES=100 for more.

@@ -32,7 +32,7 @@ def test_apiserver_ready_and_reports_pinned_version(control_plane: ControlPlane,
     expected = control_plane.binaries.kube_version()
     assert version["gitVersion"] == expected
     if not os.environ.get("KUBEBUILDER_ASSETS"):
-        assert expected == pinned_kube_version() == "v1.34.4"
+        assert expected == pinned_kube_version() == "v1.37.2"
     assert control_plane.server.startswith("https://127.0.0.1:")
 
 

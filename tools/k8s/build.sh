@@ -73,7 +73,7 @@ if ! command -v go >/dev/null 2>&1; then
     cat >&2 <<EOF
 build.sh: the Go toolchain ('go') is not on PATH.
 The integration tests need etcd $ETCD_VERSION, kube-apiserver and kube-scheduler $KUBE_VERSION,
-built from tools/k8s with Go (https://go.dev/dl/, version 1.24 or newer). Either install Go and
+built from tools/k8s with Go (https://go.dev/dl/, version 1.26 or newer). Either install Go and
 run 'make k8s-bin' again, or point KUBEBUILDER_ASSETS at a directory that already holds
 etcd, kube-apiserver and kube-scheduler of these versions.
 EOF

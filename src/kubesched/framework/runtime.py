@@ -432,7 +432,7 @@ class Framework:
                 self.plugin_metrics.plugin(plugin.name, "PostFilter", status_label(status), perf_counter() - t0)
             if status is None or status.code == Code.SUCCESS:
                 self._point("PostFilter", None, started)
-                return result, None
+                return result, status  # a success may carry a message for the FitError text
             last_result = result or last_result
             if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 self._point("PostFilter", status, started)

@@ -339,7 +339,9 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         best = pick_one_node(run.candidates)
         assert best is not None
         self.prepare(pi, best)
-        return PostFilterResult(nominated_node=best.node), None
+        # Since kube 1.37 a successful preemption says so in the pod's FailedScheduling message.
+        placed = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
+        return PostFilterResult(nominated_node=best.node), Status(Code.SUCCESS, (placed,))
 
     def eligible(self, pi: PodInfo, diagnosis: Diagnosis) -> tuple[bool, str]:
         """kube's PodEligibleToPreemptOthers."""

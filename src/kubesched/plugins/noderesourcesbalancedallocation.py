@@ -1,7 +1,9 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resources would be used evenly.
 
-The score is (1 - standard deviation of requested/allocatable over the configured
-resources) * 100, counting the pod on the node. Unlike NodeResourcesFit's scoring it uses
+A node's balance is (1 - standard deviation of requested/allocatable over the configured
+resources) * 100, 50..100. Since kube 1.37 the score is the change the pod brings to it:
+50 + (50 + balance with the pod - balance without it) / 2, so a pod that evens a node out
+scores towards 100 and one that skews it towards 50. Unlike NodeResourcesFit's scoring it uses
 plain requests (no defaults for best-effort containers), and a pod that requests none of
 the resources is not scored at all: otherwise every best-effort pod would look "balanced"
 on the same emptiest node and pile up there.
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import Code, CycleState, Handle, Plugin, PreScorePlugin, ScorePlugin, Status
+from kubesched.framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, Plugin, PreScorePlugin, ScorePlugin, Status
 from kubesched.plugins import resourcescoring as rs
 
 
@@ -76,4 +78,11 @@ class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin):
         else:
             requests = s.requests
         weights = (1,) * len(self.resource_names)
-        return rs.score_rows(table, rows, self.resource_names, weights, requests, True, rs.balanced)
+        names = self.resource_names
+        with_pod = rs.score_rows(table, rows, names, weights, requests, True, rs.balanced)
+        without = rs.score_rows(table, rows, names, weights, requests, True, rs.balanced, with_pod=False)
+        # kube 1.37 scores the change in balance the pod brings: both balances lie in 50..100, so
+        # 50 + (50 + with - without) / 2 stays in 50..100; about 75 when the pod changes little.
+        half = MAX_NODE_SCORE // 2
+        out: np.ndarray = half + (half + with_pod - without) // 2
+        return out

@@ -105,8 +105,10 @@ def gather(
     weights: Sequence[int],
     pod_requests: np.ndarray,
     use_requested: bool,
+    with_pod: bool = True,
 ) -> list[Item]:
-    """The resources to score, with the node's requests counting the pod and its allocatable.
+    """The resources to score, with the node's requests counting the pod (unless `with_pod` is
+    False: the node as it is, over the same resources) and its allocatable.
 
     Resources kube leaves out for every node are dropped here: extended resources the pod
     does not request, names it never scores (pods), names no node has. An allocatable of 0
@@ -124,22 +126,22 @@ def gather(
             used = table.requested[rows, col]
         else:
             continue
-        items.append((int(weights[i]), used + req, table.allocatable[rows, col]))
+        items.append((int(weights[i]), used + req if with_pod else used, table.allocatable[rows, col]))
     return items
 
 
 def score_rows(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights: Sequence[int],
-               pod_requests: np.ndarray, use_requested: bool, scorer: Scorer) -> np.ndarray:
+               pod_requests: np.ndarray, use_requested: bool, scorer: Scorer, with_pod: bool = True) -> np.ndarray:
     """Scores aligned with `rows`. When most rows are candidates, columns are read as views over
     the whole table and the result picked once, which is cheaper than gathering each column."""
     m = len(rows)
     if m == 0:
         return np.zeros(0, dtype=np.int64)
     if 4 * m >= table.size:
-        items = gather(table, slice(0, table.size), names, weights, pod_requests, use_requested)
+        items = gather(table, slice(0, table.size), names, weights, pod_requests, use_requested, with_pod)
         out: np.ndarray = scorer(items, table.size)[rows]
         return out
-    return scorer(gather(table, rows, names, weights, pod_requests, use_requested), m)
+    return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod), m)
 
 
 def _safe(allocatable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -231,7 +233,7 @@ def requested_to_capacity_ratio(items: list[Item], m: int, lookup: np.ndarray) -
 
 def balanced(items: list[Item], m: int) -> np.ndarray:
     """(1 - standard deviation of the requested fractions) * 100, fractions capped at 1
-    (kube's balancedResourceScorer). Float operations follow kube's order so the truncated
+    (kube's balancedResourceScore). Float operations follow kube's order so the truncated
     result is the same."""
     fractions: list[np.ndarray] = []
     masks: list[np.ndarray | None] = []

@@ -32,7 +32,7 @@ class Binaries:
     origin: str  # where they were found, for messages
 
     def kube_version(self) -> str:
-        """What `kube-apiserver --version` reports, e.g. ``v1.34.4``."""
+        """What `kube-apiserver --version` reports, e.g. ``v1.37.2``."""
         out = subprocess.run([str(self.kube_apiserver), "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
         return out.strip().removeprefix("Kubernetes ").strip()
 
@@ -49,7 +49,7 @@ def _required_version(go_mod: Path, module: str) -> str:
 
 
 def pinned_kube_version() -> str:
-    """The Kubernetes release tools/k8s builds (``v1.34.4``)."""
+    """The Kubernetes release tools/k8s builds (``v1.37.2``)."""
     version = _required_version(K8S_TOOLS / "kube" / "go.mod", "k8s.io/kubernetes")
     if not re.fullmatch(r"v1\.\d+\.\d+", version):
         raise BinariesMissing(f"unexpected k8s.io/kubernetes version {version!r} in tools/k8s/kube/go.mod")
@@ -57,7 +57,7 @@ def pinned_kube_version() -> str:
 
 
 def pinned_etcd_version() -> str:
-    """The etcd release tools/k8s builds (``v3.6.4``)."""
+    """The etcd release tools/k8s builds (``v3.7.0``)."""
     return _required_version(K8S_TOOLS / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3")
 
 

@@ -52,7 +52,7 @@ def node_status(*, cpu: str = "4", memory: str = "32Gi", pods: int = 110, extra:
         "nodeInfo": {
             "architecture": "amd64",
             "operatingSystem": "linux",
-            "kubeletVersion": "v1.34.4",
+            "kubeletVersion": "v1.37.2",
             "kubeProxyVersion": "",
             "containerRuntimeVersion": "containerd://2.0.0",
             "bootID": "",

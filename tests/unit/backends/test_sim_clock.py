@@ -195,13 +195,14 @@ def _figures(result: SimResult) -> tuple[object, ...]:
 
 def test_web_batch_figures_are_unchanged() -> None:
     result = asyncio.run(Simulation(load_scenario("web-batch"), default_config()).run())
-    # 886 cycles: 9 fewer than kube would run, the pool's timeout retries with nothing changed.
-    assert _figures(result) == (363, 3, 886, 2100.0, 24210.0, 97.55, 23.55, 600.0)
+    # 863 cycles: fewer than kube would run, the pool's timeout retries with nothing changed.
+    # (Kube 1.37's balance-change BalancedAllocation score moved these from 363 / 886 / 24,210.)
+    assert _figures(result) == (366, 3, 863, 2100.0, 25725.0, 98.17, 23.71, 600.0)
 
 
 def test_flink_burst_load_aware_figures_are_the_readmes() -> None:
     result = asyncio.run(Simulation(load_scenario("flink-burst"), load_config(EXAMPLES / "load-aware.yaml")).run())
-    assert _figures(result) == (1386, 0, 1386, 8454.0, 2715.0, 74.44, 16.95, 0.0)
+    assert _figures(result) == (1386, 0, 1386, 8454.0, 2715.0, 74.44, 16.96, 0.0)
 
 
 def test_a_long_run_can_be_cancelled_promptly() -> None:

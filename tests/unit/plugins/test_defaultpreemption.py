@@ -523,7 +523,10 @@ async def test_nominated_then_scheduled_after_victims_deleted() -> None:
     assert record.result == "unschedulable"
     assert record.nominated == "n1"
     # PostFilter succeeded: the failure message is the filters' alone.
-    assert record.message == "0/2 nodes are available: 2 Insufficient cpu."
+    assert record.message == (  # kube 1.37 says a preemption is under way in the message
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: found a potential placement for pod on node n1, preempting 1 victims"
+    )
     assert c.sched.nominator.node_of.get(c.uid("high")) == "n1"
     assert c.preempted() == {"a"}
     assert c.events("Preempted") == [("a", f"Preempted by pod {c.uid('high')} on node n1")]
@@ -863,7 +866,10 @@ async def test_no_second_preemption_while_victims_are_being_deleted() -> None:
         return plugin.post_filter(state, pi, Diagnosis(2))
 
     result, status = attempt()
-    assert status is None and result is not None and result.nominated_node == "n1"
+    assert result is not None and result.nominated_node == "n1"
+    assert status == Status(
+        Code.SUCCESS, ("preemption: found a potential placement for pod on node n1, preempting 1 victims",), "DefaultPreemption"
+    )
     assert plugin.deleting == {c.uid("a"): "n1"}
     result, status = attempt()  # the deletion has not run yet
     assert result is None

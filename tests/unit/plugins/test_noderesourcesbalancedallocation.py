@@ -1,4 +1,4 @@
-"""NodeResourcesBalancedAllocation: args, the standard-deviation score on hand-computed values, skips."""
+"""NodeResourcesBalancedAllocation: args, kube 1.37's balance-change score on hand-computed values, skips."""
 
 from __future__ import annotations
 
@@ -59,51 +59,54 @@ def test_invalid_args(args: dict[str, Any], message: str) -> None:
 
 def test_two_resources_half_the_difference() -> None:
     cache = cache_with([node("n", cpu="4", memory="10000")])
-    # fractions 0.75 and 0.5: std 0.125, (1 - 0.125) * 100 = 87.5 -> 87
-    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="5000"))) == [87]
+    # With the pod: fractions 0.75 and 0.5, std 0.125, (1 - 0.125) * 100 = 87.5 -> 87; without it
+    # the empty node is balanced (100): 50 + (50 + 87 - 100) / 2 = 68 (kube 1.37's change score).
+    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="5000"))) == [68]
 
 
 def test_perfectly_balanced_node_scores_100() -> None:
     cache = cache_with([node("n", cpu="4", memory="10000")], [pod("old", cpu="1", memory="2500", node_name="n")])
-    assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="2500"))) == [100]
+    # Balanced before (100) and after (100): the pod changes nothing, 50 + 50 / 2 = 75.
+    assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="2500"))) == [75]
 
 
 def test_fractions_are_capped_at_one() -> None:
     cache = cache_with([node("n", cpu="4", memory="10000")])
-    # cpu 6000/4000 counts as 1, memory 0.5: std 0.25 -> 75
-    assert run_score(make(cache), cache, info(pod("p", cpu="6", memory="5000"))) == [75]
+    # cpu 6000/4000 counts as 1, memory 0.5: std 0.25 -> 75; 50 + (50 + 75 - 100) / 2 = 62
+    assert run_score(make(cache), cache, info(pod("p", cpu="6", memory="5000"))) == [62]
 
 
 def test_uses_plain_requests_not_best_effort_defaults() -> None:
     cache = cache_with([node("n", cpu="4", memory="10000")], [pod("besteffort", node_name="n")])
     # The best-effort pod on the node adds nothing; memory 0 still counts as a fraction:
-    # cpu 0.5, memory 0 -> std 0.25 -> 75.
-    assert run_score(make(cache), cache, info(pod("p", cpu="2"))) == [75]
+    # cpu 0.5, memory 0 -> std 0.25 -> 75; before, 0 and 0 -> 100: 62.
+    assert run_score(make(cache), cache, info(pod("p", cpu="2"))) == [62]
 
 
 def test_three_resources_standard_deviation() -> None:
     cache = cache_with([node("n", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4})])
-    # fractions 0.25, 0.5, 0.25: mean 1/3, variance 1/72, std 0.11785 -> 88.2 -> 88
+    # fractions 0.25, 0.5, 0.25: mean 1/3, variance 1/72, std 0.11785 -> 88.2 -> 88; before 100: 69
     pi = info(pod("p", cpu="1", memory="5000", requests={"nvidia.com/gpu": 1}))
-    assert run_score(make(cache, GPU3), cache, pi) == [88]
+    assert run_score(make(cache, GPU3), cache, pi) == [69]
 
 
 def test_extended_resource_not_requested_is_left_out() -> None:
     cache = cache_with([node("n", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4})])
-    # Without the gpu the two-resource formula applies: 0.25 vs 0.5 -> 87.
-    assert run_score(make(cache, GPU3), cache, info(pod("p", cpu="1", memory="5000"))) == [87]
+    # Without the gpu the two-resource formula applies: 0.25 vs 0.5 -> 87 (before: 100) -> 68.
+    assert run_score(make(cache, GPU3), cache, info(pod("p", cpu="1", memory="5000"))) == [68]
 
 
 def test_node_without_the_extended_resource_scores_on_the_rest() -> None:
     cache = cache_with([node("gpu", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4}),
                         node("plain", cpu="4", memory="10000")])
     pi = info(pod("p", cpu="1", memory="5000", requests={"nvidia.com/gpu": 1}))
-    assert run_score(make(cache, GPU3), cache, pi, ["gpu", "plain"]) == [88, 87]
+    assert run_score(make(cache, GPU3), cache, pi, ["gpu", "plain"]) == [69, 68]  # balances 88 and 87
 
 
 def test_node_with_only_one_scorable_resource_scores_100() -> None:
     cache = cache_with([node("n", cpu="4", memory="0")])
-    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="1Gi"))) == [100]
+    # One resource: balanced (100) with and without the pod -> 75.
+    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="1Gi"))) == [75]
 
 
 def test_best_effort_pod_is_skipped() -> None:
@@ -141,5 +144,6 @@ def test_null_resources_mean_defaults() -> None:
 def test_scoring_a_few_rows_of_a_large_table() -> None:
     cache = cache_with([node(f"n{i}", cpu="4", memory="10000") for i in range(10)],
                        [pod("old", cpu="1", memory="5000", node_name="n7")])
-    # n7: cpu 2000/4000 = 0.5, memory 6000/10000 = 0.6 -> std 0.05 -> 95; n2: 0.25 vs 0.1 -> 92.5 -> 92
-    assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="1000")), ["n7", "n2"]) == [95, 92]
+    # n7: with the pod 0.5 vs 0.6 -> 95, before 0.25 vs 0.5 -> 87: 50 + (50 + 95 - 87) / 2 = 79;
+    # n2: 0.25 vs 0.1 -> 92.5 -> 92, before 100: 71.
+    assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="1000")), ["n7", "n2"]) == [79, 71]

@@ -1,0 +1,148 @@
+"""Seeded small scenarios for the differential conformance suite.
+
+A scenario is plain JSON (nodes, pods already bound, pods to schedule one at a time), so a
+disagreement can be written to a file and replayed (`python -m integration.conformance.replay F`).
+It covers resources and extended resources, nodeSelector, node affinity with every operator,
+taints and tolerations, cordoned nodes, host ports, pod (anti-)affinity hard and soft, topology
+spread (minDomains, node inclusion policies), priorities with preemption and preemptionPolicy
+Never, and profiles with other scoring strategies and weights.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+JSON = dict[str, Any]
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+APPS = ("web", "db", "cache")
+EXTENDED = "example.com/gpu"
+PRIORITIES = {"low": 10, "mid": 100, "high": 1000, "never": 500}  # "never": preemptionPolicy Never
+
+
+def _node(rng: random.Random, i: int) -> JSON:
+    labels = {"topology.kubernetes.io/zone": rng.choice(ZONES), "disk": rng.choice(("ssd", "hdd"))}
+    if rng.random() < 0.5:
+        labels["cores"] = str(rng.choice((2, 4, 8, 16)))
+    taints = []
+    if rng.random() < 0.25:
+        taints.append({"key": "dedicated", "value": rng.choice(APPS), "effect": rng.choice(("NoSchedule", "PreferNoSchedule"))})
+    node: JSON = {
+        "name": f"node-{i}",
+        "cpu": rng.choice(("1", "2", "4")),
+        "memory": rng.choice(("2Gi", "4Gi", "8Gi")),
+        "pods": rng.choice((3, 5, 110)),
+        "labels": labels,
+        "taints": taints,
+        "unschedulable": rng.random() < 0.1,
+    }
+    if rng.random() < 0.3:
+        node["extended"] = {EXTENDED: str(rng.choice((1, 2)))}
+    return node
+
+
+def _selector_term(rng: random.Random) -> JSON:
+    op = rng.choice(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
+    if op in ("Gt", "Lt"):
+        return {"key": "cores", "operator": op, "values": [str(rng.choice((2, 4, 8)))]}
+    key = rng.choice(("topology.kubernetes.io/zone", "disk"))
+    if op in ("Exists", "DoesNotExist"):
+        return {"key": key if rng.random() < 0.7 else "cores", "operator": op}
+    values = rng.sample(ZONES, rng.randint(1, 2)) if key.endswith("zone") else [rng.choice(("ssd", "hdd"))]
+    return {"key": key, "operator": op, "values": values}
+
+
+def _pod_spec(rng: random.Random, app: str, with_priority: bool) -> JSON:
+    requests = {"cpu": rng.choice(("100m", "250m", "500m", "1", "2")), "memory": rng.choice(("128Mi", "512Mi", "1Gi", "3Gi"))}
+    container: JSON = {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": requests}}
+    if rng.random() < 0.15:
+        container["resources"] = {"requests": {**requests, EXTENDED: "1"}, "limits": {EXTENDED: "1"}}
+    if rng.random() < 0.15:
+        container["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+    spec: JSON = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    affinity: JSON = {}
+    r = rng.random()
+    if r < 0.15:
+        spec["nodeSelector"] = {"disk": rng.choice(("ssd", "hdd"))}
+    elif r < 0.4:
+        if rng.random() < 0.6:
+            terms = [{"matchExpressions": [_selector_term(rng) for _ in range(rng.randint(1, 2))]}]
+            affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        else:
+            affinity["nodeAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [_selector_term(rng)]}}
+            ]}
+    r = rng.random()
+    if r < 0.25:
+        kind = rng.choice(("podAffinity", "podAntiAffinity"))
+        term = {
+            "labelSelector": {"matchLabels": {"app": rng.choice(APPS)}},
+            "topologyKey": rng.choice(("kubernetes.io/hostname", "topology.kubernetes.io/zone")),
+        }
+        if rng.random() < 0.5:
+            affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        else:
+            affinity[kind] = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": rng.randint(1, 100), "podAffinityTerm": term}]}
+    if affinity:
+        spec["affinity"] = affinity
+    if rng.random() < 0.25:
+        constraint: JSON = {
+            "maxSkew": rng.choice((1, 2)),
+            "topologyKey": rng.choice(("topology.kubernetes.io/zone", "kubernetes.io/hostname")),
+            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")),
+            "labelSelector": {"matchLabels": {"app": app}},
+        }
+        if constraint["whenUnsatisfiable"] == "DoNotSchedule" and rng.random() < 0.3:
+            constraint["minDomains"] = rng.choice((2, 3, 4))
+        if rng.random() < 0.3:
+            constraint["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
+            constraint["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
+        spec["topologySpreadConstraints"] = [constraint]
+    if rng.random() < 0.3:
+        spec["tolerations"] = [{"key": "dedicated", "operator": rng.choice(("Exists", "Equal")), "value": app}]
+        if spec["tolerations"][0]["operator"] == "Exists":
+            del spec["tolerations"][0]["value"]
+    if with_priority:
+        spec["priorityClassName"] = rng.choice(tuple(PRIORITIES))
+    return spec
+
+
+# Profiles besides the default one, by name: both schedulers run all of them at once, so a scenario
+# only chooses one (its pods then name it in schedulerName).
+PROFILES: dict[str, JSON] = {
+    "default": {},
+    "most-allocated": {"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+        "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}}]},
+    "ratio": {"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+        "type": "RequestedToCapacityRatio", "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
+        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}}]},
+    "weights": {"plugins": {"score": {"enabled": [
+        {"name": "NodeAffinity", "weight": 5}, {"name": "TaintToleration", "weight": 1}, {"name": "PodTopologySpread", "weight": 4},
+    ]}}},
+}
+
+
+def _profile(rng: random.Random) -> str:
+    return "default" if rng.random() < 0.7 else rng.choice(sorted(set(PROFILES) - {"default"}))
+
+
+def scenario(seed: int) -> JSON:
+    rng = random.Random(seed)
+    nodes = [_node(rng, i) for i in range(rng.randint(2, 5))]
+    with_priority = rng.random() < 0.4
+    existing = []
+    for i in range(rng.randint(0, 3)):
+        app = rng.choice(APPS)
+        spec = _pod_spec(rng, app, with_priority)
+        for key in ("affinity", "topologySpreadConstraints", "nodeSelector"):
+            spec.pop(key, None)
+        spec["nodeName"] = rng.choice(nodes)["name"]
+        spec["containers"][0].pop("ports", None)
+        spec["containers"][0]["resources"] = {"requests": {"cpu": rng.choice(("100m", "250m", "500m")), "memory": "256Mi"}}
+        existing.append({"name": f"running-{i}", "labels": {"app": app}, "spec": spec})
+    pending = []
+    for i in range(rng.randint(2, 6)):
+        app = rng.choice(APPS)
+        pending.append({"name": f"pod-{i}", "labels": {"app": app}, "spec": _pod_spec(rng, app, with_priority)})
+    return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": _profile(rng)}

@@ -1,0 +1,225 @@
+"""Runs a generated scenario on a real apiserver through one scheduler, pod by pod, and records what
+a user sees of each: the node it lands on, the first FailedScheduling condition, the nomination,
+the pods preempted for it. Both schedulers run all of generate.PROFILES at once."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from integration.harness.objects import create_ready_node
+from integration.harness.rest import ApiError, Kube
+
+from .generate import JSON, PRIORITIES, PROFILES
+
+QUIET = 0.6  # seconds a failed pod must stay failed (and unnominated) to count as settled
+STEP_TIMEOUT = 20.0
+
+
+@dataclass
+class Step:
+    pod: str
+    node: str | None = None
+    message: str | None = None  # the first PodScheduled=False message seen
+    reason: str | None = None
+    nominated: str | None = None
+    preempted: list[str] = field(default_factory=list)
+
+
+def scheduler_name(side: str, profile: str) -> str:
+    return f"{side}-{profile}"
+
+
+def profiles(side: str) -> list[JSON]:
+    return [{"schedulerName": scheduler_name(side, name), **body} for name, body in PROFILES.items()]
+
+
+def ensure_priority_classes(kube: Kube) -> None:
+    for name, value in PRIORITIES.items():
+        if kube.get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/conformance-{name}") is None:
+            kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": f"conformance-{name}"}, "value": value,
+                "preemptionPolicy": "Never" if name == "never" else "PreemptLowerPriority",
+            })
+
+
+def create_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
+    for n in scenario["nodes"]:
+        name = f"{prefix}{n['name']}"
+        create_ready_node(
+            kube, name, cpu=n["cpu"], memory=n["memory"], pods=n["pods"],
+            labels=n["labels"], taints=n["taints"], extra_resources=n.get("extended"),
+        )
+        if n["unschedulable"]:
+            kube.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": True}})
+
+
+def delete_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
+    for n in scenario["nodes"]:
+        kube.delete(f"/api/v1/nodes/{prefix}{n['name']}", missing_ok=True)
+
+
+def _manifest(pod: JSON, namespace: str, scheduler: str, prefix: str) -> JSON:
+    spec = json.loads(json.dumps(pod["spec"]))
+    if "nodeName" in spec:
+        spec["nodeName"] = prefix + spec["nodeName"]
+    else:
+        spec["schedulerName"] = scheduler
+    if "priorityClassName" in spec:
+        spec["priorityClassName"] = "conformance-" + spec["priorityClassName"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod["name"], "namespace": namespace, "labels": pod["labels"]},
+            "spec": spec}
+
+
+def _create(kube: Kube, manifest: JSON) -> JSON:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return kube.create(f"/api/v1/namespaces/{manifest['metadata']['namespace']}/pods", manifest)
+        except ApiError as e:  # the Priority admission plugin may not know a new class yet
+            if e.status != 403 or "PriorityClass" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _names(kube: Kube, namespace: str) -> set[str]:
+    return {p["metadata"]["name"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")}
+
+
+def _condition(pod: JSON) -> tuple[str, str] | None:
+    for c in pod.get("status", {}).get("conditions", []):
+        if c["type"] == "PodScheduled" and c["status"] == "False":
+            return c.get("reason", ""), c.get("message", "")
+    return None
+
+
+def run_side(
+    kube: Kube, scenario: JSON, namespace: str, side: str, prefix: str, align: Callable[[str, str], str | None] | None = None
+) -> list[Step]:
+    """Creates the scenario's running pods, then each pending pod in turn, waiting for it to settle.
+    `align(pod, node)` may name another node the pod should be on (the reference chose another of
+    the nodes tied for the best score): the pod is then re-created there, bound, so that the two
+    runs go on from the same state."""
+    scheduler = scheduler_name(side, scenario["profile"])
+    for pod in scenario["existing"]:
+        _create(kube, _manifest(pod, namespace, scheduler, prefix))
+    steps = []
+    for pod in scenario["pending"]:
+        before = _names(kube, namespace)
+        created = _create(kube, _manifest(pod, namespace, scheduler, prefix))
+        step = Step(pod["name"])
+        _follow(kube, namespace, pod["name"], created, step, prefix)
+        step.preempted = sorted(before - _names(kube, namespace) - {pod["name"]})
+        steps.append(step)
+        target = align(pod["name"], step.node) if align is not None and step.node else None
+        if target is not None and target != step.node:
+            path = f"/api/v1/namespaces/{namespace}/pods/{pod['name']}"
+            kube.delete(path, grace_period_seconds=0)
+            _wait_gone(kube, path)
+            bound = {**pod, "spec": {**pod["spec"], "nodeName": target}}
+            _create(kube, _manifest(bound, namespace, "", prefix))
+    return steps
+
+
+def _follow(kube: Kube, namespace: str, name: str, created: JSON, step: Step, prefix: str) -> None:
+    """Every state the pod passes through, through a watch (polling could miss a nomination or a
+    failure that lasts a few milliseconds), until it is bound, or has failed and nothing changed
+    for QUIET seconds while it is not nominated."""
+    version = created["metadata"]["resourceVersion"]
+    deadline = time.monotonic() + STEP_TIMEOUT
+    waiting_for_more = True
+    while waiting_for_more and time.monotonic() < deadline:
+        params = {"fieldSelector": f"metadata.name={name}", "resourceVersion": version, "allowWatchBookmarks": "false"}
+        quiet_end = True
+        for event in kube.watch(f"/api/v1/namespaces/{namespace}/pods", params, timeout=QUIET):
+            obj = event["object"]
+            if event["type"] == "ERROR":
+                break
+            version = obj["metadata"]["resourceVersion"]
+            nominated = obj.get("status", {}).get("nominatedNodeName")
+            if nominated and step.nominated is None:
+                step.nominated = nominated.removeprefix(prefix)
+            node = obj["spec"].get("nodeName")
+            if node:
+                step.node = node.removeprefix(prefix)
+                return
+            cond = _condition(obj)
+            if cond is not None and step.message is None:
+                step.reason, step.message = cond[0], _unprefix(cond[1], prefix)
+            if event["type"] == "DELETED":
+                return
+            if time.monotonic() > deadline:
+                quiet_end = False
+                break
+        # The watch ended: QUIET seconds without a change (or the server closed it).
+        current = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        if current is None:
+            return
+        if current["spec"].get("nodeName"):
+            step.node = current["spec"]["nodeName"].removeprefix(prefix)
+            return
+        settled = step.message is not None and not current.get("status", {}).get("nominatedNodeName")
+        waiting_for_more = quiet_end and not settled
+
+
+def _wait_gone(kube: Kube, path: str) -> None:
+    deadline = time.monotonic() + 10
+    while kube.get_or_none(path) is not None and time.monotonic() < deadline:
+        time.sleep(0.03)
+
+
+def _unprefix(message: str, prefix: str) -> str:
+    return re.sub(re.escape(prefix) + r"(node-\d+)", r"\1", message)
+
+
+def clear_namespace(kube: Kube, namespace: str) -> None:
+    for name in _names(kube, namespace):
+        kube.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", grace_period_seconds=0, missing_ok=True)
+    deadline = time.monotonic() + 20
+    while _names(kube, namespace) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
+    """Every point on which the two runs differ, one line each."""
+    out = []
+    for theirs, mine in zip(kube_steps, ours, strict=True):
+        for what in ("node", "reason", "message", "nominated", "preempted"):
+            a, b = getattr(theirs, what), getattr(mine, what)
+            if a != b:
+                out.append(f"{theirs.pod} {what}: kube-scheduler {a!r} / kubesched {b!r}")
+    return out
+
+
+def write_reproducer(directory: Path, scenario: JSON, kube_steps: list[Step], ours: list[Step], diffs: list[str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"scenario-{scenario['seed']}.json"
+    path.write_text(json.dumps({
+        "scenario": scenario,
+        "kube-scheduler": [asdict(s) for s in kube_steps],
+        "kubesched": [asdict(s) for s in ours],
+        "differences": diffs,
+    }, indent=2))
+    return path
+
+
+SCORE_LINE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
+
+
+def final_scores(log: str, pod: str, prefix: str) -> dict[str, int]:
+    """kube-scheduler's final score per node (named without the scenario's prefix) for the pod's
+    last scored attempt in this scenario, from its -v=10 log."""
+    attempt: dict[str, dict[str, int]] = {}
+    for m in SCORE_LINE.finditer(log):
+        if m.group(1) != pod or not m.group(3).startswith(prefix):
+            continue
+        plugin, node, score = m.group(2), m.group(3), int(m.group(4))
+        if plugin in attempt.get(node, {}):
+            attempt = {}  # a new attempt begins
+        attempt.setdefault(node, {})[plugin] = score
+    return {node.removeprefix(prefix): sum(by_plugin.values()) for node, by_plugin in attempt.items()}
