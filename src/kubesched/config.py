@@ -101,7 +101,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
 # kube-scheduler plugins kubesched does not have yet: named, they get a clear message instead of
 # "unknown plugin".
 UNSUPPORTED_PLUGINS = frozenset(
-    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources"}
+    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources", "NodeDeclaredFeatures"}
 )
 # Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).
 REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})

@@ -698,7 +698,7 @@ def test_unknown_plugin() -> None:
     assert message.startswith("profiles[0].plugins.filter.enabled[1]: unknown plugin 'NodeNam' (registered: ")
 
 
-@pytest.mark.parametrize("name", ["VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits"])
+@pytest.mark.parametrize("name", ["VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits", "NodeDeclaredFeatures"])
 def test_volume_plugins_are_not_supported_yet(name: str) -> None:
     message = refused_profile({"multiPoint": {"enabled": [{"name": name}]}})
     assert message == (
