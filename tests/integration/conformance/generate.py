@@ -1,7 +1,7 @@
 """Seeded small scenarios for the differential conformance suite.
 
 A scenario is plain JSON (nodes, pods already bound, pods to schedule one at a time), so a
-disagreement can be written to a file and replayed (`python -m integration.conformance.replay F`).
+disagreement can be written to a file and replayed (CONFORMANCE_REPLAY=F, see test_conformance).
 It covers resources and extended resources, nodeSelector, node affinity with every operator,
 taints and tolerations, cordoned nodes, host ports, pod (anti-)affinity hard and soft, topology
 spread (minDomains, node inclusion policies), priorities with preemption and preemptionPolicy

@@ -5,7 +5,8 @@ node tied for kube-scheduler's best score is accepted), the first FailedScheduli
 
 `make test` runs a small seeded sample; `make conformance` runs CONFORMANCE_SCENARIOS of them
 (default 300). A disagreement writes the scenario, both runs and the differences to a file
-under CONFORMANCE_OUT (default the test's tmp dir): the file replays it.
+under CONFORMANCE_OUT (default the test's tmp dir); CONFORMANCE_REPLAY=<file>[:<file>...] runs
+exactly those scenarios again.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from .runner import (
 )
 from .simside import simulate_side
 
-SCENARIOS = int(os.environ.get("CONFORMANCE_SCENARIOS", "6"))
+REPLAY = [Path(p) for p in os.environ.get("CONFORMANCE_REPLAY", "").split(":") if p]
+SCENARIOS = len(REPLAY) or int(os.environ.get("CONFORMANCE_SCENARIOS", "6"))
 FIRST_SEED = int(os.environ.get("CONFORMANCE_SEED", "1"))
 KUBE_NS, OURS_NS = "conformance-kube", "conformance-ours"
 
@@ -110,8 +112,11 @@ def test_generated_scenarios_agree_with_kube_scheduler(
     ks, _ours = schedulers
     out = Path(os.environ.get("CONFORMANCE_OUT", tmp_path))
     disagreements: dict[int, list[str]] = {}
-    for seed in range(FIRST_SEED, FIRST_SEED + SCENARIOS):
-        sc = scenario(seed)
+    chosen = [json.loads(p.read_text())["scenario"] for p in REPLAY] or [
+        scenario(seed) for seed in range(FIRST_SEED, FIRST_SEED + SCENARIOS)
+    ]
+    for sc in chosen:
+        seed = sc["seed"]
         theirs, ours, diffs = _run(kube, sc, ks)
         if diffs:
             path = write_reproducer(out, sc, theirs, ours, diffs)
