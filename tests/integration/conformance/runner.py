@@ -28,6 +28,7 @@ class Step:
     reason: str | None = None
     nominated: str | None = None
     preempted: list[str] = field(default_factory=list)
+    final: str | None = None  # at the end of the scenario: the node, or the PodScheduled=False message
 
 
 def scheduler_name(side: str, profile: str) -> str:
@@ -123,6 +124,16 @@ def run_side(
             _wait_gone(kube, path)
             bound = {**pod, "spec": {**pod["spec"], "nodeName": target}}
             _create(kube, _manifest(bound, namespace, "", prefix))
+    time.sleep(QUIET)  # retries the last pods' events set off
+    for step in steps:
+        current = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{step.pod}")
+        if current is None:
+            step.final = "(deleted)"
+        elif current["spec"].get("nodeName"):
+            step.final = current["spec"]["nodeName"].removeprefix(prefix)
+        else:
+            cond = _condition(current)
+            step.final = _unprefix(cond[1], prefix) if cond else None
     return steps
 
 
@@ -194,6 +205,15 @@ def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
             if a != b:
                 out.append(f"{theirs.pod} {what}: kube-scheduler {a!r} / kubesched {b!r}")
     return out
+
+
+def compare_final(kube_steps: list[Step], ours: list[Step]) -> list[str]:
+    """Where pods left pending ended, or what their condition says after the later pods' events."""
+    return [
+        f"{theirs.pod} final: kube-scheduler {theirs.final!r} / kubesched {mine.final!r}"
+        for theirs, mine in zip(kube_steps, ours, strict=True)
+        if theirs.node is None and theirs.final != mine.final
+    ]
 
 
 def write_reproducer(directory: Path, scenario: JSON, kube_steps: list[Step], ours: list[Step], diffs: list[str]) -> Path:
