@@ -87,6 +87,11 @@ class Stats:
     cycle_seconds: DurationHistogram = field(default_factory=DurationHistogram)
 
 
+def _rejector(status: Status) -> list[str]:
+    """The plugin a rejection names, for the queue's choice of events that may help (none for an error)."""
+    return [status.plugin] if status.plugin and status.code != Code.ERROR else []
+
+
 @dataclass(slots=True)
 class ScheduleResult:
     """What one attempt to place a pod found (kube's ScheduleResult or its error): a node, or
@@ -321,9 +326,7 @@ class Scheduler:
             self._fail(fwk, qpi, record, status, result.diagnosis.unschedulable_plugins, pod_cycle)
         else:
             assert result.failure is not None
-            failure = result.failure
-            rejected_by = [failure.plugin] if failure.plugin and failure.code != Code.ERROR else []
-            self._fail(fwk, qpi, record, failure, rejected_by, pod_cycle)
+            self._fail(fwk, qpi, record, result.failure, _rejector(result.failure), pod_cycle)
         record.duration = time.perf_counter() - started
         self.stats.cycle_seconds.observe(record.duration)
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
@@ -489,8 +492,7 @@ class Scheduler:
         if status is None:
             status, waits = fwk.run_permit(state, pi, node)
         if status is not None:
-            rejected_by = [status.plugin] if status.plugin and status.code != Code.ERROR else []
-            self._fail(fwk, qpi, record, status, rejected_by, pod_cycle, reserved=(state, node))
+            self._fail(fwk, qpi, record, status, _rejector(status), pod_cycle, reserved=(state, node))
             return
         record.result = "scheduled"
         self.queue.done(pi.uid)

@@ -151,6 +151,15 @@ class FilterOutcome:
     def error(self) -> Status | None:
         return self.errors[0] if self.errors else None
 
+    def absorb(self, other: FilterOutcome) -> None:
+        """Counts the reasons, errors and unresolvable rows of another pass over some of the
+        same rows (which rows stay alive is the caller's to decide)."""
+        self.rejections.extend(other.rejections)
+        self.rejected_by.extend(other.rejected_by)
+        self.errors.extend(other.errors)
+        if other.unresolvable is not None:
+            self.unresolvable = other.unresolvable if self.unresolvable is None else self.unresolvable | other.unresolvable
+
 
 @dataclass(slots=True)
 class PostFilterResult:

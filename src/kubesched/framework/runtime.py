@@ -327,11 +327,9 @@ class Framework:
         Rows are evaluated together while no PreFilter extension keeps state for the pod (a
         nominated pod then only matters on its own row); otherwise each crowded row gets its own
         clone, as kube evaluates node by node."""
-        if not nominated:
-            return self.run_filters(state, pi, rows, explain=True)  # the common case: no copy
         crowded = [row for row, pods in nominated.items() if pods and rows[row]]
         if not crowded:
-            return self.run_filters(state, pi, rows, explain=True)
+            return self.run_filters(state, pi, rows, explain=True)  # the common case: no copy
         if len(crowded) == 1 or not self.prefilter_extensions_active(state):
             return self._filter_crowded(state, pi, rows, crowded, nominated)
         alone = rows.copy()
@@ -342,11 +340,7 @@ class Framework:
             single[row] = True
             part = self._filter_crowded(state, pi, single, [row], nominated)
             out.alive[row] = part.alive[row]
-            out.rejections.extend(part.rejections)
-            out.rejected_by.extend(part.rejected_by)
-            out.errors.extend(part.errors)
-            if part.unresolvable is not None:
-                out.unresolvable = part.unresolvable if out.unresolvable is None else out.unresolvable | part.unresolvable
+            out.absorb(part)
         return out
 
     def _filter_crowded(
@@ -374,11 +368,7 @@ class Framework:
         if again.any():
             second = self.run_filters(state, pi, again.copy(), explain=True)
             first.alive &= ~(again & ~second.alive)
-            first.rejections.extend(second.rejections)
-            first.rejected_by.extend(second.rejected_by)
-            first.errors.extend(second.errors)
-            if second.unresolvable is not None:
-                first.unresolvable = second.unresolvable if first.unresolvable is None else first.unresolvable | second.unresolvable
+            first.absorb(second)
         return first
 
     def sample(self, alive: np.ndarray) -> tuple[np.ndarray, int]:

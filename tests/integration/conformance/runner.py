@@ -39,14 +39,19 @@ def profiles(side: str) -> list[JSON]:
     return [{"schedulerName": scheduler_name(side, name), **body} for name, body in PROFILES.items()]
 
 
+def priority_classes() -> list[JSON]:
+    """The scenarios' PriorityClasses ("never" is the one with preemptionPolicy Never)."""
+    return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"conformance-{name}"},
+         "value": value, "preemptionPolicy": "Never" if name == "never" else "PreemptLowerPriority"}
+        for name, value in PRIORITIES.items()
+    ]
+
+
 def ensure_priority_classes(kube: Kube) -> None:
-    for name, value in PRIORITIES.items():
-        if kube.get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/conformance-{name}") is None:
-            kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
-                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                "metadata": {"name": f"conformance-{name}"}, "value": value,
-                "preemptionPolicy": "Never" if name == "never" else "PreemptLowerPriority",
-            })
+    for pc in priority_classes():
+        if kube.get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}") is None:
+            kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", pc)
 
 
 def create_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
@@ -65,7 +70,9 @@ def delete_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
         kube.delete(f"/api/v1/nodes/{prefix}{n['name']}", missing_ok=True)
 
 
-def _manifest(pod: JSON, namespace: str, scheduler: str, prefix: str) -> JSON:
+def pod_manifest(pod: JSON, namespace: str, scheduler: str, prefix: str) -> JSON:
+    """A scenario pod as an object: bound ones keep their (prefixed) node, pending ones name
+    `scheduler`; priority classes get the scenarios' prefix."""
     spec = json.loads(json.dumps(pod["spec"]))
     if "nodeName" in spec:
         spec["nodeName"] = prefix + spec["nodeName"]
@@ -108,11 +115,11 @@ def run_side(
     runs go on from the same state."""
     scheduler = scheduler_name(side, scenario["profile"])
     for pod in scenario["existing"]:
-        _create(kube, _manifest(pod, namespace, scheduler, prefix))
+        _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
     steps = []
     for pod in scenario["pending"]:
         before = _names(kube, namespace)
-        created = _create(kube, _manifest(pod, namespace, scheduler, prefix))
+        created = _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
         step = Step(pod["name"])
         _follow(kube, namespace, pod["name"], created, step, prefix)
         step.preempted = sorted(before - _names(kube, namespace) - {pod["name"]})
@@ -123,7 +130,7 @@ def run_side(
             kube.delete(path, grace_period_seconds=0)
             _wait_gone(kube, path)
             bound = {**pod, "spec": {**pod["spec"], "nodeName": target}}
-            _create(kube, _manifest(bound, namespace, "", prefix))
+            _create(kube, pod_manifest(bound, namespace, "", prefix))
     time.sleep(QUIET)  # retries the last pods' events set off
     for step in steps:
         current = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{step.pod}")

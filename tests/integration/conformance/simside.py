@@ -6,42 +6,31 @@ for each; a pod's step is what happened to it before the next one arrived."""
 from __future__ import annotations
 
 import asyncio
-import json
 
+from integration.harness.objects import node_manifest
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config import parse_config
 
-from .generate import JSON, PRIORITIES, PROFILES
-from .runner import Step
+from .generate import JSON, PROFILES
+from .runner import Step, pod_manifest, priority_classes
 
 GAP = 10.0  # virtual seconds between two pending pods
 
 
 def _objects(scenario: JSON) -> list[JSON]:
-    objects: list[JSON] = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"conformance-{name}"},
-         "value": value, "preemptionPolicy": "Never" if name == "never" else "PreemptLowerPriority"}
-        for name, value in PRIORITIES.items()
-    ]
+    objects = priority_classes()
     for n in scenario["nodes"]:
+        node = node_manifest(n["name"], labels=n["labels"], taints=n["taints"], unschedulable=n["unschedulable"])
         resources = {"cpu": n["cpu"], "memory": n["memory"], "pods": str(n["pods"]), "ephemeral-storage": "100Gi",
                      **(n.get("extended") or {})}
-        objects.append({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": n["name"], "labels": {"kubernetes.io/hostname": n["name"], "kubernetes.io/os": "linux", **n["labels"]}},
-            "spec": {"taints": n["taints"], "unschedulable": n["unschedulable"]},
-            "status": {"allocatable": resources, "capacity": resources},
-        })
-    pods = [(p, None) for p in scenario["existing"]] + [(p, (i + 1) * GAP) for i, p in enumerate(scenario["pending"])]
-    for pod, arrival in pods:
-        spec = json.loads(json.dumps(pod["spec"]))
-        if "priorityClassName" in spec:
-            spec["priorityClassName"] = "conformance-" + spec["priorityClassName"]
-        meta: JSON = {"name": pod["name"], "namespace": "default", "labels": pod["labels"]}
-        if arrival is not None:
-            meta["annotations"] = {"sim.kubesched.io/arrival": f"{arrival:g}s"}
-        objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        node["status"] = {"allocatable": resources, "capacity": resources}
+        objects.append(node)
+    objects += [pod_manifest(p, "default", "default-scheduler", "") for p in scenario["existing"]]
+    for i, p in enumerate(scenario["pending"]):
+        pod = pod_manifest(p, "default", "default-scheduler", "")
+        pod["metadata"]["annotations"] = {"sim.kubesched.io/arrival": f"{(i + 1) * GAP:g}s"}
+        objects.append(pod)
     return objects
 
 
