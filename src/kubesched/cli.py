@@ -261,6 +261,26 @@ def bench(
         _write_json(json_out, figures, "--json")
 
 
+def _log_levels(spec: str) -> tuple[int, dict[str, int]]:
+    """`info` or `info,kubesched.decisions=debug`: the root level, then levels of named loggers."""
+    import logging
+
+    def level_of(text: str) -> int:
+        level = getattr(logging, text.upper(), None)
+        if not isinstance(level, int):
+            raise ValueError(f"unknown level {text!r} (debug, info, warning, error)")
+        return level
+
+    root, *rest = [part.strip() for part in spec.split(",")]
+    per_logger = {}
+    for part in rest:
+        name, sep, text = part.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{part!r} is not LOGGER=LEVEL")
+        per_logger[name.strip()] = level_of(text.strip())
+    return level_of(root), per_logger
+
+
 @app.command()
 def run(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration (default profile if omitted).")] = None,
@@ -269,7 +289,13 @@ def run(
     ] = None,
     bind_address: Annotated[str, typer.Option(help="Address of the /healthz /livez /readyz /metrics server.")] = "0.0.0.0",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port of that server (0: any free port).")] = 10251,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        str,
+        typer.Option(
+            help="debug, info, warning or error; then, comma-separated, LOGGER=LEVEL for one logger, "
+            "e.g. info,kubesched.decisions=debug (each scored cycle's feasible nodes and final scores)."
+        ),
+    ] = "info",
 ) -> None:
     """Schedule the pods of a real cluster whose schedulerName names one of the profiles."""
     import logging
@@ -278,10 +304,13 @@ def run(
     from kubesched.backends.kube.runner import KubeScheduler, RunError, RunOptions
     from kubesched.client import KubeConfigError
 
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        raise fail(f"--log-level: unknown level {log_level!r} (debug, info, warning, error)")
+    try:
+        level, per_logger = _log_levels(log_level)
+    except ValueError as exc:
+        raise fail(f"--log-level: {exc}") from None
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name, logger_level in per_logger.items():
+        logging.getLogger(name).setLevel(logger_level)
     try:
         cfg = load_config(config)
     except ConfigError as exc:

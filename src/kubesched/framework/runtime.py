@@ -8,6 +8,7 @@ that plugin's reasons are what the failure message counts.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
@@ -47,6 +48,7 @@ from kubesched.framework.interface import (
     ScorePlugin,
     Status,
 )
+from kubesched.observe import decisions
 
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
@@ -488,6 +490,8 @@ class Framework:
                     self._point("Score", status, started)
                     return status
         self._point("Score", None, started)
+        if decisions.log.isEnabledFor(logging.DEBUG):  # kube: -v=10 "Calculated node's final score for pod"
+            decisions.log_final_scores(pi.key, table, rows, totals)
         return ScoreOutcome(rows, totals, by_plugin)
 
     # --- reserve, permit and the binding cycle ------------------------------------------------------
