@@ -15,6 +15,9 @@ result min-max onto 0..100.
 Counts live per topology key as one integer array indexed by the table's label value id, plus a
 trailing always-zero slot so that a node without the key (id -1) reads 0: Filter and Score are
 then a handful of fancy-index operations over the whole table.
+
+Queueing hints (kube's isSchedulableAfter*) decide from the rejected pod's parsed required terms
+and the one changed object whether an event may let the pod in; they match terms as kube's do.
 """
 
 from __future__ import annotations
@@ -22,20 +25,26 @@ from __future__ import annotations
 import weakref
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kubesched.api.objects import LabelSelector, LabelSelectorRequirement, PodAffinityTerm
+from kubesched.api.objects import LabelSelector, LabelSelectorRequirement, Node, PodAffinityTerm
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector, SelectorError, compile_label_selector
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    ASSIGNED_POD,
     MAX_NODE_SCORE,
+    NODE,
     SKIP,
+    TARGET_POD,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -46,6 +55,7 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
 )
@@ -137,6 +147,8 @@ class PodTerms:
     preferred_affinity: tuple[AffinityTerm, ...] = ()
     preferred_anti_affinity: tuple[AffinityTerm, ...] = ()
     errors: tuple[str, ...] = ()
+    # The fields above whose terms failed to parse (and are therefore left empty).
+    unparsed: frozenset[str] = frozenset()
 
 
 _NO_TERMS = PodTerms()
@@ -189,16 +201,23 @@ def parse_pod_terms(pi: PodInfo) -> PodTerms:
     if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
         return _NO_TERMS
     errors: list[str] = []
+    unparsed: set[str] = set()
     groups: list[tuple[AffinityTerm, ...]] = []
-    for what, spec in (("Affinity", affinity.pod_affinity), ("AntiAffinity", affinity.pod_anti_affinity)):
+    for what, suffix, spec in (
+        ("Affinity", "affinity", affinity.pod_affinity),
+        ("AntiAffinity", "anti_affinity", affinity.pod_anti_affinity),
+    ):
         if spec is None:
             groups += [(), ()]
             continue
         required = ((t, 0) for t in spec.required_during_scheduling_ignored_during_execution)
         preferred = ((w.pod_affinity_term, w.weight) for w in spec.preferred_during_scheduling_ignored_during_execution)
-        groups.append(_parse_group(pi, f"required{what}Terms", required, errors))
-        groups.append(_parse_group(pi, f"preferred{what}Terms", preferred, errors))
-    return PodTerms(groups[0], groups[2], groups[1], groups[3], tuple(errors))
+        for kind, terms in (("required", required), ("preferred", preferred)):
+            seen = len(errors)
+            groups.append(_parse_group(pi, f"{kind}{what}Terms", terms, errors))
+            if len(errors) > seen:
+                unparsed.add(f"{kind}_{suffix}")
+    return PodTerms(groups[0], groups[2], groups[1], groups[3], tuple(errors), frozenset(unparsed))
 
 
 def pod_terms(pi: PodInfo) -> PodTerms:
@@ -226,6 +245,27 @@ def resolve_term(term: AffinityTerm, namespace_labels: Mapping[str, Mapping[str,
 def pod_matches_all(terms: Collection[ResolvedTerm], pod: PodInfo) -> bool:
     """True iff there are terms and `pod` matches every one of them."""
     return bool(terms) and all(t.matches(pod) for t in terms)
+
+
+# --- queueing hints' matching -------------------------------------------------------------------
+
+# kube's queueing hints match terms against a pod without its namespace's labels (they pass none,
+# kubernetes/kubernetes#141953): a namespaceSelector selects the pod's namespace there only if it
+# is {} or holds for a namespace that has no labels, whatever Filter would find.
+_HINT_NAMESPACE_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+def _hint_matches_all(terms: Collection[AffinityTerm], pod: PodInfo) -> bool:
+    """True iff there are terms and `pod` matches every one of them (as a hint matches)."""
+    return bool(terms) and all(t.matches(pod, _HINT_NAMESPACE_LABELS) for t in terms)
+
+
+def _hint_matches_any(terms: Iterable[AffinityTerm], pod: PodInfo) -> bool:
+    return any(t.matches(pod, _HINT_NAMESPACE_LABELS) for t in terms)
+
+
+def _placed_or_nominated(pod: PodInfo) -> bool:
+    return bool(pod.node_name or pod.pod.status.nominated_node_name)
 
 
 # --- per-domain counts ------------------------------------------------------------------------------
@@ -508,17 +548,76 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
     def _cache(self) -> Cache:
         return self.handle.cache
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    # --- events and queueing hints ------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            # A new or relabelled pod may satisfy affinity; a deleted or relabelled one may lift
-            # an anti-affinity conflict.
-            ClusterEvent("Pod", "Add"),
-            ClusterEvent("Pod", "Update"),
-            ClusterEvent("Pod", "Delete"),
-            # A node that gains a topology key may become a candidate.
-            ClusterEvent("Node", "Add"),
-            ClusterEvent("Node", "Update"),
+            # An assigned pod that appears may satisfy the pod's required affinity; one that leaves
+            # may lift an anti-affinity conflict, either way round; a relabelled one may do both.
+            ClusterEventWithHint(
+                ClusterEvent(ASSIGNED_POD, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete),
+                self.is_schedulable_after_assigned_pod_change,
+            ),
+            # The pod's own labels decide which existing pods' anti-affinity terms select it.
+            ClusterEventWithHint(ClusterEvent(TARGET_POD, ActionType.UpdatePodLabel), self.is_schedulable_after_target_pod_update_label),
+            # A node that brings a topology domain, or moves to another one.
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add | ActionType.UpdateNodeLabel), self.is_schedulable_after_node_change),
         ]
+
+    def is_schedulable_after_assigned_pod_change(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """Queue when the event may give `pi` a pod matching all its required affinity terms, or
+        take away a pod that its anti-affinity, or whose anti-affinity, rejects."""
+        if (new is not None and not _placed_or_nominated(new)) or (old is not None and not _placed_or_nominated(old)):
+            # A pod neither bound nor nominated counts nowhere (a move is an Add and a Delete).
+            return QueueingHint.QueueSkip
+        terms = pod_terms(pi)
+        if terms.unparsed & {"required_affinity", "required_anti_affinity"}:
+            return QueueingHint.Queue
+        affinity, anti = terms.required_affinity, terms.required_anti_affinity
+        if old is not None and new is not None:
+            # One pod must match every affinity term, so only "now matches all" can help; any
+            # anti-affinity term the pod stops matching may.
+            if not _hint_matches_all(affinity, old) and _hint_matches_all(affinity, new):
+                return QueueingHint.Queue
+            if _hint_matches_any(anti, old) and not _hint_matches_any(anti, new):
+                return QueueingHint.Queue
+            return QueueingHint.QueueSkip
+        if new is not None:
+            return QueueingHint.Queue if _hint_matches_all(affinity, new) else QueueingHint.QueueSkip
+        if old is None:
+            return QueueingHint.Queue  # nothing to judge by
+        if _hint_matches_any(anti, old):
+            return QueueingHint.Queue
+        old_terms = pod_terms(old)
+        if "required_anti_affinity" in old_terms.unparsed or _hint_matches_any(old_terms.required_anti_affinity, pi):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    def is_schedulable_after_target_pod_update_label(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """New labels may escape an existing pod's anti-affinity, or let the pod match its own
+        affinity terms: always worth a retry."""
+        return QueueingHint.Queue
+
+    def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when a node brings one of the required affinity terms' topology keys or moves to
+        another domain of it; for anti-affinity, when any node is added, or one leaves or moves
+        out of a domain of a term's key (a node without the key never holds a conflict)."""
+        if new is None:
+            return QueueingHint.Queue  # only Add and Update are registered
+        terms = pod_terms(pi)
+        if terms.unparsed & {"required_affinity", "required_anti_affinity"}:
+            return QueueingHint.Queue
+        new_labels = new.metadata.labels
+        old_labels = old.metadata.labels if old is not None else None
+        for term in terms.required_affinity:
+            key = term.topology_key
+            if key in new_labels and (old_labels is None or old_labels.get(key) != new_labels[key]):
+                return QueueingHint.Queue
+        for term in terms.required_anti_affinity:
+            key = term.topology_key
+            if old_labels is None or (key in old_labels and new_labels.get(key) != old_labels[key]):
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
 
     # --- PreFilter -------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import numpy as np
 import pydantic
 import pytest
@@ -11,7 +12,18 @@ import pytest
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import MAX_NODE_SCORE, ClusterEvent, Code, CycleState
+from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    MAX_NODE_SCORE,
+    NODE,
+    TARGET_POD,
+    UNSCHEDULED_POD,
+    ClusterEvent,
+    Code,
+    CycleState,
+    QueueingHint,
+)
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.interpodaffinity import (
     ERR_AFFINITY_RULES,
     ERR_ANTI_AFFINITY_RULES,
@@ -144,11 +156,289 @@ def test_args_reject_unknown_field() -> None:
         InterPodAffinityArgs.model_validate({"hardPodAffinityWieght": 2})
 
 
-def test_events() -> None:
-    events = InterPodAffinity(None, UnitHandle(cache_with([]))).events_to_register()
-    for resource, action in [("Pod", "Add"), ("Pod", "Update"), ("Pod", "Delete"), ("Node", "Add"), ("Node", "Update")]:
-        assert any(e.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
-    assert not any(e.covers(ClusterEvent("Node", "Delete")) for e in events)
+# --- events and queueing hints ------------------------------------------------------------------------
+
+
+def test_events_are_kubes() -> None:
+    pl = InterPodAffinity(None, UnitHandle(cache_with([])))
+    events = pl.events_to_register()
+    assert [(e.event.resource, e.event.action) for e in events] == [
+        (ASSIGNED_POD, A.Add | A.UpdatePodLabel | A.Delete),
+        (TARGET_POD, A.UpdatePodLabel),
+        (NODE, A.Add | A.UpdateNodeLabel),
+    ]
+    assert [e.hint for e in events] == [
+        pl.is_schedulable_after_assigned_pod_change,
+        pl.is_schedulable_after_target_pod_update_label,
+        pl.is_schedulable_after_node_change,
+    ]
+    covered = [
+        (ASSIGNED_POD, A.Add),
+        (ASSIGNED_POD, A.Delete),
+        (ASSIGNED_POD, A.UpdatePodLabel),
+        (TARGET_POD, A.UpdatePodLabel),
+        (NODE, A.Add),
+        (NODE, A.UpdateNodeLabel),
+    ]
+    for resource, action in covered:
+        assert any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    not_covered = [
+        (NODE, A.Delete),
+        (NODE, A.UpdateNodeTaint),
+        (NODE, A.UpdateNodeAllocatable),
+        (UNSCHEDULED_POD, A.Add),
+        (ASSIGNED_POD, A.UpdatePodScaleDown),
+        (ASSIGNED_POD, A.UpdatePodLabel | A.UpdatePodScaleDown),
+        (TARGET_POD, A.UpdatePodToleration),
+    ]
+    for resource, action in not_covered:
+        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+
+
+def _expr(key: str, op: str, *values: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": op, "values": list(values)}]}
+
+
+SCAN = _expr("service", "In", "securityscan", "value2")
+
+
+def nominated(name: str, labels: dict[str, str] | None = None, aff: dict[str, Any] | None = None) -> PodInfo:
+    """A pod nominated to a node but not bound to it."""
+    p = pod(name, labels=labels, spec=aff)
+    return info(msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="n1")))
+
+
+def hint_plugin() -> InterPodAffinity:
+    return plugin_for(zoned_cluster())
+
+
+def with_affinity(*selectors: dict[str, Any], key: str = "region", labels: dict[str, str] | None = None) -> PodInfo:
+    return mk("p", labels, aff=affinity(required=[term(selector=s, key=key) for s in selectors]))
+
+
+def with_anti(*selectors: dict[str, Any], key: str = "region", labels: dict[str, str] | None = None) -> PodInfo:
+    return mk("p", labels, aff=affinity(anti_required=[term(selector=s, key=key) for s in selectors]))
+
+
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+TWO_EXISTS = (_expr("aaa", "Exists"), _expr("bbb", "Exists"))
+TWO_ANTI = (_expr("service", "In", "securityscan"), _expr("app", "In", "web"))
+ANTI_GUARD = affinity(anti_required=[term(selector=SCAN, key="region")])
+TWO_ANTI_GUARD = affinity(anti_required=[term(selector=s, key="region") for s in TWO_ANTI])
+
+
+@pytest.mark.parametrize(
+    ("pending", "old", "new", "want"),
+    [
+        pytest.param(with_affinity(SCAN), None, mk("o", {"service": "securityscan"}, on="n1"), Q, id="add-matching-affinity"),
+        pytest.param(with_affinity(SCAN), None, mk("o", {"service": "securityscan"}), SKIP, id="add-unscheduled"),
+        pytest.param(with_affinity(SCAN), None, mk("o", {"aaa": "a"}, on="n1"), SKIP, id="add-not-matching-affinity"),
+        pytest.param(
+            with_affinity(SCAN), mk("o", {"aaa": "a"}, on="n1"), mk("o", {"service": "securityscan"}, on="n1"), Q, id="update-into-affinity"
+        ),
+        pytest.param(
+            with_affinity(SCAN),
+            mk("o", {"service": "value2"}, on="n1"),
+            mk("o", {"service": "securityscan"}, on="n1"),
+            SKIP,
+            id="update-matching-before-and-after",
+        ),
+        pytest.param(with_affinity(SCAN), mk("o", {"aaa": "a"}), mk("o", {"service": "securityscan"}), SKIP, id="update-unscheduled"),
+        pytest.param(
+            with_affinity(SCAN),
+            mk("o", {"service": "securityscan"}, on="n1"),
+            mk("o", {"aaa": "a"}, on="n1"),
+            SKIP,
+            id="update-out-of-affinity",
+        ),
+        pytest.param(
+            with_affinity(*TWO_EXISTS, key="hostname"),
+            mk("o", {"aaa": "a"}, on="n1"),
+            mk("o", {"service": "securityscan"}, on="n1"),
+            SKIP,
+            id="update-out-of-one-of-two-terms",
+        ),
+        pytest.param(
+            with_affinity(*TWO_EXISTS, key="hostname"),
+            mk("o", {"aaa": "a"}, on="n1"),
+            mk("o", {"aaa": "", "bbb": ""}, on="n1"),
+            Q,
+            id="update-into-all-terms",
+        ),
+        pytest.param(
+            with_affinity(*TWO_EXISTS, key="hostname"),
+            None,
+            mk("o", {"aaa": ""}, on="n1"),
+            SKIP,
+            id="add-matching-one-of-two-terms",
+        ),
+        pytest.param(
+            with_anti(SCAN),
+            mk("o", {"service": "securityscan"}, on="n1"),
+            mk("o", {"service": "aaaa"}, on="n1"),
+            Q,
+            id="update-out-of-anti",
+        ),
+        pytest.param(
+            with_anti(SCAN),
+            mk("o", {"service": "bbb"}, on="n1"),
+            mk("o", {"service": "securityscan"}, on="n1"),
+            SKIP,
+            id="update-into-anti",
+        ),
+        pytest.param(with_anti(SCAN), mk("o", {"aaa": "a"}, on="n1"), None, SKIP, id="delete-not-matching-anti"),
+        pytest.param(with_anti(SCAN), mk("o", {"service": "securityscan"}, on="n1"), None, Q, id="delete-matching-anti"),
+        pytest.param(
+            mk("p", {"service": "securityscan"}), mk("o", on="n1", aff=ANTI_GUARD), None, Q, id="delete-pod-whose-anti-matches-pending"
+        ),
+        pytest.param(mk("p", {"service": "foo"}), mk("o", on="n1", aff=ANTI_GUARD), None, SKIP, id="delete-pod-whose-anti-does-not-match"),
+        pytest.param(
+            mk("p", {"service": "foo"}, aff=ANTI_GUARD),
+            mk("o", {"service": "foo"}, on="n1", aff=ANTI_GUARD),
+            None,
+            SKIP,
+            id="delete-neither-way",
+        ),
+        pytest.param(with_anti(SCAN), nominated("o", {"aaa": "a"}), None, SKIP, id="delete-nominated-not-matching-anti"),
+        pytest.param(with_anti(SCAN), nominated("o", {"service": "securityscan"}), None, Q, id="delete-nominated-matching-anti"),
+        pytest.param(with_affinity(SCAN), None, nominated("o", {"service": "securityscan"}), Q, id="add-nominated-matching-affinity"),
+        pytest.param(
+            with_anti(*TWO_ANTI),
+            mk("o", {"service": "securityscan", "app": "bar"}, on="n1"),
+            mk("o", {"service": "foo", "app": "bar"}, on="n1"),
+            Q,
+            id="update-out-of-the-only-anti-term-matched",
+        ),
+        pytest.param(
+            with_anti(*TWO_ANTI),
+            mk("o", {"service": "securityscan", "app": "bar"}, on="n1"),
+            mk("o", {"service": "foo", "app": "web"}, on="n1"),
+            SKIP,
+            id="update-still-matching-another-anti-term",
+        ),
+        pytest.param(with_anti(*TWO_ANTI), mk("o", {"service": "securityscan"}, on="n1"), None, Q, id="delete-matching-one-anti-term"),
+        pytest.param(
+            mk("p", {"service": "securityscan"}),
+            mk("o", on="n1", aff=TWO_ANTI_GUARD),
+            None,
+            Q,
+            id="delete-pod-with-one-anti-term-matching-pending",
+        ),
+        pytest.param(
+            mk("p", {"app": "web"}), mk("o", {"app": "web"}, on="n1"), mk("o", {"app": "db"}, on="n1"), SKIP, id="no-terms-relabel"
+        ),
+        # An added pod never lifts anti-affinity, nor a deleted one satisfy affinity.
+        pytest.param(with_anti(SCAN), None, mk("o", {"aaa": "a"}, on="n1"), SKIP, id="add-with-anti-only"),
+        pytest.param(with_affinity(SCAN), mk("o", {"service": "securityscan"}, on="n1"), None, SKIP, id="delete-with-affinity-only"),
+    ],
+)
+def test_hint_assigned_pod_change(pending: PodInfo, old: PodInfo | None, new: PodInfo | None, want: QueueingHint) -> None:
+    assert hint_plugin().is_schedulable_after_assigned_pod_change(pending, old, new) == want
+
+
+def test_hint_assigned_pod_term_namespaces() -> None:
+    pl = hint_plugin()
+    own_ns = with_affinity(SCAN)
+    listed = mk("p", aff=affinity(required=[term(selector=SCAN, namespaces=["other"])]))
+    every_ns = mk("p", aff=affinity(required=[term(selector=SCAN, namespaceSelector={})]))
+    match = {"service": "securityscan"}
+    assert pl.is_schedulable_after_assigned_pod_change(own_ns, None, mk("o", match, on="n1", namespace="other")) == SKIP
+    assert pl.is_schedulable_after_assigned_pod_change(listed, None, mk("o", match, on="n1", namespace="other")) == Q
+    assert pl.is_schedulable_after_assigned_pod_change(listed, None, mk("o", match, on="n1")) == SKIP
+    assert pl.is_schedulable_after_assigned_pod_change(every_ns, None, mk("o", match, on="n1", namespace="x")) == Q
+    # A deleted pod's anti-affinity term, namespaced to its owner by default.
+    guard = mk("o", on="n1", namespace="other", aff=ANTI_GUARD)
+    assert pl.is_schedulable_after_assigned_pod_change(mk("p", match), guard, None) == SKIP
+    assert pl.is_schedulable_after_assigned_pod_change(mk("p", match, namespace="other"), guard, None) == Q
+
+
+def test_hint_reads_no_namespace_labels_as_kubes_does() -> None:
+    """kube's hints match a namespaceSelector against no labels at all (kubernetes#141953): a pod
+    that Filter would count through its namespace's labels is not worth a retry to the hint."""
+    cache = zoned_cluster()
+    cache.set_namespace("team-a", {"team": "a"})
+    pl = plugin_for(cache)
+    by_label = mk("p", aff=affinity(required=[term(selector=SCAN, namespaceSelector={"matchLabels": {"team": "a"}})]))
+    added = mk("o", {"service": "securityscan"}, on="n1", namespace="team-a")
+    assert pl.is_schedulable_after_assigned_pod_change(by_label, None, added) == SKIP
+    # A selector that holds for a namespace without labels selects every namespace here.
+    unlabelled = mk("p", aff=affinity(required=[term(selector=SCAN, namespaceSelector=_expr("team", "DoesNotExist"))]))
+    assert pl.is_schedulable_after_assigned_pod_change(unlabelled, None, added) == Q
+
+
+def test_hint_unparsable_required_terms_queue() -> None:
+    pl = hint_plugin()
+    bad = {"matchExpressions": [{"key": "service", "operator": "In", "values": []}]}
+    broken = mk("p", aff=affinity(required=[term(selector=bad)]))
+    broken_anti = mk("p", aff=affinity(anti_required=[term(selector=bad)]))
+    placed = mk("o", {"aaa": "a"}, on="n1")
+    for pending in (broken, broken_anti):
+        assert pl.is_schedulable_after_assigned_pod_change(pending, None, placed) == Q
+        assert pl.is_schedulable_after_node_change(pending, node("n1"), node("n1", labels={"x": "y"})) == Q
+        # The unscheduled-pod check comes first.
+        assert pl.is_schedulable_after_assigned_pod_change(pending, None, mk("o", {"aaa": "a"})) == SKIP
+    # Only required terms are read: a broken preferred term changes nothing.
+    preferred_broken = mk("p", aff=affinity(required=[term(selector=SCAN)], preferred=[(1, term(selector=bad))]))
+    assert pl.is_schedulable_after_assigned_pod_change(preferred_broken, None, placed) == SKIP
+    # A deleted pod's unparsable anti-affinity may have been what kept the pod out.
+    guard = mk("o", on="n1", aff=affinity(anti_required=[term(selector=bad)]))
+    assert pl.is_schedulable_after_assigned_pod_change(mk("p", {"aaa": "a"}), guard, None) == Q
+
+
+def test_hint_target_pod_label_update_always_queues() -> None:
+    pl = hint_plugin()
+    p = mk("p", {"foo": "baz"})
+    assert pl.is_schedulable_after_target_pod_update_label(p, p, p) == Q
+
+
+def _n(**labels: str) -> Any:
+    return node("node-a", labels=labels)
+
+
+ZONE_AFF = affinity(required=[term(selector=SCAN, key="zone")])
+REGION_AFF = affinity(required=[term(selector=SCAN, key="region")])
+ZONE_ANTI = affinity(anti_required=[term({"another": "label"}, key="zone")])
+
+
+@pytest.mark.parametrize(
+    ("aff", "old", "new", "want"),
+    [
+        pytest.param(ZONE_AFF, None, _n(zone="zone1"), Q, id="add-node-with-affinity-key"),
+        pytest.param(REGION_AFF, None, _n(zone="zone1"), SKIP, id="add-node-without-affinity-key"),
+        pytest.param(ZONE_AFF, _n(aaa="a"), _n(aaa="b"), SKIP, id="update-other-label"),
+        pytest.param(ZONE_AFF, _n(zone="zone1"), _n(zone="zone1", unrelated="x"), SKIP, id="update-unrelated-label"),
+        pytest.param(ZONE_AFF, _n(zone="zone1"), _n(zone="zone2"), Q, id="update-affinity-domain"),
+        pytest.param(ZONE_AFF, _n(aaa="a"), _n(zone="zone1"), Q, id="update-gains-affinity-key"),
+        pytest.param(ZONE_AFF, _n(zone="zone1"), _n(aaa="a"), SKIP, id="update-loses-affinity-key"),
+        pytest.param(ZONE_ANTI, None, _n(zone="zone1"), Q, id="add-node-with-anti-key"),
+        pytest.param(ZONE_ANTI, None, _n(), Q, id="add-node-without-anti-key"),
+        pytest.param(ZONE_ANTI, _n(zone="zone1"), _n(zone="zone1", unrelated="x"), SKIP, id="update-unrelated-label-anti"),
+        pytest.param(ZONE_ANTI, _n(zone="zone1"), _n(zone="zone2"), Q, id="update-anti-domain"),
+        pytest.param(ZONE_ANTI, _n(aaa="a"), _n(zone="zone1"), SKIP, id="update-gains-anti-key"),
+        pytest.param(ZONE_ANTI, _n(zone="zone1"), _n(aaa="a"), Q, id="update-loses-anti-key"),
+        # Rejected only by existing pods' anti-affinity: no node change is worth a retry here.
+        pytest.param(None, None, _n(zone="zone1"), SKIP, id="add-node-no-own-terms"),
+    ],
+)
+def test_hint_node_change(aff: dict[str, Any] | None, old: Any, new: Any, want: QueueingHint) -> None:
+    assert hint_plugin().is_schedulable_after_node_change(mk("p", aff=aff), old, new) == want
+
+
+def test_hint_agrees_with_filter_on_a_pod_that_satisfies_affinity() -> None:
+    cache = zoned_cluster()
+    pl = plugin_for(cache)
+    p = mk("p", aff=affinity(required=[term({"app": "db"})]))
+    assert run_filter(cache, p) == {"n1": AFF, "n2": AFF, "n3": AFF, "n4": AFF}
+    db = mk("db", {"app": "db"}, on="n3")
+    assert pl.is_schedulable_after_assigned_pod_change(p, None, db) == Q
+    cache.add_pod(db)
+    assert run_filter(cache, p) == {"n1": AFF, "n2": AFF, "n3": None, "n4": AFF}
+    # Relabelled away: no help to a pod with affinity only, and Filter fails again.
+    away = info(pod("db", labels={"app": "cache"}, node_name="n3"))
+    away.uid = db.uid
+    assert pl.is_schedulable_after_assigned_pod_change(p, db, away) == SKIP
+    cache.update_pod(away)
+    assert run_filter(cache, p) == {"n1": AFF, "n2": AFF, "n3": AFF, "n4": AFF}
 
 
 # --- PreFilter skip ----------------------------------------------------------------------------------
