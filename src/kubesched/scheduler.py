@@ -16,7 +16,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,15 @@ from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
-from kubesched.framework.interface import ClusterEvent, Code, CycleState, Diagnosis, Status
+from kubesched.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    node_changes,
+    pod_changes,
+)
+from kubesched.framework.interface import ASSIGNED_POD, ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.services import Services
@@ -46,34 +54,6 @@ log = logging.getLogger(__name__)
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 PLUGIN_METRICS_EVERY = 10  # cycles per cycle whose plugins are timed one by one (kube samples 10%)
 TOP_NODES_RECORDED = 3
-
-NODE_ADD = ClusterEvent("Node", "Add")
-NODE_UPDATE = ClusterEvent("Node", "Update")
-NODE_LABEL = ClusterEvent("Node", "UpdateNodeLabel")
-NODE_TAINT = ClusterEvent("Node", "UpdateNodeTaint")
-NODE_ALLOCATABLE = ClusterEvent("Node", "UpdateNodeAllocatable")
-NODE_CONDITION = ClusterEvent("Node", "UpdateNodeCondition")
-NODE_DELETE = ClusterEvent("Node", "Delete")
-POD_ADD = ClusterEvent("Pod", "Add")
-POD_UPDATE = ClusterEvent("Pod", "Update")
-POD_DELETE = ClusterEvent("Pod", "Delete")
-NAMESPACE_CHANGE = ClusterEvent("Namespace", "Update")
-
-
-def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
-    """The refined update events kube derives from a node change, so plugins registered for,
-    say, taint changes are woken by exactly those. spec.unschedulable counts as a taint change."""
-    events = []
-    if old.metadata.labels != new.metadata.labels:
-        events.append(NODE_LABEL)
-    if old.spec.taints != new.spec.taints or old.spec.unschedulable != new.spec.unschedulable:
-        events.append(NODE_TAINT)
-    if old.status.allocatable != new.status.allocatable:
-        events.append(NODE_ALLOCATABLE)
-    if old.status.conditions != new.status.conditions:
-        events.append(NODE_CONDITION)
-    return events or [NODE_UPDATE]
-
 
 @dataclass(slots=True)
 class Stats:
@@ -151,15 +131,11 @@ class Scheduler:
         first = next(iter(self.frameworks.values()))
         if first.queue_sort is None:
             raise ValueError(f"profile {first.name} has no queueSort plugin")
-        events: dict[str, list[ClusterEvent]] = {}
-        for fwk in self.frameworks.values():
-            for name, evs in fwk.events_by_plugin().items():
-                events.setdefault(name, []).extend(evs)
         self.queue = SchedulingQueue(
             clock,
             sort_key=first.queue_sort.sort_key,
             pre_enqueue=self._pre_enqueue,
-            events_by_plugin=events,
+            registrations={name: fwk.events_by_plugin() for name, fwk in self.frameworks.items()},
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self.wakeup.set,
@@ -181,7 +157,20 @@ class Scheduler:
         )
 
     def _cluster_event(self, event: ClusterEvent) -> None:
-        self.queue.move_on_event(event)
+        self._move(event, None, None)
+
+    def _move(
+        self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[PodInfo], bool] | None = None
+    ) -> None:
+        """A cluster change: pods in the unschedulable pool that a rejecting plugin's queueing
+        hint says it may help move back (kube's MoveAllToActiveOrBackoffQueue). `old` and `new`
+        are the object before and after (PodInfo for pods, the API object otherwise)."""
+        self.queue.move_on_event(event, old, new, pre_check)
+
+    def _nomination_gone(self, pi: PodInfo) -> None:
+        """A pod nominated to a node no longer is (deleted, or nominated elsewhere): the room it
+        held may fit pods of no higher priority, as if an assigned pod were deleted."""
+        self._move(ASSIGNED_POD_DELETE, pi, None, lambda other: other.priority <= pi.priority)
 
     def _pending_pods(self) -> dict[tuple[str, ...], float]:
         counts = self.queue.counts()
@@ -217,16 +206,29 @@ class Scheduler:
         if pi is None:
             return
         if pod.spec.node_name:
-            was = self.cache.node_of(uid)
-            assumed = self.cache.is_assumed(uid)
+            placed = self.cache.placed.get(uid)
             self.queue.delete(uid)
             self.nominator.remove(uid)
             self.cache.add_pod(pi)
-            self.queue.move_on_event(POD_ADD if was is None or assumed else POD_UPDATE)
+            if placed is None or placed.assumed:
+                self._move(ASSIGNED_POD_ADD, None, pi)
+            else:
+                for event in pod_changes(pi, placed.info, ASSIGNED_POD):
+                    self._move(event, placed.info, pi)
         elif self.responsible_for(pod) and not self.cache.is_assumed(uid):
-            if pod.status.nominated_node_name:
-                self.nominator.nominate(pi, pod.status.nominated_node_name)
+            old = self.queue.pods.get(uid)
             self.queue.add(pi)
+            self._renominate(pi, old.pi.pod.status.nominated_node_name if old is not None else "")
+
+    def _renominate(self, pi: PodInfo, was: str) -> None:
+        """Takes the nominated node the pod's status names (a nomination made in memory and not
+        in the status yet is kept, as kube keeps it); one the status drops or changes frees the
+        room it held."""
+        nominated = pi.pod.status.nominated_node_name
+        if nominated:
+            self.nominator.nominate(pi, nominated)
+        if was and was != nominated:
+            self._nomination_gone(pi)
 
     def refresh_pending_pod(self, pod: Pod) -> None:
         """A pending pod whose status alone changed (often our own PodScheduled patch): keep
@@ -235,8 +237,10 @@ class Scheduler:
         if qpi is None:
             self.on_pod_update(pod)
             return
+        was = qpi.pi.pod.status.nominated_node_name
         qpi.pi.pod.status = pod.status
         qpi.pi.pod.metadata.resource_version = pod.metadata.resource_version
+        self._renominate(qpi.pi, was)
 
     def on_pod_bound(self, pi: PodInfo, node: str) -> None:
         """A backend that knows the bound object is the scheduled one reports the bind with
@@ -245,47 +249,50 @@ class Scheduler:
         self.queue.delete(pi.uid)
         self.nominator.remove(pi.uid)
         self.cache.add_pod(pi)
-        self.queue.move_on_event(POD_ADD)
+        self._move(ASSIGNED_POD_ADD, None, pi)
 
     def on_pod_delete(self, uid: str) -> None:
         """The pod was deleted or reached a terminal phase: nothing about it is kept."""
         self.in_flight.pop(uid, None)
         self.recorder.forget(uid)
-        self.queue.delete(uid)
+        pending = self.queue.delete(uid)
+        nominated = self.nominator.node_of.get(uid)
         self.nominator.remove(uid)
         waiting = self.waiting.get(uid)
         if waiting is not None:
             waiting.reject("", "pod deleted while waiting at Permit")
-        if self.cache.remove_pod(uid) is not None:
-            self.queue.move_on_event(POD_DELETE)
+        removed = self.cache.remove_pod(uid)
+        if removed is not None:
+            self._move(ASSIGNED_POD_DELETE, removed, None)
+        elif pending is not None and nominated:
+            self._nomination_gone(pending.pi)
 
     def on_node_add(self, node: Node) -> None:
-        self._apply_node(node, NODE_ADD)
+        self._apply_node(node, None)
 
     def on_node_update(self, node: Node) -> None:
         row = self.cache.table.index.get(node.metadata.name)
-        old = self.cache.table.nodes[row] if row is not None else None
-        if old is None:
-            self._apply_node(node, NODE_ADD)
-            return
-        self._apply_node(node, *node_update_events(old, node))
+        self._apply_node(node, self.cache.table.nodes[row] if row is not None else None)
 
-    def _apply_node(self, node: Node, *events: ClusterEvent) -> None:
+    def _apply_node(self, node: Node, old: Node | None) -> None:
         try:
             self.cache.add_node(node)
         except ValueError as exc:
             log.error("ignoring node: %s", exc)
             return
-        for event in events:
-            self.queue.move_on_event(event)
+        for event in [NODE_ADD] if old is None else node_changes(node, old):
+            self._move(event, old, node)
 
     def on_node_delete(self, name: str) -> None:
+        row = self.cache.table.index.get(name)
+        if row is not None:
+            self._move(NODE_DELETE, self.cache.table.nodes[row], None)
         self.cache.remove_node(name)
-        self.queue.move_on_event(NODE_DELETE)
 
     def on_namespace(self, ns: Namespace) -> None:
+        # kube-scheduler reports no namespace events to its queue: a namespaceSelector that now
+        # matches is seen at the pod's next attempt.
         self.cache.set_namespace(ns.metadata.name, ns.metadata.labels)
-        self.queue.move_on_event(NAMESPACE_CHANGE)
 
     def on_namespace_delete(self, name: str) -> None:
         self.cache.remove_namespace(name)
@@ -310,7 +317,7 @@ class Scheduler:
         pi = qpi.pi
         fwk = self.frameworks.get(pi.scheduler_name)
         if fwk is None or pi.pod.metadata.deletion_timestamp or self.cache.node_of(pi.uid) is not None:
-            self.queue.done(pi.uid)
+            self.queue.delete(pi.uid)
             return True
         started = time.perf_counter()
         pod_cycle = self.queue.scheduling_cycle
@@ -495,7 +502,7 @@ class Scheduler:
             self._fail(fwk, qpi, record, status, _rejector(status), pod_cycle, reserved=(state, node))
             return
         record.result = "scheduled"
-        self.queue.done(pi.uid)
+        self.queue.assumed(pi.uid)
         self.nominator.remove(pi.uid)
         self.in_flight[pi.uid] = qpi
         if waits:
@@ -527,6 +534,7 @@ class Scheduler:
             log.exception("binding %s to %s failed", pi.key, node)
             status = Status.error(f"binding failed: {exc}")
         if status is None or status.code == Code.SUCCESS:
+            self.queue.done(pi.uid)
             self.in_flight.pop(pi.uid, None)
             self.cache.finish_binding(pi)
             fwk.run_post_bind(state, pi, node)
@@ -544,8 +552,9 @@ class Scheduler:
         # A pod deleted meanwhile is reported but not requeued (kube checks its informer cache).
         deleted = self.in_flight.pop(pi.uid, None) is None
         self._fail(fwk, qpi, record, status, [], self.queue.scheduling_cycle, reserved=(state, node), requeue=not deleted)
+        self.queue.done(pi.uid)
         # kube moves the pods an assigned pod's deletion may help: the assumption is gone.
-        self.queue.move_on_event(POD_DELETE)
+        self._move(ASSIGNED_POD_DELETE, pi, None, lambda other: other.uid != pi.uid)
 
     # --- running against a real clock ---------------------------------------------------------------------------
 

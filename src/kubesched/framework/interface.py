@@ -181,32 +181,93 @@ class Diagnosis:
     post_filter_msg: str = ""
 
 
+class ActionType(enum.IntFlag):
+    """What happened to an object (kube's fwk.ActionType): a bit each, combinable. Member names
+    are kube's own, so an event label (resource + action) reads as kube-scheduler's metrics do."""
+
+    Add = 1 << 0
+    Delete = 1 << 1
+    UpdateNodeAllocatable = 1 << 2
+    UpdateNodeLabel = 1 << 3
+    UpdateNodeTaint = 1 << 4  # a taint or spec.unschedulable changed
+    UpdateNodeCondition = 1 << 5
+    UpdateNodeAnnotation = 1 << 6
+    UpdateNodeDeclaredFeature = 1 << 7
+    UpdateNodePreemptionPolicy = 1 << 8
+    UpdatePodLabel = 1 << 9
+    UpdatePodScaleDown = 1 << 10
+    UpdatePodScaleUp = 1 << 11
+    UpdatePodToleration = 1 << 12
+    UpdatePodSchedulingGatesEliminated = 1 << 13
+    UpdatePodGeneratedResourceClaim = 1 << 14
+    All = (1 << 15) - 1
+    Update = All & ~(Add | Delete)
+
+
+class QueueingHint(enum.IntEnum):
+    """A plugin's answer to "may this event make the pod I rejected schedulable?"."""
+
+    QueueSkip = 0
+    Queue = 1
+
+
+# Event resources, as kube names them. "Pod" registered matches the three kinds of pod event.
+POD = "Pod"
+ASSIGNED_POD = "AssignedPod"  # a pod bound (or assumed) to a node
+UNSCHEDULED_POD = "UnscheduledPod"  # another pending pod
+TARGET_POD = "TargetPod"  # the pending pod the hint is asked about, itself
+NODE = "Node"
+WILDCARD = "*"
+_POD_KINDS = frozenset({ASSIGNED_POD, UNSCHEDULED_POD, TARGET_POD})
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
-    """A kind of cluster change that may make an unschedulable pod schedulable."""
+    """A kind of cluster change that may make an unschedulable pod schedulable (kube's
+    fwk.ClusterEvent). `resource` is "Node", "Pod" (registered: any pod), "AssignedPod",
+    "UnscheduledPod", "TargetPod", a storage or custom resource, or "*"."""
 
-    resource: str  # "Node", "Pod", "Namespace", ...; "*" for any
-    action: str  # "Add", "Update", "Delete", or an Update refinement such as "UpdateNodeLabel"; "*" for any
+    resource: str
+    action: ActionType
+    custom_label: str = ""
 
     @property
     def label(self) -> str:
-        """The event as kube-scheduler's metrics name it: NodeAdd, NodeTaintChange, AssignedPodDelete..."""
-        if self.action.startswith("Update") and len(self.action) > len("Update"):
-            return self.action.removeprefix("Update") + "Change"
-        if self.resource == "Pod":
-            return f"AssignedPod{self.action}"
-        return f"{self.resource}{self.action}"
+        """The event as kube-scheduler's metrics name it: NodeAdd, AssignedPodDelete, NodeUpdateNodeTaint..."""
+        return self.custom_label or f"{self.resource}{self.action.name}"
 
-    def covers(self, other: ClusterEvent) -> bool:
-        if self.resource not in ("*", other.resource):
-            return False
-        if self.action in ("*", other.action):
+    @property
+    def wildcard(self) -> bool:
+        return self.resource == WILDCARD and self.action == ActionType.All
+
+    def covers(self, incoming: ClusterEvent) -> bool:
+        """Whether this registered event matches an incoming one (kube's MatchClusterEvents): the
+        resource matches and the incoming action is one the registration asks for, all of it."""
+        if self.wildcard:
             return True
-        # A plain "Update" on either side matches every refinement of an update: registered,
-        # it asks for all of them; reported, the backend could not say what changed.
-        return (self.action == "Update" and other.action.startswith("Update")) or (
-            other.action == "Update" and self.action.startswith("Update")
-        )
+        if self.resource != incoming.resource and not (self.resource == POD and incoming.resource in _POD_KINDS):
+            return False
+        return bool(self.action & incoming.action) and incoming.action <= self.action
+
+
+QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
+"""(the rejected pod, the object before, the object after) -> hint. Objects are PodInfo for pod
+events and the API object (Node, ...) otherwise; `before` is None for Add, `after` for Delete.
+An exception counts as Queue, as a hint's error does in kube."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A registered event and the plugin's hint for it (None: every such event may help)."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+WILDCARD_EVENT = ClusterEvent(WILDCARD, ActionType.All)
+# Requeues that are no cluster change: every pod they reach is moved (kube's wildcard events).
+EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(WILDCARD, ActionType.All, "UnschedulableTimeout")
+EVENT_FORCE_ACTIVATE = ClusterEvent(WILDCARD, ActionType.All, "ForceActivate")
 
 
 # --- the handle plugins get -----------------------------------------------------------------
@@ -333,8 +394,10 @@ class Plugin(Named):
 
 
 class EnqueueExtensions(Named):
-    def events_to_register(self) -> list[ClusterEvent]:
-        """Events that may make a pod this plugin rejected schedulable."""
+    def events_to_register(self) -> Sequence[ClusterEventWithHint | ClusterEvent]:
+        """Events that may make a pod this plugin rejected schedulable, each with the plugin's
+        queueing hint. A plugin without this interface is retried on every event; one that
+        returns no events only after the unschedulable timeout (or when activated)."""
         raise NotImplementedError
 
 

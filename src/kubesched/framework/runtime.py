@@ -20,8 +20,10 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    WILDCARD_EVENT,
     BindPlugin,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     Diagnosis,
@@ -64,7 +66,6 @@ if TYPE_CHECKING:
 # kube-scheduler's adaptive sampling (schedule_one.go numFeasibleNodesToFind).
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-ALL_EVENTS = [ClusterEvent("*", "*")]
 # Status labels of the metrics, as kube-scheduler spells the codes.
 STATUS_LABEL = {
     Code.SUCCESS: "Success",
@@ -209,10 +210,12 @@ class Framework:
 
     # --- queueing ---------------------------------------------------------------------------
 
-    def events_by_plugin(self) -> dict[str, list[ClusterEvent]]:
-        out: dict[str, list[ClusterEvent]] = {}
+    def events_by_plugin(self) -> dict[str, Sequence[ClusterEventWithHint | ClusterEvent]]:
+        """Each plugin's registered events with their queueing hints; a plugin that registers
+        none through EnqueueExtensions is asked about every event (kube's wildcard)."""
+        out: dict[str, Sequence[ClusterEventWithHint | ClusterEvent]] = {}
         for name, plugin in self.instances.items():
-            out[name] = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else ALL_EVENTS
+            out[name] = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else [WILDCARD_EVENT]
         return out
 
     def run_pre_enqueue(self, pi: PodInfo) -> Status | None:

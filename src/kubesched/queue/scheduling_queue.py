@@ -1,26 +1,44 @@
-"""kube-scheduler's scheduling queue: activeQ, backoffQ, the unschedulable pool and gated pods.
+"""kube-scheduler's scheduling queue (v1.37): activeQ, backoffQ, the unschedulable pool and gated pods.
 
-- activeQ pops in the order of the profile's QueueSort plugin.
-- A pod that failed goes to backoffQ (1 s doubling to 10 s by default) if a cluster
-  event arrived while it was being scheduled, else to the unschedulable pool.
-- The pool is drained by cluster events that the rejecting plugins registered for
-  (EnqueueExtensions), or after `max_in_unschedulable` seconds.
-- Pods rejected by PreEnqueue (scheduling gates) wait, gated, until they change.
+- activeQ pops in the order of the profile's QueueSort plugin. When it is empty, the pod first
+  due in backoffQ pops instead (SchedulerPopFromBackoffQ), unless it failed with an error.
+- A pod that failed goes to the unschedulable pool, unless an event that arrived while it was
+  being scheduled may help it (the rejecting plugins' queueing hints say so): then it waits out
+  its backoff (1 s doubling to 10 s by default, expiries rounded down to whole seconds).
+- The pool is drained by cluster events whose hints say they may help, or after
+  `max_in_unschedulable` seconds.
+- Pods rejected by PreEnqueue (scheduling gates) wait, gated, until an event the gating plugin's
+  hint accepts (their own update, usually).
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.clock import Clock, Timer
-from kubesched.framework.interface import ClusterEvent, Status
+from kubesched.framework.events import (
+    BACKOFF_COMPLETE,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+    pod_changes,
+)
+from kubesched.framework.interface import (
+    EVENT_FORCE_ACTIVATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    TARGET_POD,
+    ClusterEvent,
+    Status,
+)
+from kubesched.queue.hints import HintMap, Registrations, Strategy
 
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
+BACKOFF_WINDOW = 1.0  # backoff expiries are rounded down to this; backoffQ is flushed on its ticks
 
 
 @dataclass(slots=True, eq=False)
@@ -29,9 +47,11 @@ class QueuedPodInfo:
     timestamp: float  # when it (re)entered the queue: the sort's tie-breaker
     initial_attempt_timestamp: float | None = None
     attempts: int = 0
+    unschedulable_count: int = 0  # failed attempts that were rejections: the backoff's exponent
+    consecutive_errors: int = 0  # failed attempts in a row that were errors: the exponent then
     unschedulable_plugins: frozenset[str] = frozenset()
     gated_by: Status | None = None
-    backoff_expiry: float = 0.0
+    backoff_expiry: float | None = None  # computed when first needed after a failure
     where: str = ""  # "active", "backoff", "unschedulable", "gated", "" (in flight)
     version: int = 0
     entered_pool: float = 0.0
@@ -46,22 +66,26 @@ class QueueCounts:
     gated: int
 
 
+PoolKey = tuple[str, frozenset[str]]  # (profile, rejecting plugins)
+
+
 class SchedulingQueue:
     def __init__(
         self,
         clock: Clock,
         sort_key: Callable[[QueuedPodInfo], Any],
         pre_enqueue: Callable[[PodInfo], Status | None],
-        events_by_plugin: dict[str, list[ClusterEvent]],
+        registrations: Mapping[str, Registrations],
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         on_change: Callable[[], None] | None = None,
     ) -> None:
+        """`registrations`: per profile (schedulerName), each plugin's registered events with hints."""
         self.clock = clock
         self._sort_key = sort_key
         self._pre_enqueue = pre_enqueue
-        self._events_by_plugin = events_by_plugin
+        self.hints = HintMap(registrations)
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -69,10 +93,14 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self.pods: dict[str, QueuedPodInfo] = {}  # every pending pod we own, by uid
         self._active: list[tuple[Any, int, int, QueuedPodInfo]] = []
-        self._backoff: list[tuple[float, int, int, QueuedPodInfo]] = []
+        self._backoff: list[tuple[float, Any, int, int, QueuedPodInfo]] = []  # poppable when activeQ is empty
+        self._error_backoff: list[tuple[float, int, int, QueuedPodInfo]] = []  # failed with an error
+        self._error_backoff_count = 0
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
-        self._pool_buckets: dict[frozenset[str], dict[str, QueuedPodInfo]] = {}
+        # Pooled and gated pods grouped by profile and rejecting plugins: an event costs one
+        # check per group plus the pods whose plugins have hints to ask.
+        self._buckets: dict[PoolKey, dict[str, QueuedPodInfo]] = {}
         self._counts = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
@@ -80,62 +108,116 @@ class SchedulingQueue:
         self._backoff_timer_at = float("inf")
         self._pool_timer: Timer | None = None
         self.incoming: dict[tuple[str, str], int] = {}  # (queue, event) -> pods, for metrics
-        self._interest_cache: dict[tuple[frozenset[str], ClusterEvent], bool] = {}
+        # Events seen while pods are in flight (popped, not yet bound or back): a failed pod is
+        # judged by those that came after it was popped (kube's inFlightEvents).
+        self._events: list[tuple[ClusterEvent, Any, Any]] = []
+        self._events_base = 0  # the absolute index of _events[0]
+        self._in_flight: dict[str, int] = {}  # uid -> absolute index of the first event it did not see
 
     # --- state changes ---------------------------------------------------------------------------
+
+    def _bucket_key(self, qpi: QueuedPodInfo) -> PoolKey:
+        return (qpi.pi.scheduler_name, qpi.unschedulable_plugins)
 
     def _set_where(self, qpi: QueuedPodInfo, where: str, event: str = "") -> None:
         if qpi.where:
             self._counts[qpi.where] -= 1
-            if qpi.where == "unschedulable":
-                self._unschedulable.pop(qpi.pi.uid, None)
-                bucket = self._pool_buckets.get(qpi.unschedulable_plugins)
+            if qpi.where in ("unschedulable", "gated"):
+                (self._unschedulable if qpi.where == "unschedulable" else self._gated).pop(qpi.pi.uid, None)
+                key = self._bucket_key(qpi)
+                bucket = self._buckets.get(key)
                 if bucket is not None:
                     bucket.pop(qpi.pi.uid, None)
                     if not bucket:
-                        del self._pool_buckets[qpi.unschedulable_plugins]
-            elif qpi.where == "gated":
-                self._gated.pop(qpi.pi.uid, None)
+                        del self._buckets[key]
+            elif qpi.where == "backoff" and not qpi.unschedulable_plugins:
+                self._error_backoff_count -= 1
         qpi.where = where
         qpi.version += 1
         if where:
             self._counts[where] += 1
-            key = (where, event)
-            self.incoming[key] = self.incoming.get(key, 0) + 1
+            if event:  # a move kube counts (an update in place is none)
+                self.incoming[(where, event)] = self.incoming.get((where, event), 0) + 1
 
-    def _to_active(self, qpi: QueuedPodInfo, event: str) -> None:
+    def _park(self, qpi: QueuedPodInfo, where: str, event: str) -> None:
+        self._set_where(qpi, where, event)
+        (self._unschedulable if where == "unschedulable" else self._gated)[qpi.pi.uid] = qpi
+        self._buckets.setdefault(self._bucket_key(qpi), {})[qpi.pi.uid] = qpi
+
+    def _gate(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """Runs PreEnqueue; a rejected pod is parked as gated, its gating plugin a rejector."""
+        status = self._pre_enqueue(qpi.pi)
+        if status is None:
+            qpi.gated_by = None
+            return False
+        if qpi.where:
+            self._set_where(qpi, "")
+        qpi.gated_by = status
+        if status.plugin:
+            qpi.unschedulable_plugins = qpi.unschedulable_plugins | {status.plugin}
+        self._park(qpi, "gated", event)
+        return True
+
+    def _to_active(self, qpi: QueuedPodInfo, event: str, *, check_gates: bool = True) -> None:
+        if check_gates and self._gate(qpi, event):
+            return
         self._set_where(qpi, "active", event)
         heapq.heappush(self._active, (self._sort_key(qpi), next(self._seq), qpi.version, qpi))
         self._on_change()
 
     def _to_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+        if self._gate(qpi, event):
+            return
         self._set_where(qpi, "backoff", event)
-        heapq.heappush(self._backoff, (qpi.backoff_expiry, next(self._seq), qpi.version, qpi))
-        self._arm_backoff_timer(qpi.backoff_expiry)
+        expiry = self._backoff_expiry(qpi)
+        if qpi.unschedulable_plugins:
+            heapq.heappush(self._backoff, (expiry, self._sort_key(qpi), next(self._seq), qpi.version, qpi))
+            self._on_change()  # an idle scheduler may pop it at once
+        else:
+            self._error_backoff_count += 1
+            heapq.heappush(self._error_backoff, (expiry, next(self._seq), qpi.version, qpi))
+        self._arm_backoff_timer(expiry + BACKOFF_WINDOW)
 
     def _to_pool(self, qpi: QueuedPodInfo, event: str) -> None:
-        self._set_where(qpi, "unschedulable", event)
+        if qpi.where == "unschedulable":
+            return
+        if qpi.where:
+            self._set_where(qpi, "")
         qpi.entered_pool = self.clock.now()
-        self._unschedulable[qpi.pi.uid] = qpi
-        self._pool_buckets.setdefault(qpi.unschedulable_plugins, {})[qpi.pi.uid] = qpi
+        self._park(qpi, "unschedulable", event)
         if self._pool_timer is None:
             self._pool_timer = self.clock.call_at(qpi.entered_pool + self.max_in_unschedulable, self._flush_pool)
 
-    def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
-        if qpi.backoff_expiry > self.clock.now():
+    def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
+        """Moves a pod as a hint's strategy says (kube's requeueEntityWithQueueingStrategy);
+        returns where it went."""
+        if strategy is Strategy.SKIP:
+            self._to_pool(qpi, event)
+        elif self.backing_off(qpi):
             self._to_backoff(qpi, event)
         else:
             self._to_active(qpi, event)
+        return qpi.where
 
-    def _admit(self, qpi: QueuedPodInfo, event: str) -> None:
-        status = self._pre_enqueue(qpi.pi)
-        if status is not None:
-            qpi.gated_by = status
-            self._set_where(qpi, "gated", event)
-            self._gated[qpi.pi.uid] = qpi
-            return
-        qpi.gated_by = None
-        self._requeue(qpi, event)
+    # --- backoff ---------------------------------------------------------------------------------------
+
+    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
+        count = qpi.consecutive_errors or qpi.unschedulable_count
+        if count == 0 or self.max_backoff <= 0:
+            return 0.0
+        return float(min(self.initial_backoff * (2 ** min(count - 1, 32)), self.max_backoff))
+
+    def _backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        if qpi.backoff_expiry is None:
+            qpi.backoff_expiry = math.floor((qpi.timestamp + self.backoff_duration(qpi)) / BACKOFF_WINDOW) * BACKOFF_WINDOW
+        return qpi.backoff_expiry
+
+    def backing_off(self, qpi: QueuedPodInfo) -> bool:
+        """Whether the pod's backoff lasts into the current window (kube's isPodBackingoff)."""
+        if self.max_backoff <= 0 or not (qpi.consecutive_errors or qpi.unschedulable_count):
+            return False
+        window = math.floor(self.clock.now() / BACKOFF_WINDOW) * BACKOFF_WINDOW
+        return self._backoff_expiry(qpi) >= window
 
     # --- pods arriving, changing, leaving --------------------------------------------------------
 
@@ -145,26 +227,42 @@ class SchedulingQueue:
             return
         qpi = QueuedPodInfo(pi, timestamp=self.clock.now())
         self.pods[pi.uid] = qpi
-        self._admit(qpi, "PodAdd")
+        self._to_active(qpi, "UnscheduledPodAdd")
 
     def update(self, pi: PodInfo) -> None:
+        """The pending pod changed (kube's PriorityQueue.Update): re-sorted where it waits; in the
+        pool or gated, moved if a rejecting plugin's hint says the change may help."""
         qpi = self.pods.get(pi.uid)
         if qpi is None:
             self.add(pi)
             return
-        qpi.pi = pi
-        if qpi.where == "gated":
-            self._admit(qpi, "PodUpdate")
-        elif qpi.where == "unschedulable":
-            # The pod itself changed: it may fit now (kube re-evaluates updated pods).
-            self._requeue(qpi, "PodUpdate")
-        elif qpi.where == "active":
-            self._to_active(qpi, "PodUpdate")  # re-sort; the stale heap entry is skipped by version
+        old, qpi.pi = qpi.pi, pi
+        where = qpi.where
+        if where == "":
+            if self._in_flight:  # judged when its attempt ends, with the cluster's events
+                self._events.extend((event, old, pi) for event in pod_changes(pi, old, TARGET_POD))
+            return
+        if where in ("active", "backoff"):
+            self._set_where(qpi, "")
+            if where == "active":
+                self._to_active(qpi, "", check_gates=False)
+            else:
+                self._to_backoff(qpi, "")
+            return
+        for event in pod_changes(pi, old, TARGET_POD):
+            if self.hints.strategy(pi, qpi.unschedulable_plugins, event, old, pi) is Strategy.SKIP:
+                continue
+            if where == "gated":
+                self._to_active(qpi, event.label)  # PreEnqueue again: it may stay gated
+            else:
+                self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)
+            return
 
     def delete(self, uid: str) -> QueuedPodInfo | None:
         qpi = self.pods.pop(uid, None)
         if qpi is not None:
             self._set_where(qpi, "")
+        self.done(uid)
         return qpi
 
     def contains(self, uid: str) -> bool:
@@ -173,39 +271,82 @@ class SchedulingQueue:
     # --- the scheduling loop's side ---------------------------------------------------------------
 
     def pop(self) -> QueuedPodInfo | None:
-        """The next pod to schedule, or None when activeQ is empty. The pod stays known
-        (in flight) until `done` or `add_unschedulable`."""
-        while self._active:
-            _, _, version, qpi = heapq.heappop(self._active)
-            if qpi.where != "active" or qpi.version != version:
-                continue
-            self._set_where(qpi, "")
-            qpi.attempts += 1
-            if qpi.initial_attempt_timestamp is None:
-                qpi.initial_attempt_timestamp = self.clock.now()
-            self.scheduling_cycle += 1
-            return qpi
+        """The next pod to schedule, or None when activeQ and backoffQ are empty. The pod stays
+        known, in flight, until `done` or `add_unschedulable`."""
+        qpi = self._pop_valid(self._active, "active")
+        if qpi is None:
+            qpi = self._pop_valid(self._backoff, "backoff")
+            if qpi is None:
+                return None
+            self.incoming[("active", POP_FROM_BACKOFF_Q)] = self.incoming.get(("active", POP_FROM_BACKOFF_Q), 0) + 1
+        self._set_where(qpi, "")
+        qpi.attempts += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self.clock.now()
+        self.scheduling_cycle += 1
+        self._in_flight[qpi.pi.uid] = self._events_base + len(self._events)
+        return qpi
+
+    @staticmethod
+    def _pop_valid(heap: list[Any], want: str) -> QueuedPodInfo | None:
+        """Pops the first live entry of a heap whose entries end in (version, qpi)."""
+        while heap:
+            entry = heapq.heappop(heap)
+            qpi: QueuedPodInfo = entry[-1]
+            if qpi.where == want and qpi.version == entry[-2]:
+                return qpi
         return None
 
     def __len__(self) -> int:
-        return self._counts["active"]
+        """Pods ready to pop: activeQ, and backoffQ's pods that did not fail with an error."""
+        return self._counts["active"] + self._counts["backoff"] - self._error_backoff_count
 
-    def done(self, uid: str) -> None:
-        """The pod was assumed onto a node: it leaves the queue."""
+    def assumed(self, uid: str) -> None:
+        """The pod was assumed onto a node: it is no longer pending (though still in flight)."""
         self.pods.pop(uid, None)
 
+    def done(self, uid: str) -> None:
+        """The pod's attempt is over (bound, back in the queue, or gone): events that arrive
+        from now on no longer concern it (kube's Done)."""
+        if self._in_flight.pop(uid, None) is None:
+            return
+        if not self._in_flight:
+            self._events_base += len(self._events)
+            self._events.clear()
+            return
+        oldest = min(self._in_flight.values())
+        if oldest > self._events_base:
+            del self._events[: oldest - self._events_base]
+            self._events_base = oldest
+
+    def _events_since_pop(self, uid: str) -> list[tuple[ClusterEvent, Any, Any]]:
+        start = self._in_flight.get(uid)
+        return [] if start is None else self._events[start - self._events_base :]
+
     def add_unschedulable(self, qpi: QueuedPodInfo, plugins: Iterable[str], pod_cycle: int) -> None:
-        """A pod that failed its cycle comes back: to backoff if the cluster moved meanwhile."""
-        if qpi.pi.uid not in self.pods or qpi.where:
+        """A pod that failed its cycle comes back (kube's AddUnschedulableIfNotPresent): to the
+        pool, or to backoff if an event while it was in flight may help it."""
+        uid = qpi.pi.uid
+        if uid not in self.pods or qpi.where:
+            self.done(uid)
             return  # deleted or re-added while in flight
         qpi.unschedulable_plugins = frozenset(plugins)
-        qpi.timestamp = self.clock.now()
-        qpi.backoff_expiry = qpi.timestamp + self.backoff_duration(qpi)
-        if self._move_request_cycle >= pod_cycle or not qpi.unschedulable_plugins:
-            self._to_backoff(qpi, "ScheduleAttemptFailure")
+        if qpi.unschedulable_plugins:
+            qpi.unschedulable_count += 1
+            qpi.consecutive_errors = 0
         else:
-            qpi.pool_cycle = pod_cycle
-            self._to_pool(qpi, "ScheduleAttemptFailure")
+            qpi.consecutive_errors += 1
+        qpi.timestamp = self.clock.now()
+        qpi.backoff_expiry = None
+        strategy = Strategy.AFTER_BACKOFF if not qpi.unschedulable_plugins else Strategy.SKIP
+        if strategy is Strategy.SKIP:
+            for event, old, new in self._events_since_pop(uid):
+                if self.hints.strategy(qpi.pi, qpi.unschedulable_plugins, event, old, new) is not Strategy.SKIP:
+                    strategy = Strategy.AFTER_BACKOFF
+                    break
+        self.done(uid)
+        qpi.pool_cycle = pod_cycle
+        self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
     def requeue(self, qpi: QueuedPodInfo, plugins: Iterable[str], pod_cycle: int) -> None:
         """A failed attempt comes back, whether its pod is still counted here (a failed scheduling
@@ -213,49 +354,52 @@ class SchedulingQueue:
         uid = qpi.pi.uid
         current = self.pods.setdefault(uid, qpi)
         if current is not qpi:
+            self.done(uid)
             return  # the pod came back meanwhile (an update): that entry stands
         self.add_unschedulable(qpi, plugins, pod_cycle)
 
-    def backoff_duration(self, qpi: QueuedPodInfo) -> float:
-        if self.initial_backoff <= 0:
-            return 0.0
-        duration = self.initial_backoff * (2 ** min(max(qpi.attempts - 1, 0), 32))
-        return float(min(duration, self.max_backoff))
-
     # --- moving pods back ------------------------------------------------------------------------
 
-    def move_on_event(self, event: ClusterEvent) -> int:
-        """A cluster event: pods in the pool whose rejecting plugins care move back.
-
-        The pool is bucketed by the set of rejecting plugins, so the cost is one check per
-        distinct set plus the pods that actually move, not one check per waiting pod."""
+    def move_on_event(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[PodInfo], bool] | None = None,
+    ) -> int:
+        """A cluster event: pooled (and gated) pods that a rejecting plugin's hint says it may help
+        move back (kube's MoveAllToActiveOrBackoffQueue). Returns how many moved."""
         self._move_request_cycle = self.scheduling_cycle
-        if not self._unschedulable:
+        if not self.hints.of_interest(event):
             return 0
         moving: list[QueuedPodInfo] = []
-        for plugins, bucket in self._pool_buckets.items():
-            if self._interested(plugins, event):
-                moving.extend(bucket.values())
-        label = event.label
+        for (profile, plugins), bucket in self._buckets.items():
+            regs = self.hints.relevant(profile, plugins, event)
+            if not regs and plugins and not event.wildcard:
+                continue
+            everyone = not plugins or any(r.hint is None for r in regs)
+            for qpi in bucket.values():
+                if pre_check is not None and not pre_check(qpi.pi):
+                    continue
+                if everyone or self.hints.strategy(qpi.pi, plugins, event, old, new) is not Strategy.SKIP:
+                    moving.append(qpi)
         for qpi in moving:
-            self._requeue(qpi, label)
+            if qpi.where == "gated":
+                self._set_where(qpi, "")
+                self._to_active(qpi, event.label)
+            else:
+                self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)
+        if self._in_flight:
+            self._events.append((event, old, new))
         return len(moving)
 
-    def _interested(self, plugins: frozenset[str], event: ClusterEvent) -> bool:
-        key = (plugins, event)
-        hit = self._interest_cache.get(key)
-        if hit is None:
-            hit = not plugins or any(
-                registered.covers(event) for name in plugins for registered in self._events_by_plugin.get(name, ())
-            )
-            self._interest_cache[key] = hit
-        return hit
-
     def activate(self, uids: Iterable[str]) -> None:
+        """Pods a plugin asks to retry now (kube's Activate): out of the pool or backoff."""
         for uid in uids:
             qpi = self.pods.get(uid)
             if qpi is not None and qpi.where in ("unschedulable", "backoff"):
-                self._to_active(qpi, "ForceActivate")
+                self._set_where(qpi, "")
+                self._to_active(qpi, EVENT_FORCE_ACTIVATE.label)
 
     def _arm_backoff_timer(self, when: float) -> None:
         if when >= self._backoff_timer_at:
@@ -266,28 +410,34 @@ class SchedulingQueue:
         self._backoff_timer = self.clock.call_at(when, self._flush_backoff)
 
     def _flush_backoff(self) -> None:
+        """A window's tick: pods whose backoff ended before this window go to activeQ."""
         self._backoff_timer = None
         self._backoff_timer_at = float("inf")
-        now = self.clock.now()
-        while self._backoff:
-            expiry, _, version, qpi = self._backoff[0]
-            if qpi.where != "backoff" or qpi.version != version:
-                heapq.heappop(self._backoff)
-                continue
-            if expiry > now:
-                self._arm_backoff_timer(expiry)
-                break
-            heapq.heappop(self._backoff)
-            self._to_active(qpi, "BackoffComplete")
+        window = math.floor(self.clock.now() / BACKOFF_WINDOW) * BACKOFF_WINDOW
+        heaps: tuple[list[Any], ...] = (self._backoff, self._error_backoff)
+        for heap in heaps:
+            while heap:
+                entry = heap[0]
+                expiry, version, qpi = entry[0], entry[-2], entry[-1]
+                if qpi.where != "backoff" or qpi.version != version:
+                    heapq.heappop(heap)
+                    continue
+                if expiry >= window:
+                    self._arm_backoff_timer(expiry + BACKOFF_WINDOW)
+                    break
+                heapq.heappop(heap)
+                self._set_where(qpi, "")
+                self._to_active(qpi, BACKOFF_COMPLETE, check_gates=False)
 
     def _flush_pool(self) -> None:
         """Pods that sat in the pool longer than the limit get another try (kube: 5 min)."""
         self._pool_timer = None
         now = self.clock.now()
         oldest_left = None
+        label = EVENT_UNSCHEDULABLE_TIMEOUT.label
         for qpi in list(self._unschedulable.values()):
             if now - qpi.entered_pool >= self.max_in_unschedulable:
-                self._requeue(qpi, "UnschedulableTimeout")
+                self._requeue(qpi, Strategy.AFTER_BACKOFF, label)
             elif oldest_left is None or qpi.entered_pool < oldest_left:
                 oldest_left = qpi.entered_pool
         if oldest_left is not None:

@@ -15,14 +15,14 @@ from typing import Any
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.clock import Clock
-from kubesched.framework.interface import ClusterEvent, Handle
+from kubesched.framework.interface import ActionType, ClusterEvent, Handle
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.fresh import FreshPods, scheduled_at
 from kubesched.usage.provider import TransportFactory, UsageProvider, http_transport
 
 # New node usage samples arrived: pods a load-aware plugin rejected may fit now.
-USAGE_UPDATE = ClusterEvent("NodeUsage", "Update")
+USAGE_UPDATE = ClusterEvent("NodeUsage", ActionType.Update)
 
 
 @dataclass(frozen=True, slots=True)

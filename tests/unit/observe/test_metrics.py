@@ -6,7 +6,7 @@ import numpy as np
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubesched.framework.interface import ClusterEvent
+from kubesched.framework.interface import ASSIGNED_POD, EVENT_UNSCHEDULABLE_TIMEOUT, NODE, ActionType, ClusterEvent
 from kubesched.observe.metrics import FOLD_AT, BatchedHistogram, DurationHistogram, SchedulerMetrics
 from unit.simkit import node, pod, run
 
@@ -44,9 +44,10 @@ def test_histogram_folds_long_buffers_without_losing_observations():
 
 
 def test_event_labels_follow_kube_names():
-    assert ClusterEvent("Node", "Add").label == "NodeAdd"
-    assert ClusterEvent("Node", "UpdateNodeTaint").label == "NodeTaintChange"
-    assert ClusterEvent("Pod", "Delete").label == "AssignedPodDelete"
+    assert ClusterEvent(NODE, ActionType.Add).label == "NodeAdd"
+    assert ClusterEvent(NODE, ActionType.UpdateNodeTaint).label == "NodeUpdateNodeTaint"
+    assert ClusterEvent(ASSIGNED_POD, ActionType.Delete).label == "AssignedPodDelete"
+    assert EVENT_UNSCHEDULABLE_TIMEOUT.label == "UnschedulableTimeout"
 
 
 def test_a_simulation_fills_the_kube_scheduler_metrics():

@@ -1,22 +1,66 @@
 from builders import info, pod
 from kubesched.clock import VirtualClock
-from kubesched.framework.interface import ClusterEvent, Status
+from kubesched.framework.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD
+from kubesched.framework.interface import (
+    NODE,
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Status,
+)
 from kubesched.queue.scheduling_queue import QueueCounts, SchedulingQueue
 
-NODE_ADD = ClusterEvent("Node", "Add")
-POD_DELETE = ClusterEvent("Pod", "Delete")
+NODE_LABEL = ClusterEvent(NODE, ActionType.UpdateNodeLabel)
 
 
-def make(clock=None, events=None, gate=None, **kw):
+def only_big_nodes(pi, old, new):
+    """A hint that says Queue only for nodes labelled size=big."""
+    return QueueingHint.Queue if new is not None and new.metadata.labels.get("size") == "big" else QueueingHint.QueueSkip
+
+
+def gates_gone(pi, old, new):
+    return QueueingHint.Queue if new.uid == pi.uid and not new.gated else QueueingHint.QueueSkip
+
+
+REGISTRATIONS = {
+    "NodeResourcesFit": [ClusterEvent(NODE, ActionType.Add), ClusterEvent(POD, ActionType.Delete)],
+    "TaintToleration": [ClusterEvent(NODE, ActionType.Add)],
+    "Picky": [ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add | ActionType.UpdateNodeLabel), only_big_nodes)],
+    "SchedulingGates": [
+        ClusterEventWithHint(ClusterEvent(POD, ActionType.UpdatePodSchedulingGatesEliminated), gates_gone)
+    ],
+}
+
+
+def make(clock=None, gate=None, registrations=None, **kw):
     clock = clock or VirtualClock()
     q = SchedulingQueue(
         clock,
         sort_key=lambda qpi: (-qpi.pi.priority, qpi.timestamp),
         pre_enqueue=gate or (lambda pi: None),
-        events_by_plugin=events or {"NodeResourcesFit": [NODE_ADD, POD_DELETE], "TaintToleration": [NODE_ADD]},
+        registrations={"default-scheduler": registrations or REGISTRATIONS},
         **kw,
     )
     return clock, q
+
+
+def node(name, **labels):
+    from kubesched.api.objects import Node, ObjectMeta
+
+    return Node(metadata=ObjectMeta(name=name, labels=labels))
+
+
+def fail(q, plugins, clock=None):
+    qpi = q.pop()
+    q.add_unschedulable(qpi, plugins, q.scheduling_cycle)
+    return qpi
+
+
+def tick(clock, to):
+    clock.advance_to(to)
+    clock.run_due()
 
 
 def test_pops_by_priority_then_arrival():
@@ -29,78 +73,160 @@ def test_pops_by_priority_then_arrival():
     assert q.pop() is None
 
 
-def test_backoff_doubles_and_caps():
-    clock, q = make(initial_backoff=1, max_backoff=10)
+def test_backoff_doubles_and_caps_counting_failures():
+    _clock, q = make(initial_backoff=1, max_backoff=10)
     q.add(info(pod("p")))
     durations = []
     for _ in range(6):
-        qpi = q.pop()
+        qpi = fail(q, ["NodeResourcesFit"])
         durations.append(q.backoff_duration(qpi))
-        q.add_unschedulable(qpi, [], q.scheduling_cycle)  # no plugins: straight to backoff
-        assert q.pop() is None
-        clock.advance_to(qpi.backoff_expiry)
-        clock.run_due()
+        q.move_on_event(NODE_ADD)  # to backoffQ, then popped at once: nothing else is active
     assert durations == [1, 2, 4, 8, 10, 10]
+    assert qpi.unschedulable_count == 6 and qpi.consecutive_errors == 0
+
+
+def test_backoff_expiry_is_rounded_down_to_the_window_and_flushed_on_the_next_tick():
+    clock, q = make(initial_backoff=1)
+    tick(clock, 10.3)
+    q.add(info(pod("p")))
+    qpi = fail(q, [])  # an error: error backoff, which no idle pop takes early
+    assert qpi.backoff_expiry is None or qpi.backoff_expiry == 11.0
+    assert q.counts().backoff == 1 and q.pop() is None
+    tick(clock, 11.5)  # expiry 11 is not before the window starting at 11: still backing off
+    assert q.pop() is None
+    tick(clock, 12.0)
+    assert q.pop() is qpi
+
+
+def test_an_idle_queue_pops_from_backoff_but_never_an_error_retry():
+    _clock, q = make(initial_backoff=5)
+    q.add(info(pod("err")))
+    q.add(info(pod("rejected")))
+    err = fail(q, [])
+    rejected = fail(q, ["NodeResourcesFit"])
+    q.move_on_event(NODE_ADD)  # the rejected pod's backoff starts
+    assert q.counts().backoff == 2 and len(q) == 1
+    assert q.pop() is rejected
+    assert q.incoming[("active", "PopFromBackoffQ")] == 1
+    assert q.pop() is None and err.where == "backoff"
 
 
 def test_pool_moves_only_on_registered_events():
     clock, q = make(initial_backoff=1)
     q.add(info(pod("p")))
-    qpi = q.pop()
-    q.add_unschedulable(qpi, ["TaintToleration"], q.scheduling_cycle)
+    qpi = fail(q, ["TaintToleration"])
     assert q.counts().unschedulable == 1
-    assert q.move_on_event(POD_DELETE) == 0
+    assert q.move_on_event(ASSIGNED_POD_DELETE) == 0
     clock.advance_to(5)
     assert q.move_on_event(NODE_ADD) == 1
     assert q.pop() is qpi
 
 
+def test_hints_decide_which_events_move_a_pod():
+    _clock, q = make()
+    q.add(info(pod("p")))
+    qpi = fail(q, ["Picky"])
+    assert q.move_on_event(NODE_ADD, None, node("n1", size="small")) == 0
+    assert q.move_on_event(NODE_LABEL, node("n1"), node("n1", size="big")) == 1
+    assert qpi.where in ("active", "backoff")
+
+
+def test_a_failing_hint_counts_as_queue(caplog):
+    def broken(pi, old, new):
+        raise RuntimeError("boom")
+
+    _clock, q = make(registrations={"Broken": [ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add), broken)]})
+    q.add(info(pod("p")))
+    fail(q, ["Broken"])
+    assert q.move_on_event(NODE_ADD, None, node("n")) == 1
+    assert "queueing hint of plugin Broken failed" in caplog.text
+
+
 def test_moved_during_backoff_waits_in_backoff():
     clock, q = make(initial_backoff=4)
     q.add(info(pod("p")))
-    qpi = q.pop()
-    q.add_unschedulable(qpi, ["NodeResourcesFit"], q.scheduling_cycle)
+    q.add(info(pod("busy")))
+    fail(q, ["NodeResourcesFit"])
     q.move_on_event(NODE_ADD)
-    assert q.counts().backoff == 1 and q.pop() is None
-    clock.advance_to(4)
-    clock.run_due()
-    assert q.pop() is qpi
+    assert q.counts().backoff == 1
+    assert q.pop().pi.key == "default/busy"  # activeQ first
 
 
-def test_event_during_cycle_sends_pod_to_backoff_not_pool():
+def test_event_during_cycle_sends_pod_to_backoff_only_if_its_hint_says_so():
     _clock, q = make()
-    q.add(info(pod("p")))
-    qpi = q.pop()
-    cycle = q.scheduling_cycle
-    q.move_on_event(NODE_ADD)  # arrives while the pod is being scheduled
-    q.add_unschedulable(qpi, ["NodeResourcesFit"], cycle)
-    assert q.counts().backoff == 1 and q.counts().unschedulable == 0
+    q.add(info(pod("a")))
+    q.add(info(pod("b")))
+    a = q.pop()
+    q.move_on_event(NODE_ADD, None, node("n", size="small"))  # arrives while a is being scheduled
+    q.add_unschedulable(a, ["Picky"], q.scheduling_cycle)
+    assert a.where == "unschedulable"  # Picky's hint: a small node does not help
+    b = q.pop()
+    q.move_on_event(NODE_ADD, None, node("n2", size="big"))
+    q.add_unschedulable(b, ["Picky"], q.scheduling_cycle)
+    assert b.where == "backoff"
+    assert q._events == [] and q._in_flight == {}  # nothing in flight: the events are dropped
+
+
+def test_events_before_a_pod_was_popped_do_not_count_for_it():
+    _clock, q = make()
+    q.add(info(pod("a")))
+    q.add(info(pod("b")))
+    a = q.pop()
+    q.move_on_event(NODE_ADD, None, node("n", size="big"))
+    b = q.pop()
+    q.add_unschedulable(b, ["Picky"], q.scheduling_cycle)
+    assert b.where == "unschedulable"
+    q.add_unschedulable(a, ["Picky"], q.scheduling_cycle - 1)
+    assert a.where == "backoff"
+
+
+def test_pre_check_limits_the_pods_an_event_reaches():
+    _clock, q = make()
+    q.add(info(pod("low", priority=1)))
+    q.add(info(pod("high", priority=100)))
+    high = fail(q, ["NodeResourcesFit"])
+    low = fail(q, ["NodeResourcesFit"])
+    moved = q.move_on_event(ASSIGNED_POD_DELETE, None, None, lambda pi: pi.priority <= 10)
+    assert moved == 1 and low.where != "unschedulable" and high.where == "unschedulable"
 
 
 def test_pool_flushes_after_max_time():
     clock, q = make(max_in_unschedulable=300)
     q.add(info(pod("p")))
-    qpi = q.pop()
-    q.add_unschedulable(qpi, ["TaintToleration"], q.scheduling_cycle)
-    clock.advance_to(299)
-    clock.run_due()
+    qpi = fail(q, ["TaintToleration"])
+    tick(clock, 299)
     assert q.pop() is None
-    clock.advance_to(300)
-    clock.run_due()
+    tick(clock, 300)
     assert q.pop() is qpi
 
 
-def test_gated_pods_wait_until_ungated():
+def test_pooled_pod_update_moves_it_only_if_a_hint_says_so():
+    _clock, q = make()
+    p = pod("p", labels={"a": "1"})
+    q.add(info(p))
+    qpi = fail(q, ["NodeResourcesFit"])
+    relabelled = info(pod("p", labels={"a": "2"}))
+    relabelled.uid = qpi.pi.uid
+    q.update(relabelled)  # NodeResourcesFit registered no pod update: it stays
+    assert qpi.where == "unschedulable" and qpi.pi is relabelled
+
+
+def test_gated_pods_wait_until_their_gates_are_gone():
     def gate(pi):
-        return Status.unresolvable("waiting for scheduling gates: [g]") if pi.gated else None
+        return Status.unresolvable("waiting for scheduling gates: [g]", plugin="SchedulingGates") if pi.gated else None
 
     _clock, q = make(gate=gate)
-    gated = pod("p", spec={"schedulingGates": [{"name": "g"}]})
-    q.add(info(gated))
+    gated = info(pod("p", labels={"v": "1"}, spec={"schedulingGates": [{"name": "g"}]}))
+    q.add(gated)
     assert q.counts().gated == 1 and q.pop() is None
+    relabelled = info(pod("p", labels={"v": "2"}, spec={"schedulingGates": [{"name": "g"}]}))
+    relabelled.uid = gated.uid
+    q.update(relabelled)
+    assert q.counts().gated == 1
     released = info(pod("p"))
-    released.uid = q.pending()[0].pi.uid
+    released.uid = gated.uid
     q.update(released)
+    assert q.counts().gated == 0
     assert q.pop().pi is released
 
 
@@ -119,7 +245,7 @@ def test_deleted_while_in_flight_is_not_requeued():
     qpi = q.pop()
     q.delete(qpi.pi.uid)
     q.add_unschedulable(qpi, [], q.scheduling_cycle)
-    assert q.counts().backoff == 0
+    assert q.counts().backoff == 0 and q._in_flight == {}
 
 
 def test_churn_leaves_no_stale_entries_behind():
@@ -132,17 +258,19 @@ def test_churn_leaves_no_stale_entries_behind():
             q.add(pi)
         for i in range(30):  # ten stay active
             qpi = q.pop()
-            # to the pool (a plugin rejected it) or to backoff (no plugin to wait for)
-            q.add_unschedulable(qpi, ["TaintToleration"] if i % 2 else [], q.scheduling_cycle - 1)
+            if i == 3:
+                q.move_on_event(ASSIGNED_POD_ADD)  # an in-flight event
+            # to the pool (a plugin rejected it) or to backoff (an error)
+            q.add_unschedulable(qpi, ["TaintToleration"] if i % 2 else [], q.scheduling_cycle)
         q.activate(pi.uid for pi in pis[:5])  # some leave backoff early: their backoff entry goes stale
         q.update(pis[-1])  # re-sorted while active: a stale active entry
         for pi in pis:
             q.delete(pi.uid)
-        clock.advance_to(clock.now() + 11)
-        clock.run_due()
+        tick(clock, clock.now() + 12)
     assert q.pop() is None
-    assert not q.pods and not q._unschedulable and not q._gated and not q._pool_buckets
-    assert q._backoff == [] and q._active == []
+    assert not q.pods and not q._unschedulable and not q._gated and not q._buckets
+    assert q._backoff == [] and q._error_backoff == [] and q._active == []
+    assert q._events == [] and q._in_flight == {}
     assert q.counts() == QueueCounts(0, 0, 0, 0)
 
 
@@ -150,12 +278,11 @@ def test_requeue_brings_back_a_pod_whose_binding_failed_after_it_left_the_queue(
     clock, q = make(initial_backoff=1)
     q.add(info(pod("p")))
     qpi = q.pop()
-    q.done(qpi.pi.uid)  # assumed: out of the queue, binding in the background
+    q.assumed(qpi.pi.uid)  # out of the pending pods, binding in the background
     assert not q.contains(qpi.pi.uid)
     q.requeue(qpi, [], q.scheduling_cycle)  # the binding failed
     assert q.contains(qpi.pi.uid) and q.counts().backoff == 1
-    clock.advance_to(qpi.backoff_expiry)
-    clock.run_due()
+    tick(clock, qpi.backoff_expiry + 1)
     assert q.pop() is qpi
 
 
@@ -163,9 +290,10 @@ def test_requeue_keeps_an_entry_that_came_back_meanwhile():
     _clock, q = make()
     q.add(info(pod("p")))
     stale = q.pop()
-    q.done(stale.pi.uid)
+    q.assumed(stale.pi.uid)
     q.add(stale.pi)  # the pod came back (an update) while its binding ran
     fresh = q.pending()[0]
     assert fresh is not stale
     q.requeue(stale, ["NodeResourcesFit"], q.scheduling_cycle)
     assert q.pending() == [fresh] and q.counts().active == 1 and q.counts().unschedulable == 0
+    assert q._in_flight == {}
