@@ -8,28 +8,36 @@ constraints) are scored: fewer matching pods in a node's domains scores higher.
 Everything is counted per constraint over label value ids of the NodeTable, so a
 cycle costs one pass over the pods matching each selector plus a few bincounts over
 the rows, never a Python loop over nodes.
+
+Queueing hints (kube's isSchedulableAfter*) read the rejected pod's hard constraints, as
+PreFilter builds them, and the one changed pod or node.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kubesched.api.objects import TopologySpreadConstraint, convert
+from kubesched.api.objects import Node, TopologySpreadConstraint, convert
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Requirement, Selector, SelectorError, compile_label_selector
 from kubesched.cache.labels import UntoleratedTaints, first_untolerated_column
 from kubesched.cache.nodetable import ABSENT, NodeTable
 from kubesched.framework.interface import (
+    ASSIGNED_POD,
     MAX_NODE_SCORE,
+    NODE,
     SKIP,
+    TARGET_POD,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -40,6 +48,7 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
 )
@@ -298,6 +307,11 @@ class _Inclusion:
         return out
 
 
+def _has_all_keys(node_labels: Mapping[str, str], constraints: Sequence[SpreadConstraint]) -> bool:
+    """Whether a node carries every constraint's topology key (one row of `_all_keys_mask`)."""
+    return all(c.topology_key in node_labels for c in constraints)
+
+
 def _all_keys_mask(table: NodeTable, constraints: Sequence[SpreadConstraint]) -> np.ndarray:
     """Rows carrying every constraint's topology key."""
     mask = table.present[: table.size].copy()
@@ -496,7 +510,7 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
         if row >= table.size or not table.present[row]:
             return
         node_labels = table.node_labels[row]
-        if any(c.topology_key not in node_labels for c in st.constraints):
+        if not _has_all_keys(node_labels, st.constraints):
             return
         for i, c in enumerate(st.constraints):
             if not c.selector.matches(other.labels):
@@ -633,19 +647,103 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
         out[valid] = MAX_NODE_SCORE * (hi + lo - kept) // hi
         return out
 
-    # --- events -----------------------------------------------------------------------------------
+    # --- events and queueing hints -----------------------------------------------------------------
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            # Pods matching a selector appearing, changing labels or leaving change the counts.
-            ClusterEvent("Pod", "Add"),
-            ClusterEvent("Pod", "Update"),
-            ClusterEvent("Pod", "Delete"),
-            # Nodes bring, change or take away topology domains (labels) and eligibility (taints).
-            ClusterEvent("Node", "Add"),
-            ClusterEvent("Node", "Update"),
-            ClusterEvent("Node", "Delete"),
+            # An assigned pod that appears, leaves or is relabelled may change a domain's count.
+            ClusterEventWithHint(
+                ClusterEvent(ASSIGNED_POD, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete),
+                self.is_schedulable_after_assigned_pod_change,
+            ),
+            # The pod's own labels decide whether it counts itself (and its matchLabelKeys); a new
+            # toleration changes which nodes count under nodeTaintsPolicy: Honor.
+            ClusterEventWithHint(
+                ClusterEvent(TARGET_POD, ActionType.UpdatePodToleration | ActionType.UpdatePodLabel),
+                self.is_schedulable_after_target_pod_change,
+            ),
+            # Nodes bring, move or take away topology domains, and taints change which nodes count.
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.Add | ActionType.Delete | ActionType.UpdateNodeLabel | ActionType.UpdateNodeTaint),
+                self.is_schedulable_after_node_change,
+            ),
         ]
+
+    def is_schedulable_after_assigned_pod_change(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """Queue when a bound (or nominated) pod of the pod's namespace that a hard constraint
+        selects appears or leaves, or is relabelled into or out of a constraint's selector."""
+        if (new is not None and not _involved(new, pi)) or (old is not None and not _involved(old, pi)):
+            return QueueingHint.QueueSkip
+        try:
+            constraints = self.hard_constraints(pi)
+        except SelectorError:
+            return QueueingHint.Queue
+        if old is not None and new is not None:
+            return _after_label_change(old, new, constraints)
+        changed = new if new is not None else old
+        if changed is None:
+            return QueueingHint.Queue  # nothing to judge by
+        if any(c.selector.matches(changed.labels) for c in constraints):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    def is_schedulable_after_target_pod_change(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """Queue when the pod got other tolerations and a hard constraint honors taints, or when
+        its new labels move it into or out of a constraint's selector."""
+        if old is None or new is None:
+            return QueueingHint.Queue  # only updates are registered
+        try:
+            constraints = self.hard_constraints(pi)
+        except SelectorError:
+            return QueueingHint.Queue
+        if new.pod.spec.tolerations != old.pod.spec.tolerations and any(c.honor_taints for c in constraints):
+            return QueueingHint.Queue
+        return _after_label_change(old, new, constraints)
+
+    def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when a node carrying every hard constraint's topology key is added or deleted,
+        when an update makes it carry them all or not, or, carrying them all, when it changes a
+        topology value or its taints."""
+        try:
+            constraints = self.hard_constraints(pi)
+        except SelectorError:
+            return QueueingHint.Queue
+        old_matching = old is not None and _has_all_keys(old.metadata.labels, constraints)
+        new_matching = new is not None and _has_all_keys(new.metadata.labels, constraints)
+        if old is not None and new is not None:
+            if old_matching != new_matching:
+                return QueueingHint.Queue
+            if new_matching and (
+                _topology_values_changed(old.metadata.labels, new.metadata.labels, constraints) or old.spec.taints != new.spec.taints
+            ):
+                return QueueingHint.Queue
+            return QueueingHint.QueueSkip
+        if new is not None:
+            return QueueingHint.Queue if new_matching else QueueingHint.QueueSkip
+        if old is not None:
+            return QueueingHint.Queue if old_matching else QueueingHint.QueueSkip
+        return QueueingHint.Queue  # nothing to judge by
+
+
+def _involved(other: PodInfo, pi: PodInfo) -> bool:
+    """Whether `other` may count in `pi`'s spreading: bound or nominated, in `pi`'s namespace."""
+    if not (other.node_name or other.pod.status.nominated_node_name):
+        return False
+    return other.namespace == pi.namespace
+
+
+def _after_label_change(old: PodInfo, new: PodInfo, constraints: Sequence[SpreadConstraint]) -> QueueingHint:
+    """Queue when a relabelled pod starts or stops matching some constraint's selector."""
+    if old.labels == new.labels:
+        return QueueingHint.QueueSkip
+    for c in constraints:
+        if c.selector.matches(old.labels) != c.selector.matches(new.labels):
+            return QueueingHint.Queue
+    return QueueingHint.QueueSkip
+
+
+def _topology_values_changed(old: Mapping[str, str], new: Mapping[str, str], constraints: Sequence[SpreadConstraint]) -> bool:
+    return any(old.get(c.topology_key, "") != new.get(c.topology_key, "") for c in constraints)
 
 
 __all__ = [

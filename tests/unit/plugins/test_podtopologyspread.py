@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -14,7 +15,18 @@ from kubesched.api.objects import LabelSelector
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import compile_label_selector
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import ClusterEvent, Code, CycleState, Status
+from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    NODE,
+    TARGET_POD,
+    UNSCHEDULED_POD,
+    ClusterEvent,
+    Code,
+    CycleState,
+    QueueingHint,
+    Status,
+)
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -773,8 +785,265 @@ class TestScore:
         assert pl.score(CycleState(), incoming(), cache.table, rows).tolist() == [0] * rows.size
 
 
-def test_events() -> None:
-    events = PodTopologySpread(None, UnitHandle(Cache())).events_to_register()
-    for resource in ("Pod", "Node"):
-        for action in ("Add", "Delete", "UpdateNodeLabel" if resource == "Node" else "Update"):
-            assert any(e.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+# --- events and queueing hints ------------------------------------------------------------------------
+
+
+def test_events_are_kubes() -> None:
+    pl = PodTopologySpread(None, UnitHandle(Cache()))
+    events = pl.events_to_register()
+    assert [(e.event.resource, e.event.action) for e in events] == [
+        (ASSIGNED_POD, A.Add | A.UpdatePodLabel | A.Delete),
+        (TARGET_POD, A.UpdatePodToleration | A.UpdatePodLabel),
+        (NODE, A.Add | A.Delete | A.UpdateNodeLabel | A.UpdateNodeTaint),
+    ]
+    assert [e.hint for e in events] == [
+        pl.is_schedulable_after_assigned_pod_change,
+        pl.is_schedulable_after_target_pod_change,
+        pl.is_schedulable_after_node_change,
+    ]
+    covered = [
+        (ASSIGNED_POD, A.Add),
+        (ASSIGNED_POD, A.Delete),
+        (ASSIGNED_POD, A.UpdatePodLabel),
+        (TARGET_POD, A.UpdatePodLabel),
+        (TARGET_POD, A.UpdatePodToleration),
+        (TARGET_POD, A.UpdatePodLabel | A.UpdatePodToleration),
+        (NODE, A.Add),
+        (NODE, A.Delete),
+        (NODE, A.UpdateNodeLabel),
+        (NODE, A.UpdateNodeTaint),
+        (NODE, A.UpdateNodeLabel | A.UpdateNodeTaint),
+    ]
+    for resource, action in covered:
+        assert any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    not_covered = [
+        (NODE, A.UpdateNodeAllocatable),
+        (NODE, A.UpdateNodeCondition),
+        (UNSCHEDULED_POD, A.Add),
+        (ASSIGNED_POD, A.UpdatePodScaleDown),
+        (TARGET_POD, A.UpdatePodScaleUp),
+    ]
+    for resource, action in not_covered:
+        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+
+
+EXISTS_FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+EXISTS_BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+
+
+def hint_plugin(cache: Cache | None = None, args: PodTopologySpreadArgs | None = None) -> PodTopologySpread:
+    return plugin_for(cache or Cache(), args)
+
+
+def spread(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **spec: Any) -> PodInfo:
+    """The pending pod (labels foo="" by default, as in kube's cases)."""
+    return incoming(*constraints, labels={"foo": ""} if labels is None else labels, **spec)
+
+
+ONE_ZONE = (constraint("zone", selector=EXISTS_FOO),)
+ZONE_AND_NODE = (constraint("zone", selector=EXISTS_FOO), constraint("node", selector=EXISTS_FOO))
+ZONE_FOO_NODE_BAR = (constraint("zone", selector=EXISTS_FOO), constraint("node", selector=EXISTS_BAR))
+
+
+def _node(taints: list[dict[str, str]] | None = None, unschedulable: bool = False, **labels: str) -> Any:
+    return node("node-a", labels=labels, taints=taints, unschedulable=unschedulable)
+
+
+TAINT_A = [{"key": "aaa", "value": "bbb", "effect": "NoSchedule"}]
+TAINT_C = [{"key": "ccc", "value": "bbb", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize(
+    ("constraints", "old", "new", "want"),
+    [
+        pytest.param(ONE_ZONE, _node(zone="zone1"), _node(zone="zone2"), Q, id="update-topology-value"),
+        pytest.param(ONE_ZONE, _node(foo="bar1"), _node(foo="bar2"), SKIP, id="update-unrelated-label-of-unmatching-node"),
+        pytest.param(
+            ZONE_AND_NODE,
+            _node(zone="zone1", node="node1", foo="bar"),
+            _node(zone="zone1", node="node1"),
+            SKIP,
+            id="remove-unrelated-label-of-matching-node",
+        ),
+        pytest.param(ONE_ZONE, None, _node(foo="bar"), SKIP, id="add-without-keys"),
+        pytest.param(ONE_ZONE, None, _node(zone="zone1"), Q, id="add-with-keys"),
+        pytest.param(ONE_ZONE, _node(foo="bar"), None, SKIP, id="delete-without-keys"),
+        pytest.param(ONE_ZONE, _node(zone="zone1"), None, Q, id="delete-with-keys"),
+        pytest.param(ZONE_AND_NODE, None, _node(zone="zone1"), SKIP, id="add-with-one-of-two-keys"),
+        pytest.param(ZONE_AND_NODE, None, _node(zone="zone1", node="node1"), Q, id="add-with-all-keys"),
+        pytest.param(ZONE_AND_NODE, _node(zone="zone1"), _node(zone="zone1"), SKIP, id="update-with-one-of-two-keys"),
+        pytest.param(
+            ZONE_AND_NODE, _node(zone="zone1", node="node1"), _node(zone="zone1", node="node2"), Q, id="update-value-with-all-keys"
+        ),
+        pytest.param(
+            ZONE_AND_NODE,
+            _node(TAINT_A, zone="zone1", node="node1"),
+            _node(TAINT_C, zone="zone1", node="node1"),
+            Q,
+            id="update-taints-with-all-keys",
+        ),
+        pytest.param(ZONE_AND_NODE, _node(TAINT_A, node="node1"), _node(TAINT_C, node="node1"), SKIP, id="update-taints-missing-a-key"),
+        pytest.param(ONE_ZONE, _node(foo="x"), _node(zone="zone1"), Q, id="update-gains-all-keys"),
+        pytest.param(ONE_ZONE, _node(zone="zone1"), _node(foo="x"), Q, id="update-loses-a-key"),
+        pytest.param(ONE_ZONE, _node(zone="zone1"), _node(zone="zone1", unschedulable=True), SKIP, id="update-unschedulable-only"),
+        # Taint changes count whatever nodeTaintsPolicy says, as in kube.
+        pytest.param(
+            (constraint("zone", selector=EXISTS_FOO, nodeTaintsPolicy="Ignore"),),
+            _node(zone="zone1"),
+            _node(TAINT_A, zone="zone1"),
+            Q,
+            id="taint-added-policy-ignore",
+        ),
+        pytest.param(
+            (constraint("zone", selector=EXISTS_FOO, nodeTaintsPolicy="Honor"),),
+            _node(TAINT_A, zone="zone1"),
+            _node(zone="zone1"),
+            Q,
+            id="taint-removed-policy-honor",
+        ),
+        pytest.param(
+            (constraint("zone", selector=EXISTS_FOO, nodeTaintsPolicy="Honor"),),
+            _node(TAINT_A, foo="x"),
+            _node(foo="x"),
+            SKIP,
+            id="taint-removed-from-node-without-key",
+        ),
+        # Soft constraints are not read: a pod with none has every key on every node.
+        pytest.param((constraint("zone", when="ScheduleAnyway"),), None, _node(), Q, id="add-no-hard-constraints"),
+        pytest.param((constraint("zone", when="ScheduleAnyway"),), _node(zone="a"), _node(zone="b"), SKIP, id="update-no-hard-constraints"),
+    ],
+)
+def test_hint_node_change(constraints: tuple[dict[str, Any], ...], old: Any, new: Any, want: QueueingHint) -> None:
+    assert hint_plugin().is_schedulable_after_node_change(spread(*constraints), old, new) == want
+
+
+def _on(name: str, labels: dict[str, str], namespace: str = "default") -> PodInfo:
+    return info(pod(name, labels=labels, node_name="fake-node", namespace=namespace))
+
+
+def _unscheduled(name: str, labels: dict[str, str]) -> PodInfo:
+    return info(pod(name, labels=labels))
+
+
+def _terminating(name: str, labels: dict[str, str]) -> PodInfo:
+    p = pod(name, labels=labels, node_name="fake-node")
+    meta = msgspec.structs.replace(p.metadata, deletion_timestamp="2024-01-01T00:00:00Z")
+    return info(msgspec.structs.replace(p, metadata=meta))
+
+
+def _nominated(name: str, labels: dict[str, str]) -> PodInfo:
+    p = pod(name, labels=labels)
+    return info(msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="fake-node")))
+
+
+@pytest.mark.parametrize(
+    ("constraints", "old", "new", "want"),
+    [
+        pytest.param(ONE_ZONE, None, _on("p2", {"foo": ""}), Q, id="add-matching"),
+        pytest.param(ONE_ZONE, None, _unscheduled("p2", {"foo": ""}), SKIP, id="add-unscheduled"),
+        pytest.param(ONE_ZONE, _unscheduled("p2", {"bar": ""}), _unscheduled("p2", {"foo": ""}), SKIP, id="update-unscheduled"),
+        pytest.param(ONE_ZONE, _unscheduled("p2", {"foo": ""}), None, SKIP, id="delete-unscheduled"),
+        pytest.param(ONE_ZONE, None, _on("p2", {"foo": ""}, namespace="fake-namespace"), SKIP, id="add-other-namespace"),
+        pytest.param(ONE_ZONE, None, _on("p2", {"bar": ""}), SKIP, id="add-not-matching"),
+        pytest.param(ONE_ZONE, _on("p2", {"foo": ""}), None, Q, id="delete-matching"),
+        pytest.param(ONE_ZONE, _nominated("p2", {"bar": ""}), None, SKIP, id="delete-nominated-not-matching"),
+        pytest.param(ONE_ZONE, _nominated("p2", {"foo": ""}), None, Q, id="delete-nominated-matching"),
+        pytest.param(ONE_ZONE, _on("p2", {"bar": ""}), None, SKIP, id="delete-not-matching"),
+        pytest.param(ONE_ZONE, _on("p2", {"foo": "", "bar": "bar1"}), _on("p2", {"foo": "", "bar": "bar2"}), SKIP, id="update-unrelated"),
+        pytest.param(ONE_ZONE, _on("p2", {}), _on("p2", {"foo": ""}), Q, id="update-gains-matching-label"),
+        pytest.param(ONE_ZONE, _on("p2", {"foo": ""}), _on("p2", {}), Q, id="update-loses-matching-label"),
+        pytest.param(ONE_ZONE, _on("p2", {"foo": "foo1"}), _on("p2", {"foo": "foo2"}), SKIP, id="update-matching-value"),
+        pytest.param(ZONE_FOO_NODE_BAR, _on("p2", {"foo": ""}), _on("p2", {"foo": "", "bar": "bar2"}), Q, id="update-into-second"),
+        pytest.param(ZONE_FOO_NODE_BAR, _on("p2", {"foo": ""}), _on("p2", {"foo": "", "baz": ""}), SKIP, id="update-into-none"),
+        pytest.param(
+            ZONE_FOO_NODE_BAR, _on("p2", {"foo": "", "bar": ""}), _on("p2", {"foo": "", "bar": "bar2"}), SKIP, id="update-within-both"
+        ),
+        # A terminating pod is matched all the same, as by kube's hint (Filter does not count it).
+        pytest.param(ONE_ZONE, None, _terminating("p2", {"foo": ""}), Q, id="add-terminating-matching"),
+    ],
+)
+def test_hint_assigned_pod_change(
+    constraints: tuple[dict[str, Any], ...], old: PodInfo | None, new: PodInfo | None, want: QueueingHint
+) -> None:
+    assert hint_plugin().is_schedulable_after_assigned_pod_change(spread(*constraints), old, new) == want
+
+
+def test_hint_assigned_pod_with_list_default_constraints() -> None:
+    args = PodTopologySpreadArgs.model_validate(
+        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]}
+    )
+    cache = Cache()
+    pl = hint_plugin(cache, args)
+    pending = incoming(labels={"app": "web"})
+    added = _on("w", {"app": "web"})
+    # No workload selects the pod: no constraints, nothing selects the added pod.
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, added) == SKIP
+    cache.set_workload_selector("ReplicaSet", "default", "rs", compile_label_selector(LabelSelector(match_labels={"app": "web"})))
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, added) == Q
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, _on("x", {"app": "db"})) == SKIP
+    # The defaults' topology keys decide for nodes.
+    assert pl.is_schedulable_after_node_change(pending, None, node("n", labels={ZONE: "a"})) == Q
+    assert pl.is_schedulable_after_node_change(pending, None, node("n")) == SKIP
+
+
+def test_hint_match_label_keys_narrow_the_selector() -> None:
+    pl = hint_plugin()
+    pending = spread(constraint("zone", selector=EXISTS_FOO, matchLabelKeys=["rev"]), labels={"foo": "", "rev": "2"})
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, _on("o", {"foo": "", "rev": "2"})) == Q
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, _on("o", {"foo": "", "rev": "1"})) == SKIP
+
+
+def test_hint_unparsable_constraint_queues() -> None:
+    pl = hint_plugin()
+    bad = {"matchExpressions": [{"key": "foo", "operator": "In", "values": []}]}
+    pending = spread(constraint("zone", selector=bad))
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, _on("o", {"x": ""})) == Q
+    assert pl.is_schedulable_after_node_change(pending, None, node("n")) == Q
+    assert pl.is_schedulable_after_target_pod_change(pending, pending, pending) == Q
+    # The namespace check comes first.
+    assert pl.is_schedulable_after_assigned_pod_change(pending, None, _unscheduled("o", {"x": ""})) == SKIP
+
+
+def _target(labels: dict[str, str], tolerations: list[dict[str, Any]] | None = None) -> PodInfo:
+    return info(pod("p", labels=labels, spec={"tolerations": tolerations or []}))
+
+
+UNSCHEDULABLE_TOLERATION = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
+
+
+@pytest.mark.parametrize(
+    ("policy", "old", "new", "want"),
+    [
+        pytest.param("Honor", _target({"foo": ""}), _target({"foo": ""}, UNSCHEDULABLE_TOLERATION), Q, id="new-toleration-honor"),
+        pytest.param("Ignore", _target({"foo": ""}), _target({"foo": ""}, UNSCHEDULABLE_TOLERATION), SKIP, id="new-toleration-ignore"),
+        pytest.param(None, _target({"foo": ""}), _target({"foo": ""}, UNSCHEDULABLE_TOLERATION), SKIP, id="new-toleration-default"),
+        pytest.param("Honor", _target({"foo": ""}, UNSCHEDULABLE_TOLERATION), _target({"foo": ""}), Q, id="toleration-removed-honor"),
+        pytest.param("Honor", _target({"foo": ""}), _target({"foo": ""}), SKIP, id="nothing-changed-honor"),
+        pytest.param("Ignore", _target({}), _target({"foo": ""}), Q, id="gains-matching-label"),
+        pytest.param("Ignore", _target({}), _target({"unrelated": ""}), SKIP, id="gains-unrelated-label"),
+        pytest.param("Ignore", _target({"foo": "", "bar": ""}), _target({"foo": ""}), Q, id="leaves-second-selector"),
+    ],
+)
+def test_hint_target_pod_change(policy: str | None, old: PodInfo, new: PodInfo, want: QueueingHint) -> None:
+    extra = {} if policy is None else {"nodeTaintsPolicy": policy}
+    pending = spread(constraint("zone", selector=EXISTS_FOO, **extra), constraint("node", selector=EXISTS_BAR))
+    assert hint_plugin().is_schedulable_after_target_pod_change(pending, old, new) == want
+
+
+def test_hint_agrees_with_filter_when_a_matching_pod_leaves() -> None:
+    # Zone A holds 2 matching pods, B 1, C 0: with maxSkew 1 zone A is closed to a pod that
+    # the selector does not match itself.
+    cache = three_zones()
+    pl = plugin_for(cache)
+    pi = incoming(constraint(), labels={"app": "other"})
+    assert set(verdicts(pl, cache, pi)) == {"a1", "a2"}
+    gone = next(p for p in cache.pods.infos.values() if p.pod.metadata.name == "p1")
+    assert pl.is_schedulable_after_assigned_pod_change(pi, gone, None) == Q
+    cache.remove_pod(gone.uid)
+    assert verdicts(pl, cache, pi) == {}
+    # A pod of another namespace neither counts for Filter nor interests the hint.
+    elsewhere = info(placed("x", "c1", namespace="other"))
+    assert pl.is_schedulable_after_assigned_pod_change(pi, None, elsewhere) == SKIP
+    cache.add_pod(elsewhere)
+    assert verdicts(pl, cache, pi) == {}
