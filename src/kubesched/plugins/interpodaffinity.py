@@ -600,8 +600,8 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
 
     def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
         """Queue when a node brings one of the required affinity terms' topology keys or moves to
-        another domain of it; for anti-affinity, when any node is added, or one leaves or moves
-        out of a domain of a term's key (a node without the key never holds a conflict)."""
+        another domain of it; for anti-affinity, when any node is added, or a node drops a term's
+        key or changes its value (gaining the key cannot help: a node without it has no conflict)."""
         if new is None:
             return QueueingHint.Queue  # only Add and Update are registered
         terms = pod_terms(pi)
