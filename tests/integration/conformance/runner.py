@@ -1,6 +1,8 @@
 """Runs a generated scenario on a real apiserver through one scheduler, pod by pod, and records what
 a user sees of each: the node it lands on, the first FailedScheduling condition, the nomination,
-the pods preempted for it. Both schedulers run all of generate.PROFILES at once."""
+the pods preempted for it; and, from the scheduler's log, the nodes feasible in the cycle that
+placed it with their final scores (kube-scheduler's -v=10 "Calculated node's final score for pod",
+kubesched's `kubesched.decisions` logger). Both schedulers run all of generate.PROFILES at once."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from integration.harness.objects import create_ready_node
 from integration.harness.rest import ApiError, Kube
+from kubesched.observe.decisions import parse_final_scores
 
 from .generate import JSON, PRIORITIES, PROFILES
 
@@ -28,6 +31,10 @@ class Step:
     reason: str | None = None
     nominated: str | None = None
     preempted: list[str] = field(default_factory=list)
+    # The cycle that placed the pod: its feasible nodes ([] when no cycle placed it) and their
+    # final scores (None when it did not score: one node was feasible, or the nominated one).
+    feasible: list[str] = field(default_factory=list)
+    scores: dict[str, int] | None = None
     final: str | None = None  # at the end of the scenario: the node, or the PodScheduled=False message
 
 
@@ -204,13 +211,20 @@ def clear_namespace(kube: Kube, namespace: str) -> None:
 
 
 def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
-    """Every point on which the two runs differ, one line each."""
+    """Every point on which the two runs differ, one line each. Scores are compared where both
+    scored, on the nodes feasible for both (a difference in the feasible nodes is its own line)."""
     out = []
     for theirs, mine in zip(kube_steps, ours, strict=True):
-        for what in ("node", "reason", "message", "nominated", "preempted"):
+        for what in ("node", "reason", "message", "nominated", "preempted", "feasible"):
             a, b = getattr(theirs, what), getattr(mine, what)
             if a != b:
                 out.append(f"{theirs.pod} {what}: kube-scheduler {a!r} / kubesched {b!r}")
+        if theirs.scores is not None and mine.scores is not None:
+            both = sorted(set(theirs.scores) & set(mine.scores))
+            a_s = {n: theirs.scores[n] for n in both if theirs.scores[n] != mine.scores[n]}
+            b_s = {n: mine.scores[n] for n in a_s}
+            if a_s:
+                out.append(f"{theirs.pod} scores: kube-scheduler {a_s!r} / kubesched {b_s!r}")
     return out
 
 
@@ -235,18 +249,86 @@ def write_reproducer(directory: Path, scenario: JSON, kube_steps: list[Step], ou
     return path
 
 
-SCORE_LINE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
+def set_placement(step: Step, scores: dict[str, int] | None) -> None:
+    """The feasible nodes of the cycle that placed the pod: the scored ones, or only the node it
+    landed on when that cycle did not score (schedule_one.go takes a single feasible node as is,
+    and a preemptor's nominated node is tried alone first); none when no cycle placed it."""
+    if step.node is None:
+        step.feasible, step.scores = [], None
+    elif scores:
+        step.feasible, step.scores = sorted(scores), scores
+    else:
+        step.feasible, step.scores = [step.node], None
 
 
-def final_scores(log: str, pod: str, prefix: str) -> dict[str, int]:
-    """kube-scheduler's final score per node (named without the scenario's prefix) for the pod's
-    last scored attempt in this scenario, from its -v=10 log."""
-    attempt: dict[str, dict[str, int]] = {}
-    for m in SCORE_LINE.finditer(log):
-        if m.group(1) != pod or not m.group(3).startswith(prefix):
+_KUBE_LINE = re.compile(
+    r'"(Attempting to schedule pod|Calculated node\'s final score for pod|Successfully bound pod to node)" '
+    r'pod="([^"]+)"(?: node="([^"]+)")?(?: score=(-?\d+))?(?: evaluatedNodes=\d+ feasibleNodes=(\d+))?'
+)
+
+
+@dataclass
+class KubeCycle:
+    scores: dict[str, int] = field(default_factory=dict)
+    bound_to: str | None = None
+    feasible: int | None = None  # as "Successfully bound pod to node" counts them
+
+
+def kube_placements(log: str, namespace: str, prefix: str) -> dict[str, KubeCycle]:
+    """Per pod (by name), the cycle that bound it, from kube-scheduler's -v=10 log of one scenario
+    (`log` starts where the scenario began): the final score per node (named without the prefix)
+    when it scored, the number of feasible nodes it reported."""
+    cycles: dict[str, KubeCycle] = {}
+    placed: dict[str, KubeCycle] = {}
+    for m in _KUBE_LINE.finditer(log):
+        what, pod = m.group(1), m.group(2)
+        ns, _, name = pod.partition("/")
+        if ns != namespace:
             continue
-        plugin, node, score = m.group(2), m.group(3), int(m.group(4))
-        if plugin in attempt.get(node, {}):
-            attempt = {}  # a new attempt begins
-        attempt.setdefault(node, {})[plugin] = score
-    return {node.removeprefix(prefix): sum(by_plugin.values()) for node, by_plugin in attempt.items()}
+        if what.startswith("Attempting"):
+            cycles[name] = KubeCycle()
+        elif name not in cycles:
+            continue
+        elif what.startswith("Calculated"):
+            cycles[name].scores[m.group(3).removeprefix(prefix)] = int(m.group(4))
+        else:
+            cycle = cycles[name]
+            cycle.bound_to = m.group(3).removeprefix(prefix)
+            cycle.feasible = int(m.group(5)) if m.group(5) else None
+            placed[name] = cycle
+    return placed
+
+
+def kube_placement_problems(steps: list[Step], placements: dict[str, KubeCycle]) -> list[str]:
+    """Sets each step's feasible nodes and scores from kube's log; what in the log does not add up."""
+    out = []
+    for step in steps:
+        cycle = placements.get(step.pod) if step.node is not None else None
+        set_placement(step, cycle.scores if cycle else None)
+        if step.node is None:
+            continue
+        if cycle is None or cycle.bound_to != step.node or cycle.feasible != len(step.feasible):
+            out.append(f"{step.pod} kube-scheduler's log: bound to {step.node!r}, log says {cycle!r}")
+    return out
+
+
+def kubesched_placements(steps: list[Step], log: str, namespace: str, prefix: str) -> None:
+    """Sets each step's feasible nodes and scores from kubesched's `kubesched.decisions` log of
+    one scenario: a scored cycle places its pod, so a placed pod's scores are its last line."""
+    last: dict[str, dict[str, int]] = {}
+    for pod, scores in parse_final_scores(log):
+        ns, _, name = pod.partition("/")
+        if ns == namespace:
+            last[name] = {node.removeprefix(prefix): score for node, score in scores.items()}
+    for step in steps:
+        set_placement(step, last.get(step.pod))
+
+
+def log_size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def read_log(path: Path, since: int) -> str:
+    with path.open("rb") as f:
+        f.seek(since)
+        return f.read().decode(errors="replace")

@@ -1,19 +1,22 @@
 """The same scenario through `kubesched simulate`'s engine: the simulated cluster and virtual clock.
 
 Pending pods arrive ten virtual seconds apart, as the real runs create them one at a time and wait
-for each; a pod's step is what happened to it before the next one arrived."""
+for each; a pod's step is what happened to it before the next one arrived. The feasible nodes and
+final scores come from the `kubesched.decisions` logger, caught in-process with the virtual time."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from integration.harness.objects import node_manifest
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config import parse_config
+from kubesched.observe import decisions
 
 from .generate import JSON, PROFILES
-from .runner import Step, pod_manifest, priority_classes
+from .runner import Step, pod_manifest, priority_classes, set_placement
 
 GAP = 10.0  # virtual seconds between two pending pods
 
@@ -39,7 +42,23 @@ def simulate_side(scenario: JSON) -> list[Step]:
     config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                            "profiles": [profile]})
     sim = Simulation(load_objects(_objects(scenario)), config)
-    asyncio.run(sim.run())
+    scored: list[tuple[float, str, dict[str, int]]] = []  # (virtual time, pod, final scores)
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            for pod, scores in decisions.parse_final_scores(record.getMessage()):
+                scored.append((sim.cluster.clock.now(), pod, scores))
+
+    catch, level, propagate = Catch(), decisions.log.level, decisions.log.propagate
+    decisions.log.addHandler(catch)
+    decisions.log.setLevel(logging.DEBUG)
+    decisions.log.propagate = False  # caught here only
+    try:
+        asyncio.run(sim.run())
+    finally:
+        decisions.log.removeHandler(catch)
+        decisions.log.setLevel(level)
+        decisions.log.propagate = propagate
     records = list(sim.scheduler.recorder.recent)  # the Scheduler behind the port: a test may look
     events = sim.cluster.events
     steps = []
@@ -58,5 +77,6 @@ def simulate_side(scenario: JSON) -> list[Step]:
         bound = [e for e in events if e.pod == key and e.reason == "Scheduled" and start <= e.time < end]
         if bound:
             step.node = bound[0].message.rsplit(" to ", 1)[1]
+        set_placement(step, next((s for t, p, s in reversed(scored) if p == key and start <= t < end), None))
         steps.append(step)
     return steps

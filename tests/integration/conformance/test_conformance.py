@@ -1,7 +1,9 @@
 """Differential conformance: generated scenarios through the real kube-scheduler and through
 `kubesched run`, on one real apiserver, compared on what a user sees of every pod: its node (any
 node tied for kube-scheduler's best score is accepted), the first FailedScheduling condition
-(reason and message, to the character), its nomination and the pods preempted for it.
+(reason and message, to the character), its nomination and the pods preempted for it; and on what
+the schedulers log of the cycle that placed it: the feasible nodes and each one's final score
+(kube-scheduler's -v=10 log, kubesched's `kubesched.decisions` logger).
 
 `make test` runs a small seeded sample; `make conformance` runs CONFORMANCE_SCENARIOS of them
 (default 300). A disagreement writes the scenario, both runs and the differences to a file
@@ -32,8 +34,12 @@ from .runner import (
     create_nodes,
     delete_nodes,
     ensure_priority_classes,
-    final_scores,
+    kube_placement_problems,
+    kube_placements,
+    kubesched_placements,
+    log_size,
     profiles,
+    read_log,
     run_side,
     write_reproducer,
 )
@@ -44,6 +50,7 @@ SCENARIOS = len(REPLAY) or int(os.environ.get("CONFORMANCE_SCENARIOS", "6"))
 FIRST_SEED = int(os.environ.get("CONFORMANCE_SEED", "1"))
 STRICT = os.environ.get("CONFORMANCE_STRICT") == "1"  # count differences in retries as failures too
 KUBE_NS, OURS_NS = "conformance-kube", "conformance-ours"
+DECISIONS = "info,kubesched.decisions=debug"  # kubesched run --log-level: the scored cycles' final scores
 
 
 @pytest.fixture(scope="module")
@@ -58,35 +65,39 @@ def schedulers(
     config["profiles"] = profiles("ours")
     with (
         run_kube_scheduler(control_plane, profiles=profiles("kube"), extra_args=["--v=10"]) as ks,
-        run_kubesched(tmp_path_factory.mktemp("conformance"), config) as ours,
+        run_kubesched(tmp_path_factory.mktemp("conformance"), config, log_level=DECISIONS) as ours,
     ):
         yield ks, ours
 
 
-def _run(kube: Kube, sc: JSON, ks: KubeScheduler) -> tuple[list, list, list[str]]:
+def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[list, list, list[str]]:
     prefix = f"s{sc['seed']}-"
     create_nodes(kube, sc, prefix)
     try:
+        since = log_size(ks.log_file)
         theirs = run_side(kube, sc, KUBE_NS, "kube", prefix)
         clear_namespace(kube, KUBE_NS)
-        log = ks.log_file.read_text(errors="replace")
+        log_problems = kube_placement_problems(theirs, kube_placements(read_log(ks.log_file, since), KUBE_NS, prefix))
         chosen = {s.pod: s.node for s in theirs}
+        kube_scores = {s.pod: s.scores or {} for s in theirs}
 
         def align(pod: str, node: str) -> str | None:
             want = chosen.get(pod)
             if want is None or want == node:
                 return None
-            scores = final_scores(log, f"{KUBE_NS}/{pod}", prefix)
+            scores = kube_scores.get(pod, {})
             best = max(scores.values(), default=None)
             tied = {n for n, v in scores.items() if v == best}
             return want if node in tied and want in tied else None
 
+        since = log_size(ks_ours.process.log_path)
         ours = run_side(kube, sc, OURS_NS, "ours", prefix, align=align)
         clear_namespace(kube, OURS_NS)
+        kubesched_placements(ours, read_log(ks_ours.process.log_path, since), OURS_NS, prefix)
     finally:
         delete_nodes(kube, sc, prefix)
         time.sleep(0.3)  # both schedulers see the nodes go before the next scenario's
-    diffs = []
+    diffs = list(log_problems)
     for line in compare(theirs, ours):
         pod, what = line.split(" ", 2)[:2]
         if what == "node:":
@@ -115,7 +126,7 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler) -> tuple[list, list, list[str]
 def test_generated_scenarios_agree_with_kube_scheduler(
     schedulers: tuple[KubeScheduler, Kubesched], kube: Kube, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ks, _ours = schedulers
+    ks, ks_ours = schedulers
     out = Path(os.environ.get("CONFORMANCE_OUT", tmp_path))
     disagreements: dict[int, list[str]] = {}
     retried_differently: dict[int, list[str]] = {}
@@ -124,7 +135,7 @@ def test_generated_scenarios_agree_with_kube_scheduler(
     ]
     for sc in chosen:
         seed = sc["seed"]
-        theirs, ours, diffs = _run(kube, sc, ks)
+        theirs, ours, diffs = _run(kube, sc, ks, ks_ours)
         retries = [d for d in diffs if d.startswith("(queueing) ")]
         if retries:
             retried_differently[seed] = retries

@@ -91,15 +91,15 @@ def kubesched_config(
 
 
 @contextmanager
-def run_kubesched(workdir: Path, config: dict[str, Any], *, wait_ready: bool = True) -> Iterator[Kubesched]:
-    """Starts `kubesched run` with this configuration; stops it (SIGTERM, then SIGKILL) afterwards."""
+def run_kubesched(workdir: Path, config: dict[str, Any], *, wait_ready: bool = True, log_level: str = "info") -> Iterator[Kubesched]:
+    """Starts `kubesched run` with this configuration (and --log-level); stops it (SIGTERM, then SIGKILL) afterwards."""
     n = next(_counter)
     workdir.mkdir(parents=True, exist_ok=True)
     config_file = workdir / f"kubesched-{n}.yaml"
     config_file.write_text(yaml.safe_dump(config))
     port = free_port()
     argv = [sys.executable, "-m", "kubesched.cli", "run", "--config", str(config_file),
-            "--bind-address", "127.0.0.1", "--port", str(port), "--log-level", "info"]
+            "--bind-address", "127.0.0.1", "--port", str(port), "--log-level", log_level]
     process = ManagedProcess(f"kubesched-{n}", argv, workdir / f"kubesched-{n}.log")
     process.start()
     ks = Kubesched(process, config_file, port)
