@@ -5,18 +5,26 @@ port when either side binds 0.0.0.0 or both bind the same IP. Few pods use host 
 so the plugin keeps a reverse index (protocol, port) -> IP -> rows over only the rows
 that have any, rebuilt when the table changes, and a pod's check touches only the rows
 using its ports.
+
+Pods' ports cannot change, so only an assigned pod's deletion (when it held a port the pod
+wants, judged with the same conflict rule) or a new node can let a rejected pod in.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import numpy as np
 
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    NODE,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -26,6 +34,7 @@ from kubesched.framework.interface import (
     Plugin,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     Status,
 )
 
@@ -43,6 +52,14 @@ def build_index(table: NodeTable) -> PortIndex:
     for row in itertools.compress(range(len(ports)), ports):
         for hp in ports[row]:
             index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, []).append(row)
+    return index
+
+
+def ports_index(ports: Iterable[HostPort], row: int = 0) -> PortIndex:
+    """An index of the given ports, all on one row (a single pod's, say)."""
+    index: PortIndex = {}
+    for hp in ports:
+        index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, []).append(row)
     return index
 
 
@@ -92,5 +109,26 @@ class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         failed[rows] = True
         return FilterResult.reject(failed, ERR_REASON)
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add")]
+    # --- events and queueing hints ------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # A pod's ports cannot be updated: only a deletion frees one.
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.Delete), self.is_schedulable_after_assigned_pod_deleted),
+            # A new node has every port free; kube gives it no hint.
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add)),
+        ]
+
+    def is_schedulable_after_assigned_pod_deleted(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """Queue when the deleted pod was bound or nominated and held a host port that conflicts
+        with one the pending pod wants."""
+        if not isinstance(old, PodInfo):
+            raise TypeError(f"{self.name}: expected the deleted PodInfo, got {type(old).__name__}")
+        if not old.node_name and not old.pod.status.nominated_node_name:
+            return QueueingHint.QueueSkip
+        if not old.host_ports:
+            return QueueingHint.QueueSkip
+        freed = ports_index(old.host_ports)
+        if any(conflicting_rows(freed, want) for want in pi.host_ports):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip

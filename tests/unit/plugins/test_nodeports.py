@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import ClusterEvent, Code, CycleState
+from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    NODE,
+    UNSCHEDULED_POD,
+    ClusterEvent,
+    Code,
+    CycleState,
+    QueueingHint,
+)
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.nodeports import ERR_REASON, NodePorts
 
 
@@ -117,7 +128,62 @@ def test_no_nodes() -> None:
     assert rejected(cache, with_ports("p", ("TCP", "0.0.0.0", 80))) == set()
 
 
-def test_events() -> None:
-    events = NodePorts().events_to_register()
-    assert ClusterEvent("Pod", "Delete") in events and ClusterEvent("Node", "Add") in events
-    assert not any(e.covers(ClusterEvent("Node", "UpdateNodeLabel")) for e in events)
+# --- events and queueing hints ------------------------------------------------------------------------
+
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+
+
+def test_events_are_kubes() -> None:
+    plugin = NodePorts()
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action) for e in events] == [(ASSIGNED_POD, A.Delete), (NODE, A.Add)]
+    assert [e.hint for e in events] == [plugin.is_schedulable_after_assigned_pod_deleted, None]
+    for resource, action in [(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (UNSCHEDULED_POD, A.Delete), (ASSIGNED_POD, A.Add)]:
+        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+
+
+def nominated(pi: PodInfo) -> PodInfo:
+    pi.pod.status.nominated_node_name = "n1"
+    return pi
+
+
+@pytest.mark.parametrize(
+    ("deleted", "want"),
+    [
+        pytest.param(lambda: with_ports("o", ("TCP", "0.0.0.0", 8080)), SKIP, id="unscheduled"),
+        pytest.param(lambda: info(pod("o", node_name="n1")), SKIP, id="no-host-port"),
+        pytest.param(lambda: with_ports("o", ("TCP", "0.0.0.0", 8081), node_name="n1"), SKIP, id="unrelated-port"),
+        pytest.param(lambda: with_ports("o", ("UDP", "0.0.0.0", 8080), node_name="n1"), SKIP, id="other-protocol"),
+        pytest.param(lambda: with_ports("o", ("TCP", "10.0.0.2", 8080), node_name="n1"), Q, id="specific-ip-under-bind-all"),
+        pytest.param(lambda: with_ports("o", ("TCP", "0.0.0.0", 8080), node_name="n1"), Q, id="released-port"),
+        pytest.param(lambda: nominated(with_ports("o", ("TCP", "0.0.0.0", 8080))), Q, id="released-by-nominated-pod"),
+    ],
+)
+def test_hint_after_assigned_pod_deleted(deleted: Any, want: QueueingHint) -> None:
+    pending = with_ports("p", ("TCP", "0.0.0.0", 8080))
+    assert NodePorts().is_schedulable_after_assigned_pod_deleted(pending, deleted(), None) == want
+
+
+def test_hint_uses_the_filters_host_ip_rule() -> None:
+    plugin = NodePorts()
+    pending = with_ports("p", ("TCP", "10.0.0.1", 80))
+    assert plugin.is_schedulable_after_assigned_pod_deleted(pending, with_ports("o", ("TCP", "10.0.0.2", 80), node_name="n"), None) == SKIP
+    assert plugin.is_schedulable_after_assigned_pod_deleted(pending, with_ports("o", ("TCP", "10.0.0.1", 80), node_name="n"), None) == Q
+    assert plugin.is_schedulable_after_assigned_pod_deleted(pending, with_ports("o", ("TCP", "0.0.0.0", 80), node_name="n"), None) == Q
+
+
+def test_hint_reads_ports_as_the_pod_declares_them() -> None:
+    # hostNetwork defaults hostPort to containerPort; a regular init container holds no port.
+    host_net = info(pod("o", node_name="n", containers=[{"name": "c", "image": "a", "ports": [{"containerPort": 9000}]}],
+                        spec={"hostNetwork": True}))
+    init_only = info(pod("o", node_name="n", spec={"initContainers": [
+        {"name": "i", "image": "a", "ports": [{"containerPort": 9000, "hostPort": 9000}]}]}))
+    pending = info(pod("p", containers=[{"name": "c", "image": "a", "ports": [{"containerPort": 9000, "hostPort": 9000}]}]))
+    plugin = NodePorts()
+    assert plugin.is_schedulable_after_assigned_pod_deleted(pending, host_net, None) == Q
+    assert plugin.is_schedulable_after_assigned_pod_deleted(pending, init_only, None) == SKIP
+
+
+def test_hint_refuses_what_is_not_a_pod() -> None:
+    with pytest.raises(TypeError):
+        NodePorts().is_schedulable_after_assigned_pod_deleted(with_ports("p", ("TCP", "0.0.0.0", 80)), "not-a-pod", None)
