@@ -11,6 +11,9 @@ requirement never matches (other terms of the same selector still can), an empty
 matches nothing, and matchFields supports only metadata.name with In/NotIn and exactly one
 value. Invalid preferred terms on a pod make PreScore fail with an error; invalid terms in
 addedAffinity are refused when the configuration is read.
+
+The queueing hint (kube's isSchedulableAfterNodeChange) judges one added or relabelled node with
+the same parsed terms, matched against that node's labels and name alone.
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ import msgspec.inspect
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kubesched.api.objects import Affinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm
+from kubesched.api.objects import (
+    Affinity,
+    Node,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+)
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Requirement
@@ -34,7 +44,10 @@ from kubesched.api.validation.scheduling import validate_affinity
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    NODE,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -45,6 +58,7 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     default_normalize,
@@ -249,6 +263,50 @@ def preferred_score(table: NodeTable, weighted: Sequence[tuple[int, Term]], rows
     return scores
 
 
+# --- evaluation on one node (queueing hints) ---------------------------------------------------------
+
+
+def term_matches_node(term: Term, node: Node) -> bool:
+    """Whether one node matches every requirement of a term, as `term_mask` finds for its row."""
+    if term.errors or (not term.labels and not term.fields):
+        return False
+    node_labels = node.metadata.labels
+    if not all(req.matches(node_labels) for req in term.labels):
+        return False
+    for freq in term.fields:
+        # A node has no field but its name: any other reads "" (see _field_mask).
+        value = node.metadata.name if freq.key == NODE_NAME_FIELD else ""
+        if (value == freq.value) != (freq.operator == "In"):
+            return False
+    return True
+
+
+def terms_match_node(terms: Sequence[Term], node: Node) -> bool:
+    return any(term_matches_node(term, node) for term in terms)
+
+
+class UnparsableTermsError(ValueError):
+    """A node matched none of a pod's required terms, some of which do not parse (kube's
+    RequiredNodeAffinity.Match reports their errors then; a hint takes it as Queue)."""
+
+
+def required_node_affinity_matches(pi: PodInfo, node: Node) -> bool:
+    """Whether one node matches the pod's spec.nodeSelector and required node affinity (kube's
+    RequiredNodeAffinity.Match); raises UnparsableTermsError where kube's returns an error."""
+    info = pod_node_affinity(pi)
+    node_labels = node.metadata.labels
+    if any(node_labels.get(key) != value for key, value in info.node_selector.items()):
+        return False
+    if info.required is None:
+        return True
+    if terms_match_node(info.required, node):
+        return True
+    errors = [error for term in info.required for error in term.errors]
+    if errors:
+        raise UnparsableTermsError("; ".join(errors))
+    return False
+
+
 # --- what the plugin derives from a pod once -------------------------------------------------------
 
 
@@ -441,8 +499,32 @@ class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScoreP
             self.added_preferred, _ = parse_preferred(added.preferred_during_scheduling_ignored_during_execution)
         self._added_memo: tuple[NodeTable, int, int, np.ndarray] | None = None
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+    # --- events and queueing hints ------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Only a node that appears, or whose labels change, can start matching.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.Add | ActionType.UpdateNodeLabel), self.is_schedulable_after_node_change
+            )
+        ]
+
+    def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when the added node matches the scheduler-enforced affinity and the pod's, or an
+        updated node matching both did not match the pod's before."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        if self.added_required is not None and not terms_match_node(self.added_required, new):
+            return QueueingHint.QueueSkip
+        try:
+            if not required_node_affinity_matches(pi, new):
+                return QueueingHint.QueueSkip
+            if old is None:
+                return QueueingHint.Queue
+            return QueueingHint.QueueSkip if required_node_affinity_matches(pi, old) else QueueingHint.Queue
+        except UnparsableTermsError:
+            # kube's hint returns the parse error, which queues the pod.
+            return QueueingHint.Queue
 
     # --- filtering ---------------------------------------------------------------------------
 

@@ -8,16 +8,20 @@ import pytest
 from pydantic import ValidationError
 
 from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState, PreFilterResult
+from kubesched.framework.interface import NODE, ClusterEvent, Code, CycleState, PreFilterResult, QueueingHint
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
     ERR_REASON_POD,
     NodeAffinity,
     NodeAffinityArgs,
+    UnparsableTermsError,
     required_node_affinity_mask,
+    required_node_affinity_matches,
 )
 
 POD_FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,))
@@ -457,10 +461,128 @@ def test_required_mask_is_shared_read_only_and_follows_table_changes() -> None:
     assert set(table.names_of(np.flatnonzero(required_node_affinity_mask(table, pi)))) == {"a", "b", "e"}
 
 
-def test_plugin_works_with_a_handle_and_registers_node_events() -> None:
+def test_plugin_works_with_a_handle() -> None:
     cache = zoned_cache()
     plugin = NodeAffinity(None, UnitHandle(cache))
     assert plugin.name == "NodeAffinity"
-    events = {(e.resource, e.action) for e in plugin.events_to_register()}
-    assert events == {("Node", "Add"), ("Node", "Update")}
     assert passing(plugin, affinity_pod(node_selector={"zone": "z3"}), cache) == {"c"}
+
+
+# --- events and queueing hints ------------------------------------------------------------------------
+
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+FOO_BAR = required({"matchExpressions": [expr("foo", "In", "bar")]})
+
+
+def test_events_are_kubes() -> None:
+    plugin = NodeAffinity()
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [
+        (NODE, A.Add | A.UpdateNodeLabel, plugin.is_schedulable_after_node_change)
+    ]
+    for action in (A.Add, A.UpdateNodeLabel):
+        assert events[0].event.covers(ClusterEvent(NODE, action))
+    for action in (A.Delete, A.UpdateNodeTaint, A.UpdateNodeAllocatable, A.UpdateNodeLabel | A.UpdateNodeTaint):
+        assert not events[0].event.covers(ClusterEvent(NODE, action))
+
+
+def bare(name: str = "n", labels: dict[str, str] | None = None, cpu: str = "4") -> Node:
+    """A node carrying only the given labels (no hostname label)."""
+    n = node(name, cpu=cpu)
+    n.metadata.labels = dict(labels or {})
+    return n
+
+
+@pytest.mark.parametrize(
+    ("added", "old", "new", "want"),
+    [
+        pytest.param(None, None, bare(), SKIP, id="skip-queue-on-add"),
+        pytest.param(None, None, bare(labels={"foo": "bar"}), Q, id="queue-on-add"),
+        pytest.param(None, bare(), bare(cpu="8"), SKIP, id="skip-unrelated-changes"),
+        pytest.param(None, bare(), bare(labels={"k": "v"}), SKIP, id="skip-unrelated-changes-on-labels"),
+        pytest.param(None, bare(labels={"foo": "bar"}), bare(labels={"k": "v"}), SKIP, id="skip-suitable-to-unsuitable"),
+        pytest.param(None, bare(), bare(labels={"foo": "bar"}), Q, id="queue-on-labels-change-makes-pod-schedulable"),
+        pytest.param(None, bare(labels={"foo": "bar"}), bare(cpu="8", labels={"foo": "bar"}), SKIP, id="skip-still-schedulable"),
+        pytest.param(FOO_BAR, None, bare(), SKIP, id="skip-queue-on-add-scheduler-enforced-node-affinity"),
+        pytest.param(FOO_BAR, None, bare(labels={"foo": "bar"}), Q, id="queue-on-add-scheduler-enforced-node-affinity"),
+    ],
+)
+def test_hint_after_node_change(added: dict[str, Any] | None, old: Node | None, new: Node, want: QueueingHint) -> None:
+    plugin = NodeAffinity({"addedAffinity": added} if added else None)
+    assert plugin.is_schedulable_after_node_change(affinity_pod(FOO_BAR), old, new) == want
+
+
+def test_hint_needs_the_scheduler_enforced_affinity_too() -> None:
+    plugin = NodeAffinity({"addedAffinity": required({"matchExpressions": [expr("zone", "In", "z1")]})})
+    pi = affinity_pod(node_selector={"foo": "bar"})
+    assert plugin.is_schedulable_after_node_change(pi, None, bare(labels={"foo": "bar"})) == SKIP
+    assert plugin.is_schedulable_after_node_change(pi, None, bare(labels={"foo": "bar", "zone": "z1"})) == Q
+    # A pod without constraints of its own is queued by any added node the enforced affinity admits.
+    assert plugin.is_schedulable_after_node_change(affinity_pod(), None, bare(labels={"zone": "z1"})) == Q
+    assert plugin.is_schedulable_after_node_change(affinity_pod(), bare(), bare(labels={"zone": "z1"})) == SKIP
+
+
+def test_hint_on_node_selector_and_node_name_fields() -> None:
+    plugin = NodeAffinity()
+    by_selector = affinity_pod(node_selector={"disk": "ssd"})
+    assert plugin.is_schedulable_after_node_change(by_selector, bare(labels={"disk": "hdd"}), bare(labels={"disk": "ssd"})) == Q
+    assert plugin.is_schedulable_after_node_change(by_selector, None, bare(labels={"disk": ""})) == SKIP
+    pinned = affinity_pod(required({"matchFields": [expr("metadata.name", "In", "wanted")]}))
+    assert plugin.is_schedulable_after_node_change(pinned, None, bare("wanted")) == Q
+    assert plugin.is_schedulable_after_node_change(pinned, None, bare("other")) == SKIP
+
+
+def test_hint_with_unparsable_terms_queues_when_no_term_matches() -> None:
+    # kube's Match reports the bad term's error only when no term matched; the error means Queue.
+    plugin = NodeAffinity()
+    pi = affinity_pod(required({"matchExpressions": [expr("gen", "Gt", "abc")]}, {"matchExpressions": [expr("foo", "In", "bar")]}))
+    with pytest.raises(UnparsableTermsError):
+        required_node_affinity_matches(pi, bare())
+    assert plugin.is_schedulable_after_node_change(pi, None, bare()) == Q
+    assert plugin.is_schedulable_after_node_change(pi, None, bare(labels={"foo": "bar"})) == Q
+    # ... and when the node moved into a term, the old node's error counts as not matching before.
+    assert plugin.is_schedulable_after_node_change(pi, bare(), bare(labels={"foo": "bar"})) == Q
+    # A node failing the pod's nodeSelector never gets as far as the terms.
+    picky = affinity_pod(required({"matchExpressions": [expr("gen", "Gt", "abc")]}), node_selector={"disk": "ssd"})
+    assert plugin.is_schedulable_after_node_change(picky, None, bare()) == SKIP
+
+
+def test_hint_refuses_what_is_not_a_node() -> None:
+    plugin = NodeAffinity()
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(affinity_pod(FOO_BAR), None, "not-a-node")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(affinity_pod(FOO_BAR), "not-a-node", bare())  # type: ignore[arg-type]
+
+
+AGREEMENT_PODS = [
+    *(match_one(e) for e in (
+        expr("zone", "In", "z1", "z2"), expr("zone", "NotIn", "z1"), expr("ssd", "Exists"), expr("ssd", "DoesNotExist"),
+        expr("gen", "Gt", "3"), expr("gen", "Lt", "10"), expr("gen", "Gt", "2"), expr("zone", "Gt", "0"),
+        expr("unknown-key", "Lt", "5"), expr("unknown-key", "DoesNotExist"), expr("gen", "Gt", "abc"),
+    )),
+    match_one(expr("zone", "In", "z1", "z2"), expr("gen", "Gt", "5")),
+    affinity_pod(required({}, {"matchExpressions": [expr("zone", "In", "z3")]})),
+    affinity_pod(required()),
+    affinity_pod(required({"matchFields": [expr("metadata.name", "NotIn", "c")]})),
+    affinity_pod(required({"matchFields": [expr("metadata.name", "In", "a", "b")]})),
+    affinity_pod(required({"matchFields": [expr("other.field", "In", "")]})),
+    affinity_pod(required({"matchExpressions": [expr("zone", "In", "z1", "z2")]}), node_selector={"gen": "3"}),
+    affinity_pod(node_selector={"zone": "z1", "ssd": "true"}),
+    affinity_pod(),
+]
+
+
+@pytest.mark.parametrize("pi", AGREEMENT_PODS)
+def test_hint_matching_agrees_with_the_filter(pi: PodInfo) -> None:
+    cache = zoned_cache()
+    table = cache.table
+    mask = required_node_affinity_mask(table, pi)
+    for name, row in table.index.items():
+        n = table.nodes[row]
+        assert n is not None
+        try:
+            matched = required_node_affinity_matches(pi, n)
+        except UnparsableTermsError:
+            matched = False
+        assert matched == bool(mask[row]), name
