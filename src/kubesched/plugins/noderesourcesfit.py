@@ -6,6 +6,15 @@ the pod asks for plus the pod count. A node can fail on several resources; each 
 resource is one bit of the row's code, and a high bit marks rows where the pod asks for
 more than the node has at all, which kube reports as UnschedulableAndUnresolvable because
 no preemption can help there.
+
+Queueing hints, as kube's (InPlacePodVerticalScaling on, its scheduler preemption off): a
+bound or nominated pod's deletion always may help; a bound pod's scale-down may when it frees
+some resource the pending pod asks for; the pending pod's own scale-down always may; an added
+node may when the pod fits it empty; a node's allocatable change may when the pod fits it empty
+and the node's pod count or the allocatable of some requested resource grew. Those node checks
+are kube's Fits on an empty node, which ignores neither ignoredResources nor
+ignoredResourceGroups (as kube's does not). kube's DeviceClass event (DRAExtendedResource) is not
+registered: kubesched has no DeviceClass objects.
 """
 
 from __future__ import annotations
@@ -18,10 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
+from kubesched.api.quantity import resource_value
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    NODE,
+    TARGET_POD,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -32,6 +48,7 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
 )
@@ -178,6 +195,41 @@ def _reason(name: str) -> str:
     return TOO_MANY_PODS if name == PODS else f"Insufficient {name}"
 
 
+# --- one node or one pod at a time (queueing hints) ----------------------------------------------------
+
+
+def accounted_requests(pi: PodInfo) -> dict[str, int]:
+    """The pod's non-zero requests kube's Fit accounts for: cpu, memory, ephemeral-storage and
+    scalar resources (not the pod count, nor names kube does not track)."""
+    return {
+        name: value
+        for name, value in pi.requests.items()
+        if value > 0 and (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or rs.is_scalar_resource(name))
+    }
+
+
+def node_allocatable(node: Node) -> dict[str, int]:
+    """A node's allocatable as the scheduler reads it (millicores for cpu); raises on a quantity
+    that does not parse, as the node table does."""
+    return {name: resource_value(name, raw) for name, raw in node.status.allocatable.items()}
+
+
+def fits_empty_node(requests: dict[str, int], allocatable: dict[str, int]) -> bool:
+    """Whether a pod with these (accounted) requests fits the node with no pod on it (kube's
+    isFit): room for one pod, and each request within the allocatable. Nothing is ignored."""
+    if allocatable.get(PODS, 0) < 1:
+        return False
+    return all(value <= allocatable.get(name, 0) for name, value in requests.items())
+
+
+def requested_resources_increased(requests: dict[str, int], old: dict[str, int], new: dict[str, int]) -> bool:
+    """Whether the node's pod count grew, or the allocatable of a resource the pod requests
+    (kube's haveAnyRequestedResourcesIncreased)."""
+    if new.get(PODS, 0) > old.get(PODS, 0):
+        return True
+    return any(new.get(name, 0) > old.get(name, 0) for name in requests)
+
+
 class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name = "NodeResourcesFit"
     Args = NodeResourcesFitArgs
@@ -272,10 +324,62 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
         pod_requests = s.requests if s is not None else rs.pod_scoring_requests(pi, self.resource_names, False)
         return rs.score_rows(table, rows, self.resource_names, self.weights, pod_requests, False, self.scorer)
 
-    # --- queueing -------------------------------------------------------------------------------
+    # --- events and queueing hints ---------------------------------------------------------------
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.Delete), self.is_schedulable_after_assigned_pod_delete),
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.Add | ActionType.UpdateNodeAllocatable), self.is_schedulable_after_node_change
+            ),
+            # InPlacePodVerticalScaling (on by default): a resize down frees room, or shrinks the pod.
+            ClusterEventWithHint(
+                ClusterEvent(ASSIGNED_POD, ActionType.UpdatePodScaleDown), self.is_schedulable_after_assigned_pod_scale_down
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(TARGET_POD, ActionType.UpdatePodScaleDown), self.is_schedulable_after_target_pod_scale_down
+            ),
+        ]
+
+    def is_schedulable_after_assigned_pod_delete(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """Any bound or nominated pod that goes may leave room."""
+        if not isinstance(old, PodInfo):
+            raise TypeError(f"{self.name}: expected the deleted PodInfo, got {type(old).__name__}")
+        if not old.node_name and not old.pod.status.nominated_node_name:
+            return QueueingHint.QueueSkip
+        return QueueingHint.Queue
+
+    def is_schedulable_after_target_pod_scale_down(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """The pending pod itself asks for less now."""
+        return QueueingHint.Queue
+
+    def is_schedulable_after_assigned_pod_scale_down(
+        self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        """Queue when a bound pod now requests less of some resource the pending pod asks for."""
+        if not isinstance(old, PodInfo) or not isinstance(new, PodInfo):
+            raise TypeError(f"{self.name}: expected PodInfo objects, got {type(old).__name__} and {type(new).__name__}")
+        if not new.node_name:
+            return QueueingHint.QueueSkip
+        for name in accounted_requests(pi):
+            if old.requests.get(name, 0) > new.requests.get(name, 0):
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when the pod fits the added node, or fits the updated node and the node's room
+        for it grew."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"{self.name}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        requests = accounted_requests(pi)
+        allocatable = node_allocatable(new)
+        if not fits_empty_node(requests, allocatable):
+            return QueueingHint.QueueSkip
+        if old is None:
+            return QueueingHint.Queue
+        if requested_resources_increased(requests, node_allocatable(old), allocatable):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
 
 
 def _describer(reasons: tuple[str, ...]) -> Callable[[int], tuple[Code, tuple[str, ...]]]:

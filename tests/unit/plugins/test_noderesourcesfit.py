@@ -9,10 +9,29 @@ import pytest
 from pydantic import ValidationError
 
 from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.objects import Node, convert
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import ClusterEvent, Code, CycleState, FilterResult
-from kubesched.plugins.noderesourcesfit import NodeResourcesFit, NodeResourcesFitArgs
+from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    NODE,
+    TARGET_POD,
+    UNSCHEDULED_POD,
+    ClusterEvent,
+    Code,
+    CycleState,
+    FilterResult,
+    QueueingHint,
+)
+from kubesched.framework.interface import ActionType as A
+from kubesched.plugins.noderesourcesfit import (
+    NodeResourcesFit,
+    NodeResourcesFitArgs,
+    accounted_requests,
+    fits_empty_node,
+    node_allocatable,
+    requested_resources_increased,
+)
 
 
 def make(cache: Cache, args: dict[str, Any] | None = None) -> NodeResourcesFit:
@@ -275,12 +294,283 @@ def test_filter_without_prefilter_state_computes_it() -> None:
     assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",))}
 
 
-def test_events() -> None:
-    events = make(Cache()).events_to_register()
-    assert ClusterEvent("Pod", "Delete") in events
-    assert any(e.covers(ClusterEvent("Node", "Add")) for e in events)
-    assert any(e.covers(ClusterEvent("Node", "UpdateNodeAllocatable")) for e in events)
-    assert not any(e.covers(ClusterEvent("Pod", "Add")) for e in events)
+# --- events and queueing hints ------------------------------------------------------------------------
+
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+GPU_A, GPU_B = "example.com/aaa", "example.com/bbb"
+
+
+def test_events_are_kubes() -> None:
+    plugin = make(Cache())
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [
+        (ASSIGNED_POD, A.Delete, plugin.is_schedulable_after_assigned_pod_delete),
+        (NODE, A.Add | A.UpdateNodeAllocatable, plugin.is_schedulable_after_node_change),
+        (ASSIGNED_POD, A.UpdatePodScaleDown, plugin.is_schedulable_after_assigned_pod_scale_down),
+        (TARGET_POD, A.UpdatePodScaleDown, plugin.is_schedulable_after_target_pod_scale_down),
+    ]
+    not_covered = [
+        (UNSCHEDULED_POD, A.Delete),
+        (ASSIGNED_POD, A.Add),
+        (ASSIGNED_POD, A.UpdatePodScaleUp),
+        (TARGET_POD, A.UpdatePodScaleUp),
+        (NODE, A.UpdateNodeLabel),
+        (NODE, A.UpdateNodeTaint),
+        (NODE, A.Delete),
+    ]
+    for resource, action in not_covered:
+        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+
+
+def sized(allocatable: dict[str, str] | None = None, pods: int | None = 32) -> Node:
+    """A node whose allocatable is exactly the given resources (and `pods`, unless None)."""
+    alloc: dict[str, Any] = dict(allocatable or {})
+    if pods is not None:
+        alloc["pods"] = pods
+    result: Node = convert({"metadata": {"name": "n"}, "status": {"allocatable": alloc, "capacity": alloc}}, Node, "node n")
+    return result
+
+
+def requesting(requests: dict[str, str] | None = None, name: str = "p", *, node_name: str = "") -> PodInfo:
+    return info(pod(name, node_name=node_name, requests=requests))
+
+
+def nominated(pi: PodInfo) -> PodInfo:
+    pi.pod.status.nominated_node_name = "fake"
+    return pi
+
+
+@pytest.mark.parametrize(
+    ("deleted", "want"),
+    [
+        pytest.param(lambda: requesting({"cpu": "1"}, "o", node_name="fake"), Q, id="queue-on-other-pod-deleted"),
+        pytest.param(lambda: requesting({"memory": "1"}, "o", node_name="fake"), Q, id="queue-whatever-it-requested"),
+        pytest.param(lambda: info(pod("o")), SKIP, id="skip-queue-on-unscheduled-pod-deleted"),
+        pytest.param(lambda: nominated(requesting({"cpu": "2"}, "o")), Q, id="queue-on-nominated-pod-deleted"),
+    ],
+)
+def test_hint_after_assigned_pod_delete(deleted: Any, want: QueueingHint) -> None:
+    assert make(Cache()).is_schedulable_after_assigned_pod_delete(requesting({"cpu": "1"}), deleted(), None) == want
+
+
+def test_hint_after_target_pod_scale_down_always_queues() -> None:
+    plugin = make(Cache())
+    pending = requesting({"cpu": "2"})
+    assert plugin.is_schedulable_after_target_pod_scale_down(pending, pending, requesting({"cpu": "1"})) == Q
+
+
+@pytest.mark.parametrize(
+    ("pending", "old", "new", "want"),
+    [
+        pytest.param(
+            requesting({"cpu": "1"}),
+            requesting({"cpu": "2"}, "o"),
+            requesting({"cpu": "1"}, "o"),
+            SKIP,
+            id="skip-queue-on-other-unscheduled-pod",
+        ),
+        pytest.param(
+            requesting({"cpu": "1"}),
+            requesting({"memory": "2"}, "o", node_name="fake"),
+            requesting({"memory": "1"}, "o", node_name="fake"),
+            SKIP,
+            id="skip-queue-on-other-pod-unrelated-resource-scaled-down",
+        ),
+        pytest.param(
+            requesting({"cpu": "1"}),
+            requesting({"cpu": "2"}, "o", node_name="fake"),
+            requesting({"cpu": "1"}, "o", node_name="fake"),
+            Q,
+            id="queue-on-other-pod-some-resource-scale-down",
+        ),
+        pytest.param(
+            requesting({"cpu": "1", GPU_A: "1"}),
+            requesting({"cpu": "1", GPU_A: "2"}, "o", node_name="fake"),
+            requesting({"cpu": "1", GPU_A: "1"}, "o", node_name="fake"),
+            Q,
+            id="queue-on-other-pod-extended-resource-scale-down",
+        ),
+        pytest.param(
+            requesting({"cpu": "1", GPU_A: "1"}),
+            requesting({"cpu": "1", GPU_A: "2"}, "o", node_name="fake"),
+            requesting({"cpu": "1"}, "o", node_name="fake"),
+            Q,
+            id="queue-when-a-requested-resource-is-dropped",
+        ),
+        pytest.param(
+            requesting({"cpu": "0", "memory": "1"}),
+            requesting({"cpu": "2"}, "o", node_name="fake"),
+            requesting({"cpu": "1"}, "o", node_name="fake"),
+            SKIP,
+            id="skip-when-the-pending-pod-requests-zero-of-it",
+        ),
+    ],
+)
+def test_hint_after_assigned_pod_scale_down(pending: PodInfo, old: PodInfo, new: PodInfo, want: QueueingHint) -> None:
+    assert make(Cache()).is_schedulable_after_assigned_pod_scale_down(pending, old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("pending", "old", "new", "want"),
+    [
+        pytest.param(
+            requesting({"memory": "2"}), None, sized({"memory": "1"}), SKIP, id="skip-queue-on-node-add-without-sufficient-resources"
+        ),
+        pytest.param(requesting({GPU_A: "1"}), None, sized({GPU_B: "1"}), SKIP, id="skip-queue-on-node-add-without-required-resource-type"),
+        pytest.param(
+            requesting({"memory": "2", GPU_A: "1"}),
+            None,
+            sized({"memory": "4", GPU_A: "2"}),
+            Q,
+            id="queue-on-node-add-with-sufficient-resources",
+        ),
+        pytest.param(
+            requesting({"memory": "2", GPU_A: "1"}),
+            sized({"memory": "2", GPU_A: "2"}),
+            sized({"memory": "2", GPU_A: "1", GPU_B: "2"}),
+            SKIP,
+            id="skip-queue-on-node-unrelated-changes",
+        ),
+        pytest.param(
+            requesting({"memory": "2", GPU_A: "1"}),
+            sized({"memory": "2", GPU_A: "1"}),
+            sized({"memory": "2", GPU_A: "2"}),
+            Q,
+            id="queue-on-pod-requested-resources-increase",
+        ),
+        pytest.param(
+            requesting({"memory": "2", GPU_A: "1"}),
+            sized({"memory": "4", GPU_A: "2"}),
+            sized({"memory": "1", GPU_A: "2"}),
+            SKIP,
+            id="skip-queue-on-node-changes-from-suitable-to-unsuitable",
+        ),
+        pytest.param(
+            requesting({"memory": "2", GPU_A: "1"}),
+            sized({"memory": "1", GPU_A: "2"}),
+            sized({"memory": "4", GPU_A: "2"}),
+            Q,
+            id="queue-on-node-changes-from-unsuitable-to-suitable",
+        ),
+        pytest.param(requesting(), None, sized({"cpu": "4"}, pods=0), SKIP, id="skip-node-add-with-no-room-for-a-pod"),
+        pytest.param(requesting(), None, sized(pods=None), SKIP, id="skip-node-add-without-a-pod-count"),
+        pytest.param(requesting(), sized({"cpu": "1"}, pods=1), sized({"cpu": "1"}, pods=2), Q, id="queue-on-pod-count-increase"),
+        pytest.param(requesting(), sized({"cpu": "1"}, pods=1), sized({"cpu": "2"}, pods=1), SKIP, id="skip-requesting-nothing"),
+        pytest.param(
+            requesting({"cpu": "500m"}), sized({"cpu": "400m"}), sized({"cpu": "1"}), Q, id="queue-on-cpu-in-millicores"
+        ),
+    ],
+)
+def test_hint_after_node_change(pending: PodInfo, old: Node | None, new: Node, want: QueueingHint) -> None:
+    assert make(Cache()).is_schedulable_after_node_change(pending, old, new) == want
+
+
+def test_hint_on_nodes_checks_ignored_resources_as_kube_does() -> None:
+    # kube's hint fits the pod to the node without the plugin's ignoredResources, so a node
+    # lacking an ignored resource is skipped though the Filter would pass it.
+    plugin = make(Cache(), {"ignoredResources": [GPU_A]})
+    pending = requesting({"cpu": "1", GPU_A: "1"})
+    assert plugin.is_schedulable_after_node_change(pending, None, sized({"cpu": "2"})) == SKIP
+    assert plugin.is_schedulable_after_node_change(pending, None, sized({"cpu": "2", GPU_A: "1"})) == Q
+
+
+def test_hint_refuses_objects_of_the_wrong_kind() -> None:
+    plugin = make(Cache())
+    pending = requesting({"cpu": "1"})
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_assigned_pod_delete(pending, "not-a-pod", None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_assigned_pod_scale_down(pending, "not-a-pod", pending)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_assigned_pod_scale_down(pending, pending, "not-a-pod")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(pending, None, "not-a-node")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(pending, "not-a-node", sized({"cpu": "1"}))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("pending", "old", "new", "want"),
+    [
+        pytest.param(
+            requesting(),
+            sized({"cpu": "1", "memory": "1", "ephemeral-storage": "1", GPU_A: "1"}, pods=1),
+            sized({"cpu": "2", "memory": "2", "ephemeral-storage": "2", GPU_A: "2"}, pods=1),
+            False,
+            id="no-requested-resources",
+        ),
+        pytest.param(
+            requesting(), sized({"cpu": "1"}, pods=1), sized({"cpu": "1"}, pods=2), True, id="no-requested-resources-pods-increased"
+        ),
+        pytest.param(
+            requesting({"cpu": "2m", "memory": "2", "ephemeral-storage": "2", GPU_A: "2"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "3"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "1"}),
+            False,
+            id="scalar-resources-not-in-node",
+        ),
+        pytest.param(
+            requesting({"cpu": "2m", "memory": "2", "ephemeral-storage": "2", GPU_A: "2"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "3", GPU_A: "4"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "1", GPU_A: "1"}),
+            False,
+            id="requested-resources-decreased",
+        ),
+        pytest.param(
+            requesting({"cpu": "2m", "memory": "2", "ephemeral-storage": "2", GPU_A: "2"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "3", GPU_A: "4"}),
+            sized({"cpu": "3", "memory": "4", "ephemeral-storage": "3", GPU_A: "4"}),
+            True,
+            id="requested-resources-increased",
+        ),
+        pytest.param(
+            requesting({"cpu": "2m", "memory": "2"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "3", GPU_A: "4"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "1", GPU_A: "1"}),
+            False,
+            id="non-requested-resources-decreased",
+        ),
+        pytest.param(
+            requesting({"cpu": "2m", "memory": "2"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "3", GPU_A: "4"}),
+            sized({"cpu": "1", "memory": "2", "ephemeral-storage": "5", GPU_A: "6"}),
+            False,
+            id="non-requested-resources-increased",
+        ),
+    ],
+)
+def test_requested_resources_increased(pending: PodInfo, old: Node, new: Node, want: bool) -> None:
+    assert requested_resources_increased(accounted_requests(pending), node_allocatable(old), node_allocatable(new)) is want
+
+
+def test_accounted_requests_leave_out_the_pod_count_zeros_and_untracked_names() -> None:
+    pi = requesting({"cpu": "1", "memory": "0", GPU_A: "2", "hugepages-2Mi": "2Mi", "something": "3"})
+    assert accounted_requests(pi) == {"cpu": 1000, GPU_A: 2, "hugepages-2Mi": 2 * 1024 * 1024}
+
+
+@pytest.mark.parametrize(
+    "pending",
+    [
+        requesting(),
+        requesting({"cpu": "2"}),
+        requesting({"cpu": "4", "memory": "32Gi"}),
+        requesting({"cpu": "5"}),
+        requesting({"memory": "33Gi"}),
+        requesting({"ephemeral-storage": "200Gi"}),
+        requesting({GPU_A: "1"}),
+        requesting({GPU_A: "3"}),
+        requesting({"cpu": "1", GPU_B: "1"}),
+        requesting({"cpu": "1", "hugepages-2Mi": "2Mi"}),
+    ],
+)
+def test_hint_fit_agrees_with_the_filter_on_an_empty_node(pending: PodInfo) -> None:
+    nodes = [node("plain"), node("gpus", extra={GPU_A: 2}), node("full", pods=0), node("huge", extra={"hugepages-2Mi": "4Mi"})]
+    cache = cache_with(nodes)
+    plugin = make(cache)
+    filtered = verdicts(run_filter(plugin, cache, pending), cache)
+    for n in nodes:
+        fits = fits_empty_node(accounted_requests(pending), node_allocatable(n))
+        assert fits == (filtered[n.metadata.name] is None), n.metadata.name
 
 
 # --- score ----------------------------------------------------------------------------------------
