@@ -11,21 +11,30 @@ code holding the row codes can still say which taint it was (see `untolerated_ta
 Score counts a node's PreferNoSchedule taints that the pod's tolerations with effect
 PreferNoSchedule or no effect do not tolerate; normalization reverses the count so that a node
 with none scores 100.
+
+Queueing hints, as kube's: a node added or re-tainted is worth a retry when it had (or, added,
+is taken to have had) a NoSchedule/NoExecute taint the pod does not tolerate and has none now;
+a change of the pod's own tolerations always is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.api.objects import Node, Taint, Toleration
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NO_TAINT, NodeTable
 from kubesched.framework.interface import (
+    NODE,
+    TARGET_POD,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -34,6 +43,7 @@ from kubesched.framework.interface import (
     Handle,
     Plugin,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     default_normalize,
@@ -57,6 +67,16 @@ def _describe(_code: int) -> tuple[Code, tuple[str, ...]]:
 def untolerated_taint(table: NodeTable, code: int) -> tuple[str, str, str]:
     """The (key, value, effect) of the taint behind a Filter failure code of this plugin."""
     return table.taint_list[code - 1]
+
+
+def has_untolerated_taint(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
+    """Whether one node's taints include a NoSchedule/NoExecute one that no toleration tolerates
+    (kube's FindMatchingUntoleratedTaint with the Filter's effects), as `UntoleratedTaints`
+    finds for the node's taint columns."""
+    return any(
+        t.effect in FILTER_EFFECTS and not any(labels.tolerates(tol, t.key, t.value, t.effect) for tol in tolerations)
+        for t in taints
+    )
 
 
 @dataclass(slots=True)
@@ -92,8 +112,32 @@ class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enqueue
             raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
         super().__init__(None, handle)
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeTaint")]
+    # --- events and queueing hints ------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add | ActionType.UpdateNodeTaint), self.is_schedulable_after_node_change),
+            ClusterEventWithHint(
+                ClusterEvent(TARGET_POD, ActionType.UpdatePodToleration), self.is_schedulable_after_target_pod_toleration_change
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when the node had an untolerated taint (an added node counts as having had one)
+        and has none now."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        tolerations = pi.pod.spec.tolerations
+        was_untolerated = old is None or has_untolerated_taint(old.spec.taints, tolerations)
+        if was_untolerated and not has_untolerated_taint(new.spec.taints, tolerations):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    def is_schedulable_after_target_pod_toleration_change(
+        self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        """A toleration was added to the pod: it may tolerate the taint that kept it out."""
+        return QueueingHint.Queue
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         cols = _pod_info(pi, table).filter.columns(table)

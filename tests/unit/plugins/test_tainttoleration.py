@@ -6,10 +6,17 @@ import numpy as np
 import pytest
 
 from builders import cache_with, info, node, pod
+from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState
-from kubesched.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration, untolerated_taint
+from kubesched.framework.interface import NODE, TARGET_POD, ClusterEvent, Code, CycleState, QueueingHint
+from kubesched.framework.interface import ActionType as A
+from kubesched.plugins.tainttoleration import (
+    ERR_REASON_UNTOLERATED,
+    TaintToleration,
+    has_untolerated_taint,
+    untolerated_taint,
+)
 
 FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,))
 
@@ -216,8 +223,6 @@ def test_plugin_metadata() -> None:
     plugin = TaintToleration()
     assert plugin.name == "TaintToleration"
     assert plugin.has_normalize
-    events = {(e.resource, e.action) for e in plugin.events_to_register()}
-    assert events == {("Node", "Add"), ("Node", "UpdateNodeTaint")}
     with pytest.raises(ValueError, match="takes no args"):
         TaintToleration({"unexpected": 1})
 
@@ -233,3 +238,109 @@ def test_a_cached_pod_stays_right_when_the_table_renumbers_its_taints() -> None:
     cache.add_node(node("new", taints=[taint("other", "NoSchedule")]))
     assert cache.table.taint_list is not before
     assert filter_view(pi, cache) == {"keep": None, "new": ("other", "", "NoSchedule")}
+
+
+# --- events and queueing hints ------------------------------------------------------------------------
+
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+
+
+def test_events_are_kubes() -> None:
+    plugin = TaintToleration()
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [
+        (NODE, A.Add | A.UpdateNodeTaint, plugin.is_schedulable_after_node_change),
+        (TARGET_POD, A.UpdatePodToleration, plugin.is_schedulable_after_target_pod_toleration_change),
+    ]
+    for resource, action in [(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (TARGET_POD, A.UpdatePodLabel)]:
+        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+
+
+def tainted(*taints: dict[str, str]) -> Node:
+    return node("nodeA", taints=list(taints))
+
+
+USER2 = tolerating(tol("dedicated", "Equal", "user2", "NoSchedule"))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        pytest.param(None, tainted(taint("dedicated", "NoSchedule", "user1")), SKIP, id="skip-queue-on-untoleratedtaint-node-added"),
+        pytest.param(None, tainted(taint("dedicated", "NoSchedule", "user2")), Q, id="queue-on-toleratedtaint-node-added"),
+        pytest.param(None, tainted(), Q, id="queue-on-untainted-node-added"),
+        pytest.param(
+            tainted(taint("dedicated", "NoSchedule", "user1")),
+            tainted(taint("dedicated", "NoSchedule", "user1"), taint("dedicated", "NoSchedule", "user3")),
+            SKIP,
+            id="skip-unrelated-change",
+        ),
+        pytest.param(
+            tainted(taint("dedicated", "NoSchedule", "user1")),
+            tainted(taint("dedicated", "NoSchedule", "user2")),
+            Q,
+            id="queue-on-taint-change",
+        ),
+        pytest.param(
+            tainted(taint("dedicated", "NoExecute", "user1")), tainted(), Q, id="queue-on-untolerated-taint-removed"
+        ),
+        pytest.param(
+            tainted(taint("dedicated", "NoSchedule", "user2")), tainted(), SKIP, id="skip-when-it-was-tolerated-already"
+        ),
+        pytest.param(
+            tainted(taint("dedicated", "NoSchedule", "user1")),
+            tainted(taint("dedicated", "PreferNoSchedule", "user1")),
+            Q,
+            id="queue-when-only-a-prefer-taint-is-left",
+        ),
+        pytest.param(
+            tainted(taint("dedicated", "PreferNoSchedule", "user1")),
+            tainted(),
+            SKIP,
+            id="skip-on-a-prefer-taint-removed",
+        ),
+    ],
+)
+def test_hint_after_node_change(old: Node | None, new: Node, want: QueueingHint) -> None:
+    assert TaintToleration().is_schedulable_after_node_change(USER2, old, new) == want
+
+
+def test_hint_after_target_pod_toleration_change_always_queues() -> None:
+    plugin = TaintToleration()
+    new = tolerating(tol("foo", effect="NoSchedule"))
+    assert plugin.is_schedulable_after_target_pod_toleration_change(tolerating(), tolerating(), new) == Q
+
+
+def test_hint_refuses_what_is_not_a_node() -> None:
+    plugin = TaintToleration()
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(USER2, None, "not-a-node")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(USER2, "not-a-node", tainted())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "pi",
+    [
+        tolerating(),
+        USER2,
+        tolerating(tol("dedicated", "Exists")),
+        tolerating(tol(operator="Exists")),
+        tolerating(tol("gpu", "Exists", effect="NoExecute")),
+        tolerating(tol("gpu", "Equal", "", "NoSchedule")),
+        tolerating(tol("dedicated", "Exists", effect="PreferNoSchedule")),
+    ],
+)
+def test_hint_taints_agree_with_the_filter(pi: PodInfo) -> None:
+    nodes = [
+        tainted(),
+        node("user1", taints=[taint("dedicated", "NoSchedule", "user1")]),
+        node("user2", taints=[taint("dedicated", "NoSchedule", "user2")]),
+        node("gpu-exec", taints=[taint("gpu", "NoExecute")]),
+        node("gpu-sched", taints=[taint("gpu", "NoSchedule")]),
+        node("soft", taints=[taint("dedicated", "PreferNoSchedule", "user1")]),
+        node("two", taints=[taint("gpu", "NoSchedule"), taint("dedicated", "NoExecute", "user2")]),
+    ]
+    view = filter_view(pi, cache_with(nodes))
+    for n in nodes:
+        assert has_untolerated_taint(n.spec.taints, pi.pod.spec.tolerations) == (view[n.metadata.name] is not None), n.metadata.name
