@@ -1,6 +1,9 @@
 """NodeUnschedulable: cordoned nodes (spec.unschedulable) take no new pods, except pods that
 tolerate the node.kubernetes.io/unschedulable:NoSchedule taint (the taint the node lifecycle
-controller puts on cordoned nodes; DaemonSet pods carry this toleration)."""
+controller puts on cordoned nodes; DaemonSet pods carry this toleration).
+
+Queueing hints, as kube's: a node that is added schedulable or made schedulable again, or the
+pod gaining tolerations of which one tolerates that taint."""
 
 from __future__ import annotations
 
@@ -9,11 +12,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    NODE,
+    TARGET_POD,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -21,6 +29,7 @@ from kubesched.framework.interface import (
     FilterResult,
     Handle,
     Plugin,
+    QueueingHint,
 )
 
 NAME = "NodeUnschedulable"
@@ -45,9 +54,35 @@ class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions):
             raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
         super().__init__(None, handle)
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        # kube files a change of spec.unschedulable under the taint-update event.
-        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeTaint")]
+    # --- events and queueing hints ------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # kube files a node made schedulable again under the taint-update event.
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add | ActionType.UpdateNodeTaint), self.is_schedulable_after_node_change),
+            ClusterEventWithHint(
+                ClusterEvent(TARGET_POD, ActionType.UpdatePodToleration), self.is_schedulable_after_target_pod_toleration_change
+            ),
+        ]
+
+    def is_schedulable_after_target_pod_toleration_change(
+        self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        """Queue when the pod's new tolerations tolerate the unschedulable taint. (Its old ones did
+        not, or this plugin would not have rejected it; tolerations can only be added.)"""
+        if not isinstance(new, PodInfo) or (old is not None and not isinstance(old, PodInfo)):
+            raise TypeError(f"{NAME}: expected PodInfo objects, got {type(old).__name__} and {type(new).__name__}")
+        return QueueingHint.Queue if tolerates_unschedulable(new) else QueueingHint.QueueSkip
+
+    def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when a schedulable node is added, or a cordoned one uncordoned."""
+        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        if new.spec.unschedulable:
+            return QueueingHint.QueueSkip
+        if old is None or old.spec.unschedulable:
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         cordoned = table.unschedulable[: table.size]

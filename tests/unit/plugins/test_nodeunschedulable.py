@@ -5,9 +5,11 @@ from typing import Any
 import pytest
 
 from builders import cache_with, info, node, pod
+from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState
+from kubesched.framework.interface import NODE, TARGET_POD, ClusterEvent, Code, CycleState, QueueingHint
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 
 
@@ -80,9 +82,72 @@ def test_result_does_not_alias_the_table_column() -> None:
 
 
 def test_plugin_metadata() -> None:
+    assert NodeUnschedulable().name == "NodeUnschedulable"
+
+
+# --- events and queueing hints ------------------------------------------------------------------------
+
+Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
+
+
+def test_events_are_kubes() -> None:
     plugin = NodeUnschedulable()
-    assert plugin.name == "NodeUnschedulable"
-    assert {(e.resource, e.action) for e in plugin.events_to_register()} == {
-        ("Node", "Add"),
-        ("Node", "UpdateNodeTaint"),
-    }
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [
+        (NODE, A.Add | A.UpdateNodeTaint, plugin.is_schedulable_after_node_change),
+        (TARGET_POD, A.UpdatePodToleration, plugin.is_schedulable_after_target_pod_toleration_change),
+    ]
+    for resource, action in [(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (TARGET_POD, A.UpdatePodLabel)]:
+        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+
+
+NOT_READY = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        pytest.param(None, node("n", unschedulable=True), SKIP, id="skip-queue-on-unschedulable-node-added"),
+        pytest.param(None, node("n"), Q, id="queue-on-schedulable-node-added"),
+        pytest.param(
+            node("n", unschedulable=True),
+            node("n", unschedulable=True, taints=NOT_READY),
+            SKIP,
+            id="skip-unrelated-change-unschedulable-true",
+        ),
+        pytest.param(node("n"), node("n", taints=NOT_READY), SKIP, id="skip-unrelated-change-unschedulable-false"),
+        pytest.param(node("n", unschedulable=True), node("n"), Q, id="queue-on-unschedulable-field-change"),
+        pytest.param(node("n"), node("n", unschedulable=True), SKIP, id="skip-on-cordon"),
+    ],
+)
+def test_hint_after_node_change(old: Node | None, new: Node, want: QueueingHint) -> None:
+    assert NodeUnschedulable().is_schedulable_after_node_change(tolerating(), old, new) == want
+
+
+@pytest.mark.parametrize(
+    ("toleration", "want"),
+    [
+        pytest.param({"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}, Q, id="queue-when-the-pod-gets-the-toleration"),
+        pytest.param({"operator": "Exists"}, Q, id="queue-on-tolerate-everything"),
+        pytest.param({"key": "unrelated-key", "operator": "Exists"}, SKIP, id="skip-on-unrelated-toleration"),
+        pytest.param(
+            {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"}, SKIP, id="skip-on-other-effect"
+        ),
+    ],
+)
+def test_hint_after_target_pod_toleration_change(toleration: dict[str, Any], want: QueueingHint) -> None:
+    plugin = NodeUnschedulable()
+    pending = tolerating()
+    assert plugin.is_schedulable_after_target_pod_toleration_change(pending, pending, tolerating(toleration)) == want
+
+
+def test_hints_refuse_objects_of_the_wrong_kind() -> None:
+    plugin = NodeUnschedulable()
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(tolerating(), None, "not-a-node")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_node_change(tolerating(), "not-a-node", node("n"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_target_pod_toleration_change(tolerating(), None, "not-a-pod")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        plugin.is_schedulable_after_target_pod_toleration_change(tolerating(), "not-a-pod", tolerating())  # type: ignore[arg-type]
