@@ -14,7 +14,10 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    NODE,
+    ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -36,9 +39,10 @@ class NodeName(Plugin, FilterPlugin, EnqueueExtensions):
             raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
         super().__init__(None, handle)
 
-    def events_to_register(self) -> list[ClusterEvent]:
-        # A node's name never changes, so only a new node can help.
-        return [ClusterEvent("Node", "Add")]
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # A node's name never changes, so only a new node can help; kube gives it no hint (every
+        # node added is worth a retry).
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add))]
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         wanted = pi.node_name

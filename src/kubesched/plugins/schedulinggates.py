@@ -7,7 +7,18 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import ClusterEvent, EnqueueExtensions, Handle, Plugin, PreEnqueuePlugin, Status
+from kubesched.framework.interface import (
+    TARGET_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    Handle,
+    Plugin,
+    PreEnqueuePlugin,
+    QueueingHint,
+    Status,
+)
 
 NAME = "SchedulingGates"
 
@@ -31,6 +42,17 @@ class SchedulingGates(Plugin, PreEnqueuePlugin, EnqueueExtensions):
             return None
         return Status.unresolvable(gates_message([g.name for g in gates]), plugin=NAME)
 
-    def events_to_register(self) -> list[ClusterEvent]:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
         # Only an update of the gated pod itself that removes its last gate can release it.
-        return [ClusterEvent("Pod", "UpdatePodSchedulingGatesEliminated")]
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(TARGET_POD, ActionType.UpdatePodSchedulingGatesEliminated),
+                self.is_schedulable_after_update_target_pod_scheduling_gates_eliminated,
+            )
+        ]
+
+    def is_schedulable_after_update_target_pod_scheduling_gates_eliminated(
+        self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        """The pod's last gate is gone: always worth a try."""
+        return QueueingHint.Queue

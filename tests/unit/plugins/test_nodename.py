@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from builders import cache_with, info, node, pod
-from kubesched.framework.interface import Code, CycleState
+from kubesched.framework.interface import NODE, ClusterEvent, Code, CycleState
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.nodename import ERR_REASON, NodeName
 
 FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match the requested node name",))
@@ -39,4 +40,7 @@ def test_no_nodes() -> None:
 def test_plugin_metadata() -> None:
     plugin = NodeName()
     assert plugin.name == "NodeName"
-    assert [(e.resource, e.action) for e in plugin.events_to_register()] == [("Node", "Add")]
+    events = plugin.events_to_register()
+    # kube's: a node added, with no hint (always worth a retry).
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [(NODE, A.Add, None)]
+    assert not events[0].event.covers(ClusterEvent(NODE, A.UpdateNodeLabel))

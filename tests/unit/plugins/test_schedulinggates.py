@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from builders import info, pod
-from kubesched.framework.interface import Code
+from kubesched.framework.interface import ASSIGNED_POD, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, Code, QueueingHint
+from kubesched.framework.interface import ActionType as A
 from kubesched.plugins.schedulinggates import SchedulingGates
 
 
@@ -27,6 +28,16 @@ def test_single_gate_message() -> None:
 def test_plugin_metadata() -> None:
     plugin = SchedulingGates()
     assert plugin.name == "SchedulingGates"
-    assert [(e.resource, e.action) for e in plugin.events_to_register()] == [
-        ("Pod", "UpdatePodSchedulingGatesEliminated")
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [
+        (TARGET_POD, A.UpdatePodSchedulingGatesEliminated, plugin.is_schedulable_after_update_target_pod_scheduling_gates_eliminated)
     ]
+    for resource in (ASSIGNED_POD, UNSCHEDULED_POD):
+        assert not events[0].event.covers(ClusterEvent(resource, A.UpdatePodSchedulingGatesEliminated))
+
+
+def test_hint_after_the_gates_are_removed_queues() -> None:
+    plugin = SchedulingGates()
+    gated = info(pod("p", spec={"schedulingGates": [{"name": "foo"}]}))
+    released = info(pod("p"))
+    assert plugin.is_schedulable_after_update_target_pod_scheduling_gates_eliminated(gated, gated, released) == QueueingHint.Queue
