@@ -57,13 +57,19 @@ from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     Diagnosis,
+    EnqueueExtensions,
     Handle,
     Plugin,
     PostFilterPlugin,
     PostFilterResult,
+    QueueingHint,
     Status,
 )
 from kubesched.observe.record import fit_error_message
@@ -265,7 +271,7 @@ def _fit(arr: np.ndarray, size: int) -> np.ndarray:
 # --- the plugin -----------------------------------------------------------------------------------------
 
 
-class DefaultPreemption(Plugin, PostFilterPlugin):
+class DefaultPreemption(Plugin, PostFilterPlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = DefaultPreemptionArgs
 
@@ -281,6 +287,23 @@ class DefaultPreemption(Plugin, PostFilterPlugin):
         # still in the cache and counts as terminating, as kube's victims in graceful deletion do.
         self.deleting: dict[str, str] = {}
         self.waiting_on: dict[str, tuple[str, int]] = {}
+
+    # --- events (kube's, with SchedulerAsyncPreemption on by default) -----------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # kube registers a victim's deletion so that a preemptor its PreEnqueue held back while
+        # the preemption ran can be let go; whether the pod is worth retrying is for the plugins
+        # that rejected it to say, so this hint always skips.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(ASSIGNED_POD, ActionType.Delete), self.is_pod_schedulable_after_assigned_pod_deletion
+            )
+        ]
+
+    def is_pod_schedulable_after_assigned_pod_deletion(
+        self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        return QueueingHint.QueueSkip
 
     # --- sizing (kube's calculateNumCandidates / GetOffsetAndNumCandidates) ---------------------------
 

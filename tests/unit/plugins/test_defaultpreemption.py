@@ -19,11 +19,17 @@ from kubesched.cache.cache import Cache
 from kubesched.clock import VirtualClock
 from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
 from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    NODE,
+    UNSCHEDULED_POD,
+    ActionType,
+    ClusterEvent,
     Code,
     CycleState,
     Diagnosis,
     PermitPlugin,
     Plugin,
+    QueueingHint,
     Status,
 )
 from kubesched.framework.registry import Registry
@@ -192,6 +198,20 @@ class Cluster:
 
 
 # --- args -----------------------------------------------------------------------------------------
+
+
+def test_events_are_kubes_with_async_preemption() -> None:
+    # kube (SchedulerAsyncPreemption, on by default) registers a victim's deletion and leaves the
+    # decision to requeue to the plugins that rejected the pod: its hint always skips.
+    plugin = DefaultPreemption(None, UnitHandle(Cache()))
+    events = plugin.events_to_register()
+    assert [(e.event.resource, e.event.action, e.hint) for e in events] == [
+        (ASSIGNED_POD, ActionType.Delete, plugin.is_pod_schedulable_after_assigned_pod_deletion)
+    ]
+    for resource, action in [(UNSCHEDULED_POD, ActionType.Delete), (ASSIGNED_POD, ActionType.Add), (NODE, ActionType.Add)]:
+        assert not events[0].event.covers(ClusterEvent(resource, action))
+    victim = info(pod("victim", node_name="n1"))
+    assert plugin.is_pod_schedulable_after_assigned_pod_deletion(info(pod("p")), victim, None) == QueueingHint.QueueSkip
 
 
 def test_args_defaults() -> None:
