@@ -24,6 +24,9 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
+    NODE,
+    POD,
+    ActionType,
     ClusterEvent,
     Code,
     CycleState,
@@ -115,7 +118,12 @@ class LoadAware(Plugin, FilterPlugin, ScorePlugin, EnqueueExtensions):
 
     def events_to_register(self) -> list[ClusterEvent]:
         # New usage samples, a freed node, or a node's thresholds changing may let the pod in.
-        return [USAGE_UPDATE, ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"), ClusterEvent("Node", "Update")]
+        return [
+            USAGE_UPDATE,
+            ClusterEvent(POD, ActionType.Delete),
+            ClusterEvent(NODE, ActionType.Add),
+            ClusterEvent(NODE, ActionType.Update),
+        ]
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         load = self.reader.cycle_load(state, table, NAME)

@@ -8,16 +8,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from builders import cache_with
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.clock import VirtualClock
 from kubesched.config import ConfigError, parse_config
-from kubesched.plugins.loadaware import NO_METRICS, LoadAwareArgs, parse_thresholds
+from kubesched.framework.interface import ASSIGNED_POD, NODE, POD, UNSCHEDULED_POD, ClusterEvent
+from kubesched.framework.interface import ActionType as A
+from kubesched.plugins.loadaware import NO_METRICS, LoadAware, LoadAwareArgs, parse_thresholds
 from kubesched.scheduler import Scheduler
-from kubesched.usage.service import UsageService, UsageTransport
+from kubesched.usage.service import USAGE_UPDATE, UsageService, UsageTransport
 
 from ..simkit import node, pod, profile_config
 from ..usage.fakeprom import FakePrometheus
+from .usagekit import UsageHandle
 
 
 def load_aware_config(score_only: bool = True, **args: Any) -> dict:
@@ -177,3 +181,18 @@ def test_bad_args_are_refused_with_the_field() -> None:
         parse_config(load_aware_config(missingMetrics="Sometimes"))
     with pytest.raises(ConfigError, match="aggregation"):
         parse_config(load_aware_config(aggregation="p42"))
+
+
+def test_events_new_samples_a_pod_gone_and_any_node_change() -> None:
+    events = LoadAware(None, UsageHandle(cache_with([]))).events_to_register()
+    assert events == [USAGE_UPDATE, ClusterEvent(POD, A.Delete), ClusterEvent(NODE, A.Add), ClusterEvent(NODE, A.Update)]
+    covered = [
+        (ASSIGNED_POD, A.Delete),
+        (UNSCHEDULED_POD, A.Delete),
+        (NODE, A.Add),
+        (NODE, A.UpdateNodeAnnotation),
+        (NODE, A.UpdateNodeAllocatable),
+    ]
+    for resource, action in covered:
+        assert any(isinstance(e, ClusterEvent) and e.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    assert not any(isinstance(e, ClusterEvent) and e.covers(ClusterEvent(ASSIGNED_POD, A.Add)) for e in events)
