@@ -13,7 +13,7 @@ from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
 from kubesched.clock import VirtualClock
 from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
-from kubesched.framework.interface import BindPlugin, Code, CycleState, Status
+from kubesched.framework.interface import BindPlugin, Code, CycleState, EnqueueExtensions, Status
 from kubesched.framework.registry import Registry
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
@@ -118,3 +118,8 @@ async def test_failed_bind_requeues_the_pod() -> None:
     assert [(e.reason, e.message) for e in sim.events] == [
         ("FailedScheduling", 'running Bind plugin "DefaultBinder": connection refused by apiserver')
     ]
+
+
+def test_registers_no_events_as_kube() -> None:
+    # kube's DefaultBinder has no EnqueueExtensions: a Bind plugin rejects no pod, so no event needs a hint.
+    assert not issubclass(DefaultBinder, EnqueueExtensions)

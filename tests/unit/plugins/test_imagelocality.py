@@ -7,7 +7,7 @@ import numpy as np
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState
+from kubesched.framework.interface import Code, CycleState, EnqueueExtensions
 from kubesched.plugins.imagelocality import ImageLocality
 
 MB = 1024 * 1024
@@ -110,3 +110,8 @@ def test_no_candidate_rows_and_no_nodes() -> None:
     plugin = ImageLocality(handle=UnitHandle(cache))
     empty = np.array([], dtype=np.intp)
     assert plugin.score(CycleState(), app_pod("p", "app:1"), cache.table, empty).tolist() == []
+
+
+def test_registers_no_events_as_kube() -> None:
+    # kube's ImageLocality has no EnqueueExtensions: a Score plugin rejects no pod, so no event needs a hint.
+    assert not issubclass(ImageLocality, EnqueueExtensions)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState
+from kubesched.framework.interface import Code, CycleState, EnqueueExtensions
 from kubesched.plugins.noderesourcesbalancedallocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
@@ -147,3 +147,8 @@ def test_scoring_a_few_rows_of_a_large_table() -> None:
     # n7: with the pod 0.5 vs 0.6 -> 95, before 0.25 vs 0.5 -> 87: 50 + (50 + 95 - 87) / 2 = 79;
     # n2: 0.25 vs 0.1 -> 92.5 -> 92, before 100: 71.
     assert run_score(make(cache), cache, info(pod("p", cpu="1", memory="1000")), ["n7", "n2"]) == [79, 71]
+
+
+def test_registers_no_events_as_kube() -> None:
+    # kube's NodeResourcesBalancedAllocation has no EnqueueExtensions: a Score plugin rejects no pod, so no event needs a hint.
+    assert not issubclass(NodeResourcesBalancedAllocation, EnqueueExtensions)

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from builders import info, pod
 from kubesched.api.podinfo import PodInfo
+from kubesched.framework.interface import EnqueueExtensions
 from kubesched.plugins.prioritysort import PrioritySort
 
 
@@ -41,3 +42,8 @@ def test_full_ties_keep_creation_order() -> None:
 
 def test_plugin_metadata() -> None:
     assert PrioritySort().name == "PrioritySort"
+
+
+def test_registers_no_events_as_kube() -> None:
+    # kube's PrioritySort has no EnqueueExtensions: the QueueSort plugin rejects no pod, so no event needs a hint.
+    assert not issubclass(PrioritySort, EnqueueExtensions)
