@@ -251,6 +251,8 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
             self.scorer = functools.partial(rs.requested_to_capacity_ratio, lookup=lookup)
         self._state_key = "PreFilter" + self.name
         self._score_key = "PreScore" + self.name
+        # The last nodes a hint parsed: one event asks the hint about every rejected pod.
+        self._parsed_nodes: list[tuple[Node, dict[str, int]]] = []
 
     # --- filter --------------------------------------------------------------------------
 
@@ -372,14 +374,22 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
         if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
             raise TypeError(f"{self.name}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
         requests = accounted_requests(pi)
-        allocatable = node_allocatable(new)
+        allocatable = self._allocatable(new)
         if not fits_empty_node(requests, allocatable):
             return QueueingHint.QueueSkip
         if old is None:
             return QueueingHint.Queue
-        if requested_resources_increased(requests, node_allocatable(old), allocatable):
+        if requested_resources_increased(requests, self._allocatable(old), allocatable):
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
+
+    def _allocatable(self, node: Node) -> dict[str, int]:
+        for seen, parsed in self._parsed_nodes:
+            if seen is node:
+                return parsed
+        parsed = node_allocatable(node)
+        self._parsed_nodes = [(node, parsed), *self._parsed_nodes[:1]]
+        return parsed
 
 
 def _describer(reasons: tuple[str, ...]) -> Callable[[int], tuple[Code, tuple[str, ...]]]:
