@@ -169,7 +169,8 @@ class Scheduler:
 
     def _nomination_gone(self, pi: PodInfo) -> None:
         """A pod nominated to a node no longer is (deleted, or nominated elsewhere): the room it
-        held may fit pods of no higher priority, as if an assigned pod were deleted."""
+        held may fit pods of no higher priority, as if an assigned pod were deleted. `pi` is the
+        pod as it was, still showing its nominated node."""
         self._move(ASSIGNED_POD_DELETE, pi, None, lambda other: other.priority <= pi.priority)
 
     def _pending_pods(self) -> dict[tuple[str, ...], float]:
@@ -228,7 +229,7 @@ class Scheduler:
         if nominated:
             self.nominator.nominate(pi, nominated)
         if was and was != nominated:
-            self._nomination_gone(pi)
+            self._nomination_gone(pi.seen_as(nominated_node_name=was))
 
     def refresh_pending_pod(self, pod: Pod) -> None:
         """A pending pod whose status alone changed (often our own PodScheduled patch): keep
@@ -256,7 +257,6 @@ class Scheduler:
         self.in_flight.pop(uid, None)
         self.recorder.forget(uid)
         pending = self.queue.delete(uid)
-        nominated = self.nominator.node_of.get(uid)
         self.nominator.remove(uid)
         waiting = self.waiting.get(uid)
         if waiting is not None:
@@ -264,7 +264,7 @@ class Scheduler:
         removed = self.cache.remove_pod(uid)
         if removed is not None:
             self._move(ASSIGNED_POD_DELETE, removed, None)
-        elif pending is not None and nominated:
+        elif pending is not None and pending.pi.pod.status.nominated_node_name:
             self._nomination_gone(pending.pi)
 
     def on_node_add(self, node: Node) -> None:
@@ -521,11 +521,14 @@ class Scheduler:
     ) -> None:
         pi = qpi.pi
         status: Status | None = None
+        rejected_by: list[str] = []  # only a Permit rejection names plugins to wait for (kube's FitError)
         try:
             waiting = self.waiting.get(pi.uid)
             if waiting is not None:
                 status = await waiting.future
                 self.waiting.pop(pi.uid, None)
+                if status is not None:
+                    rejected_by = _rejector(status)
             if status is None:
                 status = await fwk.run_pre_bind(state, pi, node)
             if status is None:
@@ -551,10 +554,13 @@ class Scheduler:
             status = Status(status.code, ("binding rejected",), status.plugin)
         # A pod deleted meanwhile is reported but not requeued (kube checks its informer cache).
         deleted = self.in_flight.pop(pi.uid, None) is None
-        self._fail(fwk, qpi, record, status, [], self.queue.scheduling_cycle, reserved=(state, node), requeue=not deleted)
+        self._fail(
+            fwk, qpi, record, status, rejected_by, self.queue.scheduling_cycle, reserved=(state, node), requeue=not deleted
+        )
         self.queue.done(pi.uid)
         # kube moves the pods an assigned pod's deletion may help: the assumption is gone.
-        self._move(ASSIGNED_POD_DELETE, pi, None, lambda other: other.uid != pi.uid)
+        undone = pi.seen_as(node_name=node)  # kube's event carries the assumed pod, on its node
+        self._move(ASSIGNED_POD_DELETE, undone, None, lambda other: other.uid != pi.uid)
 
     # --- running against a real clock ---------------------------------------------------------------------------
 

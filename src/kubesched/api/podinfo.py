@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kubesched.api.objects import Container, Pod
 from kubesched.api.quantity import QuantityError, resource_value
@@ -146,6 +149,16 @@ class PodInfo:
     @property
     def terminal(self) -> bool:
         return self.pod.status.phase in ("Succeeded", "Failed")
+
+    def seen_as(self, *, node_name: str | None = None, nominated_node_name: str | None = None) -> PodInfo:
+        """A copy whose pod shows another node name or nominated node name (the same derived
+        facts): the pod as an event reports it, such as an assumed pod whose assumption is undone."""
+        spec, status = self.pod.spec, self.pod.status
+        if node_name is not None:
+            spec = msgspec.structs.replace(spec, node_name=node_name)
+        if nominated_node_name is not None:
+            status = msgspec.structs.replace(status, nominated_node_name=nominated_node_name)
+        return dataclasses.replace(self, pod=msgspec.structs.replace(self.pod, spec=spec, status=status))
 
 
 def make_pod_info(pod: Pod) -> PodInfo:

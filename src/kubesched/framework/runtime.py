@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 # kube-scheduler's adaptive sampling (schedule_one.go numFeasibleNodesToFind).
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+# The plugins whose rejections a pod waits out in the queue (kube's shouldHaveEnqueueExtensions).
+_MAY_REJECT = (PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, NodeFilterPlugin, ReservePlugin, PermitPlugin)
 # Status labels of the metrics, as kube-scheduler spells the codes.
 STATUS_LABEL = {
     Code.SUCCESS: "Success",
@@ -215,7 +217,8 @@ class Framework:
         none through EnqueueExtensions is asked about every event (kube's wildcard)."""
         out: dict[str, Sequence[ClusterEventWithHint | ClusterEvent]] = {}
         for name, plugin in self.instances.items():
-            out[name] = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else [WILDCARD_EVENT]
+            if isinstance(plugin, _MAY_REJECT):  # only these can leave a pod waiting for events
+                out[name] = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else [WILDCARD_EVENT]
         return out
 
     def run_pre_enqueue(self, pi: PodInfo) -> Status | None:

@@ -63,7 +63,7 @@ def test_a_simulation_fills_the_kube_scheduler_metrics():
                     if name == "scheduler_framework_extension_point_duration_seconds_count"
                     and ("extension_point", "Filter") in labels]
     assert sum(filter_count) >= 2
-    assert got[("scheduler_queue_incoming_pods_total", (("event", "PodAdd"), ("queue", "active")))] == 2
+    assert got[("scheduler_queue_incoming_pods_total", (("event", "UnscheduledPodAdd"), ("queue", "active")))] == 2
     assert got[("scheduler_queue_incoming_pods_total", (("event", "ScheduleAttemptFailure"), ("queue", "unschedulable")))] >= 1
     # The first cycle of every ten has its plugins timed one by one.
     plugin_counts = {labels: v for (name, labels), v in got.items() if name == "scheduler_plugin_execution_duration_seconds_count"}
