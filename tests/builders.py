@@ -118,6 +118,7 @@ class RecordedWrites:
         self.deleted: list[str] = []
         self.events: list[tuple[str, str, str, str]] = []
         self.nominated: dict[str, str | None] = {}
+        self.volume_writes: list[tuple[str, str]] = []
 
     async def bind(self, pi: PodInfo, node: str) -> None:
         self.binds.append((pi.key, node))
@@ -130,6 +131,14 @@ class RecordedWrites:
 
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
         self.nominated[pi.key] = node
+
+    async def update_persistent_volume(self, pv: Any) -> Any:
+        self.volume_writes.append(("PersistentVolume", pv.metadata.name))
+        return pv
+
+    async def update_persistent_volume_claim(self, pvc: Any) -> Any:
+        self.volume_writes.append(("PersistentVolumeClaim", pvc.metadata.name))
+        return pvc
 
 
 def unit_services(cache: Cache, clock: Clock | None = None) -> Services:

@@ -7,8 +7,9 @@ with the user's plugins), the framework's MultiPoint expansion, then validation.
 itself lives in `kubesched.configmerge`.
 
 Deliberate differences from kube-scheduler:
-- the volume and DRA plugins are not implemented yet: they are left out of the defaults and
-  refused when a profile enables them or configures their args (disabling them is fine);
+- the DRA plugin (DynamicResources) and NodeDeclaredFeatures are not implemented yet: they are
+  left out of the defaults and refused when a profile enables them or configures their args
+  (disabling them is fine);
 - a negative score weight is refused (kube-scheduler accepts it and subtracts that score);
 - every pluginConfig entry must name a plugin kubesched can resolve, and args given to a plugin
   that takes none are refused (kube-scheduler passes unknown args through to out-of-tree plugins).
@@ -80,7 +81,7 @@ KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 # kube-scheduler's v1 default MultiPoint set, in its order, with its score weights, minus the
-# plugins kubesched does not implement (volume plugins, DynamicResources).
+# plugins kubesched does not implement (DynamicResources, NodeDeclaredFeatures).
 DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -90,6 +91,10 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("NodeAffinity", 2),
     ("NodePorts", None),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", None),
@@ -100,9 +105,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
 
 # kube-scheduler plugins kubesched does not have yet: named, they get a clear message instead of
 # "unknown plugin".
-UNSUPPORTED_PLUGINS = frozenset(
-    {"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DynamicResources", "NodeDeclaredFeatures"}
-)
+UNSUPPORTED_PLUGINS = frozenset({"DynamicResources", "NodeDeclaredFeatures"})
 # Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).
 REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 

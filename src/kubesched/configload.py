@@ -50,6 +50,12 @@ class _NoCluster:
     def set_nominated_node(self, pi: Any, node: str | None) -> None:
         return None
 
+    async def update_persistent_volume(self, pv: Any) -> Any:
+        return pv
+
+    async def update_persistent_volume_claim(self, pvc: Any) -> Any:
+        return pvc
+
     def connect(self, scheduler: Any) -> None:
         return None
 

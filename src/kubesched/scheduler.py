@@ -38,7 +38,7 @@ from kubesched.framework.events import (
     node_changes,
     pod_changes,
 )
-from kubesched.framework.interface import ASSIGNED_POD, ClusterEvent, Code, CycleState, Diagnosis, Status
+from kubesched.framework.interface import ASSIGNED_POD, ActionType, ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.services import Services
@@ -296,6 +296,17 @@ class Scheduler:
 
     def on_namespace_delete(self, name: str) -> None:
         self.cache.remove_namespace(name)
+
+    def on_storage_update(self, resource: str, old: Any, new: Any) -> None:
+        """A storage object (PersistentVolumeClaim, PersistentVolume, storage.k8s.io/StorageClass,
+        CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment) added (`old` None) or updated:
+        the cache's storage index takes it, then the pods a volume plugin's hint admits move."""
+        self.cache.storage.apply(resource, new)
+        self._move(ClusterEvent(resource, ActionType.Add if old is None else ActionType.Update), old, new)
+
+    def on_storage_delete(self, resource: str, old: Any) -> None:
+        self.cache.storage.delete(resource, old)
+        self._move(ClusterEvent(resource, ActionType.Delete), old, None)
 
     def set_workload_selector(self, kind: str, namespace: str, name: str, selector: Selector) -> None:
         self.cache.set_workload_selector(kind, namespace, name, selector)

@@ -78,6 +78,11 @@ class AffinityArgs(BaseModel):
         return self
 
 
+class BindingArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    bind_timeout_seconds: int = Field(600, alias="bindTimeoutSeconds")
+
+
 class OtherSortArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     reverse: bool = False
@@ -98,6 +103,10 @@ STANDINS = [
     _plugin("NodeAffinity", *PRE_FILTER_FILTER_SCORE),
     _plugin("NodePorts", fw.PreFilterPlugin, fw.FilterPlugin),
     _plugin("NodeResourcesFit", *PRE_FILTER_FILTER_SCORE, args=FitArgs),
+    _plugin("VolumeRestrictions", fw.PreFilterPlugin, fw.FilterPlugin),
+    _plugin("NodeVolumeLimits", fw.PreFilterPlugin, fw.FilterPlugin),
+    _plugin("VolumeBinding", *PRE_FILTER_FILTER_SCORE, fw.ReservePlugin, fw.PreBindPlugin, args=BindingArgs),
+    _plugin("VolumeZone", fw.PreFilterPlugin, fw.FilterPlugin),
     _plugin("PodTopologySpread", *PRE_FILTER_FILTER_SCORE),
     _plugin("InterPodAffinity", *PRE_FILTER_FILTER_SCORE, args=AffinityArgs),
     _plugin("DefaultPreemption", fw.PostFilterPlugin),
@@ -156,6 +165,7 @@ KUBE_DEFAULT_SCORE = [
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodeResourcesFit", 1),
+    ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
@@ -163,7 +173,7 @@ KUBE_DEFAULT_SCORE = [
 ]
 KUBE_DEFAULT_FILTER = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-    "PodTopologySpread", "InterPodAffinity",
+    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
 ]
 
 
@@ -178,16 +188,19 @@ def test_default_config_is_kubes_default_profile_expanded() -> None:
     assert prof.names("preEnqueue") == ["SchedulingGates"]
     assert prof.names("queueSort") == ["PrioritySort"]
     assert prof.names("preFilter") == [
-        "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+        "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
     ]
     assert prof.names("filter") == KUBE_DEFAULT_FILTER
     assert prof.names("postFilter") == ["DefaultPreemption"]
     assert prof.names("preScore") == [
-        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ]
     assert scores(config) == KUBE_DEFAULT_SCORE
-    for point in ("reserve", "permit", "preBind", "postBind"):
+    assert prof.names("reserve") == ["VolumeBinding"]
+    assert prof.names("preBind") == ["VolumeBinding"]
+    for point in ("permit", "postBind"):
         assert prof.plugins[point] == []
     assert prof.names("bind") == ["DefaultBinder"]
     # Weights mean nothing outside score.
@@ -216,7 +229,7 @@ def test_default_globals_match_kube() -> None:
 
 def test_default_args_for_every_plugin_that_has_args() -> None:
     prof = default_config(registry()).profiles[0]
-    assert set(prof.plugin_args) == {"NodeResourcesFit", "InterPodAffinity"}
+    assert set(prof.plugin_args) == {"NodeResourcesFit", "InterPodAffinity", "VolumeBinding"}
     assert isinstance(prof.plugin_args["InterPodAffinity"], AffinityArgs)
     fit = prof.plugin_args["NodeResourcesFit"]
     assert isinstance(fit, FitArgs)
@@ -240,7 +253,7 @@ def test_multipoint_plugin_goes_to_every_point_it_implements_after_the_defaults(
     config = one({"multiPoint": {"enabled": [{"name": "PerNode", "weight": 5}]}})
     assert names(config, "filter") == [*KUBE_DEFAULT_FILTER, "PerNode"]
     assert scores(config) == [*KUBE_DEFAULT_SCORE, ("PerNode", 5)]
-    assert names(config, "reserve") == ["PerNode"]
+    assert names(config, "reserve") == ["VolumeBinding", "PerNode"]
     assert names(config, "permit") == ["PerNode"]
     assert "PerNode" not in names(config, "preFilter")
 
@@ -301,6 +314,7 @@ def test_explicit_score_entry_overrides_the_multipoint_weight_and_runs_first() -
         ("NodeAffinity", 10),
         ("TaintToleration", 3),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
@@ -323,7 +337,8 @@ def test_order_overrides_then_multipoint_then_other_explicit_plugins() -> None:
     config = one({"filter": {"enabled": [{"name": "PerNode"}, {"name": "NodeName"}]}})
     assert names(config, "filter") == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-        "PodTopologySpread", "InterPodAffinity", "PerNode",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "PerNode",
     ]
 
 
@@ -334,16 +349,17 @@ def test_replacing_the_binder_and_queue_sort() -> None:
     })
     assert names(config, "queueSort") == ["OtherSort"]
     assert names(config, "bind") == ["OtherBinder"]
-    assert set(config.profiles[0].plugin_args) == {"NodeResourcesFit", "InterPodAffinity", "OtherSort"}
+    assert set(config.profiles[0].plugin_args) == {"NodeResourcesFit", "InterPodAffinity", "VolumeBinding", "OtherSort"}
 
 
 def test_disabling_an_unsupported_or_unknown_plugin_is_harmless() -> None:
-    # Configurations written for kube-scheduler often disable volume plugins.
+    # Configurations written for kube-scheduler often disable volume plugins (or DRA's).
     config = one({
-        "multiPoint": {"disabled": [{"name": "VolumeBinding"}, {"name": "NoSuchPlugin"}]},
+        "multiPoint": {"disabled": [{"name": "VolumeBinding"}, {"name": "NoSuchPlugin"}, {"name": "DynamicResources"}]},
         "filter": {"disabled": [{"name": "VolumeZone"}]},
     })
-    assert names(config, "filter") == KUBE_DEFAULT_FILTER
+    assert names(config, "filter") == [n for n in KUBE_DEFAULT_FILTER if n not in ("VolumeBinding", "VolumeZone")]
+    assert "VolumeBinding" not in names(config, "reserve")
 
 
 # --- plugin args and the user's own plugins -----------------------------------------------------
@@ -698,8 +714,8 @@ def test_unknown_plugin() -> None:
     assert message.startswith("profiles[0].plugins.filter.enabled[1]: unknown plugin 'NodeNam' (registered: ")
 
 
-@pytest.mark.parametrize("name", ["VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits", "NodeDeclaredFeatures"])
-def test_volume_plugins_are_not_supported_yet(name: str) -> None:
+@pytest.mark.parametrize("name", ["DynamicResources", "NodeDeclaredFeatures"])
+def test_unimplemented_plugins_are_not_supported_yet(name: str) -> None:
     message = refused_profile({"multiPoint": {"enabled": [{"name": name}]}})
     assert message == (
         f"profiles[0].plugins.multiPoint.enabled[0]: plugin {name!r} is not supported by kubesched yet; "
@@ -707,6 +723,29 @@ def test_volume_plugins_are_not_supported_yet(name: str) -> None:
     )
     message = refused_profile(pluginConfig=[{"name": name, "args": {"bindTimeoutSeconds": 5}}])
     assert message.startswith(f"profiles[0].pluginConfig[0].name: plugin {name!r} is not supported by kubesched yet")
+
+
+def test_volume_binding_args_in_the_in_tree_registry() -> None:
+    from kubesched.plugins.registry import in_tree_registry
+
+    reg = in_tree_registry()
+    config = parse_config(cfg(profiles=[{"pluginConfig": [
+        {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 30, "shape": [{"utilization": 0, "score": 0},
+                                                                               {"utilization": 100, "score": 10}]}},
+    ]}]), reg)
+    args: Any = config.profiles[0].plugin_args["VolumeBinding"]
+    assert args.bind_timeout_seconds == 30
+    assert [(p.utilization, p.score) for p in args.shape] == [(0, 0), (100, 10)]
+    default: Any = default_config(reg).profiles[0].plugin_args["VolumeBinding"]
+    assert default.bind_timeout_seconds == 600
+    assert [(p.utilization, p.score) for p in default.shape] == [(0, 10), (100, 0)]
+    message = refused(cfg(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -1}}]}]), reg)
+    assert message == ("profiles[0].pluginConfig[0].args.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, "
+                       "should not be a negative value")
+    message = refused(cfg(profiles=[{"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": [
+        {"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]}}]}]), reg)
+    assert message == ("profiles[0].pluginConfig[0].args.shape[1].utilization: Invalid value: 10: values must be sorted "
+                       "in increasing order")
 
 
 def test_plugins_removed_from_v1() -> None:

@@ -157,8 +157,56 @@ class VolumeMount(_Obj):
     mount_path: str = ""
 
 
+class PersistentVolumeClaimVolumeSource(_Obj):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class EphemeralVolumeSource(_Obj):
+    # A PersistentVolumeClaimTemplate (metadata and spec), read as api.storage types where needed.
+    volume_claim_template: dict[str, Any] | None = None
+
+
+class GCEPersistentDiskVolumeSource(_Obj):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(_Obj):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    read_only: bool = False
+
+
+class ISCSIVolumeSource(_Obj):
+    iqn: str = ""
+    target_portal: str = ""
+    read_only: bool = False
+
+
+class RBDVolumeSource(_Obj):
+    monitors: list[str] = msgspec.field(default_factory=list)
+    image: str = ""
+    pool: str = ""
+    read_only: bool = False
+
+
+class CSIVolumeSource(_Obj):
+    driver: str = ""
+    read_only: bool | None = None
+
+
 class Volume(_Obj):
+    """A pod volume: its name, and the sources the volume plugins read (PVCs, generic ephemeral
+    volumes, and the inline disks VolumeRestrictions checks for conflicts)."""
+
     name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
 
 
 class Container(_Obj):
@@ -198,8 +246,9 @@ class PodSpec(_Obj):
     active_deadline_seconds: Int64 | None = None
     # Pod-level resources (PodLevelResources): validated, not yet used by the scheduler.
     resources: ResourceRequirements | None = None
-    # Read for validation only.
+    # Read by the volume plugins (PVCs, ephemeral volumes, inline disks) and validation.
     volumes: list[Volume] = msgspec.field(default_factory=list)
+    # Read for validation only.
     dns_policy: str = ""
     dns_config: dict[str, Any] | None = None
     hostname: str = ""

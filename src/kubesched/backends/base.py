@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podinfo import PodInfo
@@ -84,6 +84,16 @@ class SchedulerPort(Protocol):
     def on_namespace(self, ns: Namespace) -> None: ...
 
     def on_namespace_delete(self, name: str) -> None: ...
+
+    def on_storage_update(self, resource: str, old: Any, new: Any) -> None:
+        """A storage object added (`old` None) or updated; `resource` is kube's event resource
+        ("PersistentVolumeClaim", "PersistentVolume", "storage.k8s.io/StorageClass",
+        "storage.k8s.io/CSINode", ... see api.storage), the objects are api.storage types."""
+        ...
+
+    def on_storage_delete(self, resource: str, old: Any) -> None:
+        """A storage object deleted (`old` is its last known state)."""
+        ...
 
     def set_workload_selector(self, kind: str, namespace: str, name: str, selector: Selector) -> None:
         """The selector of a Service, ReplicationController, ReplicaSet or StatefulSet."""

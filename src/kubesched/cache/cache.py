@@ -18,6 +18,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podindex import PodIndex
+from kubesched.cache.storage import StorageIndex
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,9 @@ class Cache:
         # (kind, namespace, name): PodTopologySpread's system defaults spread a pod by them.
         self.workload_selectors: dict[tuple[str, str, str], Selector] = {}
         self._listeners: list[PodListener] = []
+        # PVCs, PVs, StorageClasses, CSINodes... for the volume plugins (cache.storage).
+        self.storage = StorageIndex(self.table)
+        self.subscribe(self.storage)
 
     def subscribe(self, listener: PodListener) -> None:
         self._listeners.append(listener)

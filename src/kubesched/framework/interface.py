@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from kubesched.api.podinfo import PodInfo
 
 if TYPE_CHECKING:
+    from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
     from kubesched.clock import Clock
@@ -343,6 +344,14 @@ class Handle(Protocol):
     async def bind(self, pi: PodInfo, node: str) -> Status | None: ...
 
     async def delete_pod(self, pi: PodInfo, reason: str) -> None: ...
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """The volume binder's PV write (claimRef, annotations; conditional on the resourceVersion)."""
+        ...
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """The volume binder's PVC write (annotations: the selected node; conditional on the resourceVersion)."""
+        ...
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
 

@@ -53,6 +53,7 @@ from kubesched.framework.interface import (
 from kubesched.observe import decisions
 
 if TYPE_CHECKING:
+    from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
     from kubesched.clock import Clock
@@ -621,6 +622,12 @@ class Framework:
 
     async def delete_pod(self, pi: PodInfo, reason: str) -> None:
         await self.services.cluster.delete_pod(pi, reason)
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        return await self.services.cluster.update_persistent_volume(pv)
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        return await self.services.cluster.update_persistent_volume_claim(pvc)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self.services.cluster.record_event(pi, type_, reason, message)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubesched.api.podinfo import PodInfo
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cache.cache import Cache
 from kubesched.clock import Clock
 from kubesched.framework.interface import ClusterEvent, Status
@@ -34,6 +35,17 @@ class ClusterWrites(Protocol):
 
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
         """Set or clear status.nominatedNodeName."""
+        ...
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """Write what the volume binder changes on a PV (spec.claimRef, metadata.annotations), on
+        the condition that the PV still has pv's resourceVersion, as kube's PV Update does; returns
+        the PV as stored. Raises api.storage.StorageWriteError with the API server's message."""
+        ...
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """Write a PVC's metadata.annotations (the selected node), conditional on its
+        resourceVersion; returns the PVC as stored. Raises api.storage.StorageWriteError."""
         ...
 
 

@@ -22,12 +22,16 @@ from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
+from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.prioritysort import PrioritySort
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.slaqueuesort import SLAQueueSort
 from kubesched.plugins.tainttoleration import TaintToleration
 from kubesched.plugins.targetloadpacking import TargetLoadPacking
+from kubesched.plugins.volumebinding import VolumeBinding
+from kubesched.plugins.volumerestrictions import VolumeRestrictions
+from kubesched.plugins.volumezone import VolumeZone
 
 IN_TREE: list[type[Plugin]] = [
     PrioritySort,
@@ -38,6 +42,10 @@ IN_TREE: list[type[Plugin]] = [
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
     DefaultPreemption,

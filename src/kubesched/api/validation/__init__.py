@@ -10,8 +10,10 @@ and apimachinery (Kubernetes 1.34); paths and messages are what `kubectl apply` 
 `invalid_object(kind, name, issues)` gives kubectl's whole line (`The Pod "web" is invalid: ...`,
 several issues as `[a, b]`). User values in messages are cut by `shown` (field.py).
 
-Kinds: Pod, Node, Namespace, PriorityClass, Service, and the workloads Deployment, ReplicaSet,
-StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does).
+Kinds: Pod, Node, Namespace, PriorityClass, Service, the workloads Deployment, ReplicaSet,
+StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), and
+the storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
+CSIStorageCapacity and VolumeAttachment (validation.storage).
 
 Some rules are the scheduler's rather than the API server's, because kubesched keeps these
 numbers in int64 columns: a quantity (or a pod's summed request) whose scheduler integer does
@@ -28,7 +30,8 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
-from kubesched.api.validation import cluster, pod, podsecurity, servicefields, workloads
+from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
+from kubesched.api.validation import cluster, pod, podsecurity, servicefields, storage, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -129,7 +132,27 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         return cluster.validate_service(typed) + servicefields.validate_service_extras(extras, typed.spec.type or "ClusterIP")
     if isinstance(kind, str) and kind in WORKLOAD_KINDS:
         return validate_workload(kind, raw)
+    if isinstance(kind, str) and kind in _STORAGE:
+        typed, issues = _decode(raw, STORAGE_TYPES[STORAGE_KINDS[kind]])
+        if issues:
+            return issues
+        if kind == "PersistentVolume":
+            spec = raw.get("spec")
+            return storage.validate_pv(typed, spec if isinstance(spec, dict) else {})
+        return _STORAGE[kind](typed)
     return []
+
+
+# Storage kinds and their validators (api.validation.storage).
+_STORAGE: dict[str, Any] = {
+    "PersistentVolumeClaim": storage.validate_pvc,
+    "PersistentVolume": storage.validate_pv,
+    "StorageClass": storage.validate_storage_class,
+    "CSINode": storage.validate_csinode,
+    "CSIDriver": storage.validate_csidriver,
+    "CSIStorageCapacity": storage.validate_storage_capacity,
+    "VolumeAttachment": storage.validate_volume_attachment,
+}
 
 
 __all__ = [

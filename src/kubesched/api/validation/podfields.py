@@ -8,6 +8,7 @@ from __future__ import annotations
 from kubesched.api.objects import Container, PodSpec
 from kubesched.api.validation.field import FieldIssue, duplicate, invalid, not_found, not_supported, required
 from kubesched.api.validation.meta import dns1123_label
+from kubesched.api.validation.storage import validate_volume_sources
 
 PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
 TERMINATION_MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"]
@@ -28,6 +29,7 @@ def validate_pod_fields(spec: PodSpec, path: str) -> list[FieldIssue]:
             if volume.name in seen:
                 out.append(duplicate(at, volume.name))
         seen.add(volume.name)
+    out.extend(validate_volume_sources(spec, path))
     if spec.dns_policy and spec.dns_policy not in DNS_POLICIES:
         out.append(not_supported(f"{path}.dnsPolicy", spec.dns_policy, DNS_POLICIES))
     if spec.dns_policy == "None" and spec.dns_config is None:

@@ -67,6 +67,11 @@ def validate_affinity(affinity: Affinity, path: str) -> list[FieldIssue]:
     return out
 
 
+def validate_node_selector(selector: NodeSelector, path: str) -> list[FieldIssue]:
+    """ValidateNodeSelector, as for required terms (a PV's node affinity, say)."""
+    return _node_selector(selector, path)
+
+
 def _node_selector(selector: NodeSelector, path: str) -> list[FieldIssue]:
     terms = f"{path}.nodeSelectorTerms"
     if not selector.node_selector_terms:

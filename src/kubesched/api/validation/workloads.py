@@ -9,8 +9,17 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.objects import Int32, Int64, LabelSelector, ObjectMeta, PodTemplateSpec
+from kubesched.api.objects import (
+    Int32,
+    Int64,
+    LabelSelector,
+    ObjectMeta,
+    PersistentVolumeClaimVolumeSource,
+    PodTemplateSpec,
+    Volume,
+)
 from kubesched.api.selectors import SelectorError, compile_label_selector
+from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.api.validation.field import FieldIssue, forbidden, go_map, invalid, not_supported, required
 from kubesched.api.validation.meta import (
     NameCheck,
@@ -22,6 +31,7 @@ from kubesched.api.validation.meta import (
     validate_object_meta,
 )
 from kubesched.api.validation.pod import validate_pod_template
+from kubesched.api.validation.storage import validate_pvc_spec
 from kubesched.api.validation.strategies import (
     DeploymentStrategy,
     RetentionPolicy,
@@ -74,6 +84,7 @@ class WorkloadSpec(_Obj):
     service_name: str = ""
     update_strategy: StatefulSetStrategy | None = None
     persistent_volume_claim_retention_policy: RetentionPolicy | None = None
+    volume_claim_templates: list[PersistentVolumeClaim] = msgspec.field(default_factory=list)
 
 
 class Workload(_Obj):
@@ -136,6 +147,13 @@ def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[s
     else:
         out.extend(_selector(kind, selector if isinstance(selector, LabelSelector) or selector is None else None, template,
                              spec.selector))
+    if kind == "StatefulSet" and spec.volume_claim_templates:
+        for i, claim in enumerate(spec.volume_claim_templates):
+            out.extend(validate_pvc_spec(claim.spec, f"spec.volumeClaimTemplates[{i}].spec"))
+        # The template is validated with the claims' volumes in place, as the pods will have them.
+        template = PodTemplateSpec(metadata=template.metadata,
+                                   spec=msgspec.structs.replace(template.spec, volumes=claim_volumes(spec.volume_claim_templates,
+                                                                                                     template.spec.volumes)))
     out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))
     restart = template.spec.restart_policy or "Always"
     if restart != "Always":
@@ -143,6 +161,15 @@ def validate_workload(kind: str, obj: Workload, selector: LabelSelector | dict[s
     if template.spec.active_deadline_seconds is not None:
         out.append(forbidden("spec.template.spec.activeDeadlineSeconds", f"activeDeadlineSeconds in {kind} is not Supported"))
     return out
+
+
+def claim_volumes(templates: list[PersistentVolumeClaim], volumes: list[Volume], claim_name: Any = None) -> list[Volume]:
+    """A StatefulSet pod's volumes: one per volumeClaimTemplate (replacing a template volume of
+    the same name), claiming `claim_name(template name)` (the template's own name by default)."""
+    added = {t.metadata.name: Volume(name=t.metadata.name, persistent_volume_claim=PersistentVolumeClaimVolumeSource(
+        claim_name=claim_name(t.metadata.name) if claim_name else t.metadata.name)) for t in templates}
+    kept = [v for v in volumes if v.name not in added]
+    return [*kept, *added.values()]
 
 
 def _mismatch(template: PodTemplateSpec) -> FieldIssue:

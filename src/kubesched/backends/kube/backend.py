@@ -14,7 +14,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from kubesched.api.podinfo import PodInfo
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageWriteError
 from kubesched.backends.kube.events import EventRecorder, micro_time
 from kubesched.client import ApiClient, ApiError
 from kubesched.framework.interface import Code, Status
@@ -29,6 +32,9 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 def pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class KubeBackend:
@@ -188,6 +194,36 @@ class KubeBackend:
             )
 
         self._then(pi, "setting nominatedNodeName", write)
+
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """The volume binder's PV update: claimRef and annotations, conditional on the
+        resourceVersion (a merge patch carrying it fails with 409 as kube's Update does, and
+        leaves the fields kubesched does not decode untouched)."""
+        claim_ref = msgspec.to_builtins(pv.spec.claim_ref) if pv.spec.claim_ref is not None else None
+        body = {
+            "metadata": {"resourceVersion": pv.metadata.resource_version, "annotations": pv.metadata.annotations},
+            "spec": {"claimRef": claim_ref},
+        }
+        try:
+            stored = await self.client.patch(f"/api/v1/persistentvolumes/{pv.metadata.name}", body=body,
+                                             content_type=MERGE_PATCH)
+        except ApiError as exc:
+            raise StorageWriteError(exc.message) from None
+        result: PersistentVolume = msgspec.convert(stored, PersistentVolume, strict=False)
+        return result
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """The volume binder's PVC update: its annotations (the selected node), conditional on
+        the resourceVersion."""
+        meta = pvc.metadata
+        body = {"metadata": {"resourceVersion": meta.resource_version, "annotations": meta.annotations}}
+        try:
+            stored = await self.client.patch(f"/api/v1/namespaces/{meta.namespace}/persistentvolumeclaims/{meta.name}",
+                                             body=body, content_type=MERGE_PATCH)
+        except ApiError as exc:
+            raise StorageWriteError(exc.message) from None
+        result: PersistentVolumeClaim = msgspec.convert(stored, PersistentVolumeClaim, strict=False)
+        return result
 
     # --- helpers ---------------------------------------------------------------------------------------
 

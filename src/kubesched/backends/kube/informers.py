@@ -18,6 +18,16 @@ import msgspec
 
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
 from kubesched.api.selectors import SelectorError, compile_label_selector
+from kubesched.api.storage import (
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    STORAGE_TYPES,
+    VOLUME_ATTACHMENT,
+)
 from kubesched.backends.base import SchedulerPort
 from kubesched.client import ApiClient, Reflector
 
@@ -132,6 +142,37 @@ class SelectorHandler(Generic[T]):
         self.scheduler.remove_workload_selector(self.kind, meta.namespace, meta.name)
 
 
+class StorageHandler:
+    """PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers,
+    CSIStorageCapacities and VolumeAttachments: the volume plugins' objects, delivered with kube's
+    event resource names; the volume plugins' queueing hints judge every change."""
+
+    def __init__(self, scheduler: SchedulerPort, resource: str) -> None:
+        self.scheduler = scheduler
+        self.resource = resource
+
+    def on_add(self, obj: Any) -> None:
+        self.scheduler.on_storage_update(self.resource, None, obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.scheduler.on_storage_update(self.resource, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        self.scheduler.on_storage_delete(self.resource, obj)
+
+
+# Event resource -> (collection path, reflector name).
+STORAGE_COLLECTIONS: dict[str, tuple[str, str]] = {
+    PERSISTENT_VOLUME_CLAIM: ("/api/v1/persistentvolumeclaims", "persistentvolumeclaims"),
+    PERSISTENT_VOLUME: ("/api/v1/persistentvolumes", "persistentvolumes"),
+    STORAGE_CLASS: ("/apis/storage.k8s.io/v1/storageclasses", "storageclasses"),
+    CSI_NODE: ("/apis/storage.k8s.io/v1/csinodes", "csinodes"),
+    CSI_DRIVER: ("/apis/storage.k8s.io/v1/csidrivers", "csidrivers"),
+    CSI_STORAGE_CAPACITY: ("/apis/storage.k8s.io/v1/csistoragecapacities", "csistoragecapacities"),
+    VOLUME_ATTACHMENT: ("/apis/storage.k8s.io/v1/volumeattachments", "volumeattachments"),
+}
+
+
 def _service_selector(svc: SelectsByMap) -> LabelSelector | None:
     if not svc.spec.selector or svc.spec.type == "ExternalName":
         return None
@@ -178,4 +219,8 @@ def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Ca
         Reflector(client, "/apis/apps/v1/statefulsets", SelectsByLabelSelector,
                   SelectorHandler(scheduler, "StatefulSet", _label_selector), name="statefulsets"),
     ]
+    # Storage before pods would be nicer, but the scheduler copes with either order: a pod whose
+    # claim is not known yet is retried when the claim arrives (the volume plugins' hints).
+    for resource, (path, name) in STORAGE_COLLECTIONS.items():
+        reflectors.append(Reflector(client, path, STORAGE_TYPES[resource], StorageHandler(scheduler, resource), name=name))
     return Informers(reflectors)

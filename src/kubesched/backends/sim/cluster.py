@@ -9,14 +9,42 @@ when each pod was created and bound, for pending times.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kubesched.api.objects import Pod, PodCondition
+from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podinfo import PodInfo
+from kubesched.api.storage import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_DYNAMICALLY_PROVISIONED,
+    ANN_SELECTED_NODE,
+    CLAIM_BOUND,
+    NOT_SUPPORTED_PROVISIONER,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    VOLUME_AVAILABLE,
+    VOLUME_BINDING_WAIT,
+    VOLUME_BOUND,
+    CSIPersistentVolumeSource,
+    ObjectReference,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PersistentVolumeClaimSpec,
+    PersistentVolumeSpec,
+    StorageClass,
+    StorageWriteError,
+    VolumeNodeAffinity,
+    claim_class,
+    claim_request,
+    quantity,
+    volume_bound_to_claim,
+    volume_class,
+)
 from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, Status
 
@@ -56,6 +84,13 @@ class SimCluster:
     usage: UsageModel | None = None
     created_at: dict[str, float] = field(default_factory=dict)  # uid -> virtual time of creation
     bound_at: dict[str, float] = field(default_factory=dict)  # uid -> virtual time of the bind
+    # Storage objects by event resource and key ("namespace/name" or name), and the nodes (for the
+    # PV controller's topology): the API server's and controllers' state of the simulated cluster.
+    storage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    resource_version: int = 1
+    provisioned: int = 0
+    _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
     def _sched(self) -> SchedulerPort:
         assert self.scheduler is not None, "SimCluster has no scheduler connected"
@@ -125,6 +160,197 @@ class SimCluster:
         if pod is not None:
             pod.status.nominated_node_name = node or ""
 
+    async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
+        """The volume binder's PV update (claimRef, annotations) on the current version only."""
+        name = pv.metadata.name
+        current = self._current(PERSISTENT_VOLUME, name, pv.metadata.resource_version, "persistentvolumes")
+        written = msgspec.structs.replace(
+            current,
+            metadata=msgspec.structs.replace(current.metadata, annotations=dict(pv.metadata.annotations)),
+            spec=msgspec.structs.replace(current.spec, claim_ref=pv.spec.claim_ref),
+        )
+        self._put(PERSISTENT_VOLUME, name, written)
+        self.sync_volumes()
+        return written
+
+    async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """The volume binder's PVC update (annotations: the selected node) on the current version only."""
+        key = f"{pvc.metadata.namespace}/{pvc.metadata.name}"
+        current = self._current(PERSISTENT_VOLUME_CLAIM, key, pvc.metadata.resource_version, "persistentvolumeclaims")
+        written = msgspec.structs.replace(
+            current, metadata=msgspec.structs.replace(current.metadata, annotations=dict(pvc.metadata.annotations)))
+        self._put(PERSISTENT_VOLUME_CLAIM, key, written)
+        self.sync_volumes()
+        return written
+
+    def _current(self, resource: str, key: str, version: str, plural: str) -> Any:
+        current = self.storage.get(resource, {}).get(key)
+        name = key.rsplit("/", 1)[-1]
+        if current is None:
+            raise StorageWriteError(f'{plural} "{name}" not found')
+        if current.metadata.resource_version != version:
+            raise StorageWriteError(f'Operation cannot be fulfilled on {plural} "{name}": the object has been modified; '
+                                    "please apply your changes to the latest version and try again")
+        return current
+
+    # --- storage: the API server's objects and a stand-in PV controller ---------------------------------
+
+    @staticmethod
+    def _key(resource: str, obj: Any) -> str:
+        meta = obj.metadata
+        return f"{meta.namespace}/{meta.name}" if resource == PERSISTENT_VOLUME_CLAIM or meta.namespace else meta.name
+
+    def add_storage(self, resource: str, obj: Any) -> None:
+        """A storage object created (from the input, or by a controller); then the PV controller runs."""
+        self._put(resource, self._key(resource, obj), obj)
+        self.sync_volumes()
+
+    def _put(self, resource: str, key: str, obj: Any) -> None:
+        """Stores a new version (its own resourceVersion) and tells the scheduler, as a watch would."""
+        self.resource_version += 1
+        obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(
+            obj.metadata, resource_version=str(self.resource_version)))
+        objects = self.storage.setdefault(resource, {})
+        old = objects.get(key)
+        objects[key] = obj
+        self._dirty.append((resource, key))
+        self._sched().on_storage_update(resource, old, obj)
+
+    def sync_volumes(self) -> None:
+        """The stand-in PV controller, run after every storage change until nothing changes: PVs
+        become Available; a PV bound to a claim (by the scheduler, or pre-bound) binds the claim;
+        claims of Immediate classes bind to the smallest fitting PV or are provisioned; claims of
+        WaitForFirstConsumer classes are provisioned once the scheduler selected a node, with node
+        affinity to that node's topology (the class's allowedTopologies keys, else its zone).
+        Objects are looked at when they change (and unbound claims again when a volume of their
+        class becomes Available), so a run with many claims stays linear."""
+        while self._dirty:
+            resource, key = self._dirty.popleft()
+            if resource == PERSISTENT_VOLUME:
+                self._sync_volume(key)
+            elif resource == PERSISTENT_VOLUME_CLAIM:
+                self._sync_claim(key)
+
+    def _sync_volume(self, name: str) -> None:
+        pv: PersistentVolume | None = self.storage.get(PERSISTENT_VOLUME, {}).get(name)
+        if pv is None:
+            return
+        ref = pv.spec.claim_ref
+        if ref is None:
+            if pv.status.phase != VOLUME_AVAILABLE:
+                self._put(PERSISTENT_VOLUME, name, _with_phase(pv, VOLUME_AVAILABLE))
+                # Claims waiting for a volume of its class may bind now.
+                for key, claim in sorted(self.storage.get(PERSISTENT_VOLUME_CLAIM, {}).items()):
+                    if not claim.spec.volume_name and claim_class(claim) == volume_class(pv):
+                        self._dirty.append((PERSISTENT_VOLUME_CLAIM, key))
+            return
+        claim = self.storage.get(PERSISTENT_VOLUME_CLAIM, {}).get(f"{ref.namespace}/{ref.name}")
+        if claim is None or (ref.uid and ref.uid != claim.metadata.uid):
+            return  # a claim that is gone: the volume stays as it is (Released in kube)
+        if not ref.uid:
+            spec = msgspec.structs.replace(pv.spec, claim_ref=msgspec.structs.replace(ref, uid=claim.metadata.uid))
+            self._put(PERSISTENT_VOLUME, name, msgspec.structs.replace(pv, spec=spec))
+            return
+        if not claim.spec.volume_name or (claim.spec.volume_name == name
+                                          and ANN_BIND_COMPLETED not in claim.metadata.annotations):
+            self._bind_claim(claim, pv)
+            self._dirty.append((PERSISTENT_VOLUME, name))  # then the volume's phase
+        elif claim.spec.volume_name == name and pv.status.phase != VOLUME_BOUND:
+            self._put(PERSISTENT_VOLUME, name, _with_phase(pv, VOLUME_BOUND))
+
+    def _sync_claim(self, key: str) -> None:
+        claim: PersistentVolumeClaim | None = self.storage.get(PERSISTENT_VOLUME_CLAIM, {}).get(key)
+        if claim is None or claim.metadata.deletion_timestamp:
+            return
+        pvs: dict[str, PersistentVolume] = self.storage.get(PERSISTENT_VOLUME, {})
+        if claim.spec.volume_name:
+            pv = pvs.get(claim.spec.volume_name)
+            if pv is not None and ANN_BIND_COMPLETED not in claim.metadata.annotations:
+                if pv.spec.claim_ref is None and pv.status.phase == VOLUME_AVAILABLE:
+                    self._bind_volume(pv, claim)  # a claim pre-bound to a free volume
+                elif pv.spec.claim_ref is not None and volume_bound_to_claim(pv, claim):
+                    self._dirty.append((PERSISTENT_VOLUME, pv.metadata.name))
+            return
+        sc = self.storage.get(STORAGE_CLASS, {}).get(claim_class(claim))
+        if sc is not None and sc.volume_binding_mode == VOLUME_BINDING_WAIT:
+            node = self.nodes.get(claim.metadata.annotations.get(ANN_SELECTED_NODE, ""))
+            if node is not None and _provisions(sc):
+                self._provision(claim, sc, node)
+            return  # else the scheduler binds it, or selects a node
+        found = _matching_volume(claim, list(pvs.values()))
+        if found is not None:
+            self._bind_volume(found, claim)
+        elif sc is not None and _provisions(sc):
+            self._provision(claim, sc, None)
+
+    def _bind_volume(self, pv: PersistentVolume, claim: PersistentVolumeClaim) -> None:
+        ref = ObjectReference(kind="PersistentVolumeClaim", namespace=claim.metadata.namespace, name=claim.metadata.name,
+                              uid=claim.metadata.uid, api_version="v1", resource_version=claim.metadata.resource_version)
+        meta = msgspec.structs.replace(pv.metadata, annotations={**pv.metadata.annotations, ANN_BOUND_BY_CONTROLLER: "yes"})
+        self._put(PERSISTENT_VOLUME, pv.metadata.name, msgspec.structs.replace(
+            pv, metadata=meta, spec=msgspec.structs.replace(pv.spec, claim_ref=ref)))
+
+    def _bind_claim(self, claim: PersistentVolumeClaim, pv: PersistentVolume) -> None:
+        annotations = {**claim.metadata.annotations, ANN_BIND_COMPLETED: "yes"}
+        if claim.spec.volume_name != pv.metadata.name:
+            annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+        bound = msgspec.structs.replace(
+            claim,
+            metadata=msgspec.structs.replace(claim.metadata, annotations=annotations),
+            spec=msgspec.structs.replace(claim.spec, volume_name=pv.metadata.name),
+            status=msgspec.structs.replace(claim.status, phase=CLAIM_BOUND, access_modes=list(pv.spec.access_modes),
+                                           capacity=dict(pv.spec.capacity)),
+        )
+        self._put(PERSISTENT_VOLUME_CLAIM, f"{claim.metadata.namespace}/{claim.metadata.name}", bound)
+
+    def _provision(self, claim: PersistentVolumeClaim, sc: StorageClass, node: Node | None) -> None:
+        """A provisioner's new volume for the claim, pre-bound to it (the controller binds both next)."""
+        self.provisioned += 1
+        name = f"pvc-{claim.metadata.uid}"
+        affinity = _provisioned_affinity(sc, node)
+        pv = PersistentVolume(
+            metadata=ObjectMeta(name=name, uid=f"pv-{claim.metadata.uid}",
+                                annotations={ANN_DYNAMICALLY_PROVISIONED: sc.provisioner}),
+            spec=PersistentVolumeSpec(
+                capacity={"storage": claim.spec.resources.requests.get("storage", "0")},
+                access_modes=list(claim.spec.access_modes),
+                claim_ref=ObjectReference(kind="PersistentVolumeClaim", namespace=claim.metadata.namespace,
+                                          name=claim.metadata.name, uid=claim.metadata.uid, api_version="v1",
+                                          resource_version=claim.metadata.resource_version),
+                persistent_volume_reclaim_policy=sc.reclaim_policy or "Delete",
+                storage_class_name=sc.metadata.name,
+                volume_mode=claim.spec.volume_mode or "Filesystem",
+                node_affinity=affinity,
+                csi=CSIPersistentVolumeSource(driver=sc.provisioner, volume_handle=name),
+            ),
+        )
+        self._put(PERSISTENT_VOLUME, name, pv)
+
+    def create_ephemeral_claims(self, pod: Pod) -> None:
+        """The ephemeral volume controller: a claim `<pod>-<volume>` owned by the pod for each
+        generic ephemeral volume that has none yet."""
+        for volume in pod.spec.volumes:
+            template = volume.ephemeral.volume_claim_template if volume.ephemeral is not None else None
+            if template is None:
+                continue
+            name = f"{pod.metadata.name}-{volume.name}"
+            key = f"{pod.metadata.namespace}/{name}"
+            if key in self.storage.get(PERSISTENT_VOLUME_CLAIM, {}):
+                continue
+            meta = template.get("metadata") or {}
+            claim = PersistentVolumeClaim(
+                metadata=ObjectMeta(
+                    name=name, namespace=pod.metadata.namespace, uid=f"ephemeral-{pod.metadata.uid}-{volume.name}",
+                    labels=dict(meta.get("labels") or {}), annotations=dict(meta.get("annotations") or {}),
+                    owner_references=[OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name,
+                                                     uid=pod.metadata.uid, controller=True)],
+                ),
+                spec=msgspec.convert(template.get("spec") or {}, PersistentVolumeClaimSpec, strict=False),
+            )
+            claim.spec.volume_mode = claim.spec.volume_mode or "Filesystem"
+            claim.status.phase = "Pending"
+            self.add_storage(PERSISTENT_VOLUME_CLAIM, claim)
+
     # --- cluster changes -------------------------------------------------------------------------------
 
     def create_pod(self, pod: Pod) -> None:
@@ -141,6 +367,8 @@ class SimCluster:
             ))
         self.pods[pod.metadata.uid] = pod
         self.created_at.setdefault(pod.metadata.uid, self.clock.now())
+        if any(v.ephemeral is not None for v in pod.spec.volumes):
+            self.create_ephemeral_claims(pod)
         if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed") and self.usage is not None:
             self.usage.pod_started(pod, pod.spec.node_name)
         self._sched().on_pod_add(pod)
@@ -159,3 +387,69 @@ class SimCluster:
 def _plain(pod: Pod) -> bool:
     """A pod whose scheduling requests are exactly what runs (no init containers, no overhead)."""
     return not pod.spec.init_containers and not pod.spec.overhead
+
+
+# --- the PV controller's rules -------------------------------------------------------------------
+
+
+def _with_phase(pv: PersistentVolume, phase: str) -> PersistentVolume:
+    return msgspec.structs.replace(pv, status=msgspec.structs.replace(pv.status, phase=phase))
+
+
+def _provisions(sc: StorageClass) -> bool:
+    return bool(sc.provisioner) and sc.provisioner != NOT_SUPPORTED_PROVISIONER
+
+
+def _matching_volume(claim: PersistentVolumeClaim, volumes: list[PersistentVolume]) -> PersistentVolume | None:
+    """The PV controller's FindMatchingVolume (no node): a PV pre-bound to the claim, else the
+    smallest Available PV of its class, size, modes and selector."""
+    from kubesched.api.selectors import SelectorError, compile_label_selector
+
+    requested = claim_request(claim)
+    selector = None
+    if claim.spec.selector is not None:
+        try:
+            selector = compile_label_selector(claim.spec.selector, none_matches_nothing=False)
+        except SelectorError:
+            return None
+    best: PersistentVolume | None = None
+    for pv in sorted(volumes, key=lambda v: v.metadata.name):
+        if pv.spec.claim_ref is not None and not volume_bound_to_claim(pv, claim):
+            continue
+        size = quantity(pv.spec.capacity)
+        if size < requested or (pv.spec.volume_mode or "Filesystem") != (claim.spec.volume_mode or "Filesystem"):
+            continue
+        if volume_bound_to_claim(pv, claim):
+            return pv
+        if pv.status.phase != VOLUME_AVAILABLE or volume_class(pv) != claim_class(claim):
+            continue
+        if selector is not None and not selector.matches(pv.metadata.labels):
+            continue
+        if not set(claim.spec.access_modes) <= set(pv.spec.access_modes):
+            continue
+        if best is None or quantity(best.spec.capacity) > size:
+            best = pv
+    return best
+
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _provisioned_affinity(sc: StorageClass, node: Node | None) -> VolumeNodeAffinity | None:
+    """Where a provisioned volume can be used: the selected node's values of the class's
+    allowedTopologies keys, else its zone; without a node, the class's first allowed topology."""
+    from kubesched.api.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+
+    requirements: list[NodeSelectorRequirement] = []
+    if node is not None:
+        labels = node.metadata.labels
+        keys = [r.key for t in sc.allowed_topologies for r in t.match_label_expressions] or [ZONE_LABEL]
+        for key in dict.fromkeys(keys):
+            if key in labels:
+                requirements.append(NodeSelectorRequirement(key=key, operator="In", values=[labels[key]]))
+    elif sc.allowed_topologies:
+        requirements = [NodeSelectorRequirement(key=r.key, operator="In", values=list(r.values[:1]))
+                        for r in sc.allowed_topologies[0].match_label_expressions if r.values]
+    if not requirements:
+        return None
+    return VolumeNodeAffinity(required=NodeSelector(node_selector_terms=[NodeSelectorTerm(match_expressions=requirements)]))

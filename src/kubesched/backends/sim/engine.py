@@ -203,6 +203,9 @@ class Simulation:
             sched.set_workload_selector(kind, namespace, name, selector)
         for node in self.input.nodes:
             sched.on_node_add(node)
+        sim.nodes = {node.metadata.name: node for node in self.input.nodes}
+        for resource, obj in self.input.storage:
+            sim.add_storage(resource, obj)
         for sp in self.input.pods:
             uid = sp.pod.metadata.uid
             if sp.duration is not None:

@@ -7,8 +7,12 @@ PodList, NodeList...) with `items`. Directories are read recursively (*.yaml, *.
 Namespaces defined after the pods that use them still apply.
 
 Kinds read: Node, Pod, Namespace, Service (v1), PriorityClass (scheduling.k8s.io),
-Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1), and the
-ConfigMap named `kubesched-simulation` (below). Workloads are expanded into the pods their
+Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1), the storage
+the volume plugins read: PersistentVolumeClaim, PersistentVolume (v1), StorageClass, CSINode,
+CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), and the ConfigMap named
+`kubesched-simulation` (below). The simulated cluster runs a stand-in PV controller (see
+backends.sim.cluster): it binds claims, provisions WaitForFirstConsumer claims on the node the
+scheduler selected, and creates generic ephemeral volumes' claims. Workloads are expanded into the pods their
 controllers would create (see backends.sim.workloads). Other kinds, and other ConfigMaps, are
 skipped with a warning in ClusterInput.warnings.
 
@@ -16,6 +20,9 @@ What the API server would do on create is done here too:
 - namespaced objects without a namespace go to "default"; namespaces used but not
   declared are created (a real API server would refuse the object instead); every
   namespace carries the `kubernetes.io/metadata.name` label;
+- StorageClasses default to volumeBindingMode Immediate and reclaimPolicy Delete; claims without
+  a class get the default class (DefaultStorageClass admission: the newest class annotated
+  `storageclass.kubernetes.io/is-default-class: "true"`);
 - pods get a uid (derived from namespace/name, so runs are reproducible),
   schedulerName "default-scheduler", restartPolicy "Always", phase "Pending", and the
   DefaultTolerationSeconds tolerations (node.kubernetes.io/not-ready and /unreachable,
@@ -89,6 +96,20 @@ from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClas
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
 from kubesched.api.selectors import Selector
+from kubesched.api.storage import (
+    BETA_STORAGE_CLASS_ANNOTATION,
+    CLAIM_PENDING,
+    CSI_STORAGE_CAPACITY,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    STORAGE_KINDS,
+    STORAGE_TYPES,
+    VOLUME_BINDING_IMMEDIATE,
+    VOLUME_PENDING,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
 from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
 from kubesched.api.validation.field import invalid
@@ -125,6 +146,7 @@ UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 ALWAYS_PRESENT_NAMESPACES = ("default", "kube-system")
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 # kind -> API groups it may come from ("" is core). Anything else is a different kind that
 # merely shares the name (a CRD), skipped like unknown kinds.
@@ -139,6 +161,13 @@ _GROUPS: dict[str, frozenset[str]] = {
     "ReplicaSet": frozenset({"apps", "extensions"}),
     "StatefulSet": frozenset({"apps"}),
     "Job": frozenset({"batch"}),
+    "PersistentVolumeClaim": frozenset({""}),
+    "PersistentVolume": frozenset({""}),
+    "StorageClass": frozenset({"storage.k8s.io"}),
+    "CSINode": frozenset({"storage.k8s.io"}),
+    "CSIDriver": frozenset({"storage.k8s.io"}),
+    "CSIStorageCapacity": frozenset({"storage.k8s.io"}),
+    "VolumeAttachment": frozenset({"storage.k8s.io"}),
 }
 # kind -> the API versions a current API server serves it in (others: "no matches for kind").
 _SERVED: dict[str, frozenset[str]] = {
@@ -153,9 +182,17 @@ _SERVED: dict[str, frozenset[str]] = {
     "ReplicaSet": frozenset({"apps/v1"}),
     "StatefulSet": frozenset({"apps/v1"}),
     "Job": frozenset({"batch/v1"}),
+    "PersistentVolumeClaim": frozenset({"v1"}),
+    "PersistentVolume": frozenset({"v1"}),
+    "StorageClass": frozenset({"storage.k8s.io/v1"}),
+    "CSINode": frozenset({"storage.k8s.io/v1"}),
+    "CSIDriver": frozenset({"storage.k8s.io/v1"}),
+    "CSIStorageCapacity": frozenset({"storage.k8s.io/v1"}),
+    "VolumeAttachment": frozenset({"storage.k8s.io/v1"}),
 }
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
-_NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job"})
+_NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job",
+                         "PersistentVolumeClaim", "CSIStorageCapacity"})
 _GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
@@ -207,6 +244,9 @@ class ClusterInput:
     # Node name -> (cpu, memory) background load (sim.kubesched.io/background-*), if any.
     background: dict[str, tuple[UsageSpec | None, UsageSpec | None]] = field(default_factory=dict)
     settings: SimSettings = field(default_factory=SimSettings)
+    # Storage objects (event resource, api.storage object): StorageClasses first, then the rest in
+    # document order, a StatefulSet's claims after its other objects.
+    storage: list[tuple[str, Any]] = field(default_factory=list)
 
 
 # --- reading files -------------------------------------------------------------------------------
@@ -446,6 +486,8 @@ class _Loader:
         self.refused_namespaces: set[str] = set()
         # Node name -> summed requests (and non-zero requests) of the pods bound to it by nodeName.
         self.bound: dict[str, dict[str, int]] = {}
+        self.storage: list[tuple[str, Any]] = []
+        self.default_storage_class: str | None = None
 
     def refuse(self, exc: ManifestError) -> None:
         """One object is refused: raise, or with keep_going note it and carry on without it."""
@@ -595,6 +637,7 @@ class _Loader:
             except ManifestError as exc:
                 self.refuse(exc)
         adoption = self._adoption()
+        self._storage_classes()
         pods: list[SimPod] = []
         selectors: list[tuple[str, str, str, Selector]] = []
         kept: list[_Doc] = []
@@ -625,6 +668,7 @@ class _Loader:
             errors=self.errors,
             background=self.background,
             settings=self.settings,
+            storage=self.storage,
         )
 
     def _over_run_limits(self) -> dict[int, ManifestError]:
@@ -688,8 +732,55 @@ class _Loader:
             expansion = self._expand(doc, adoption)
             made = self._workload_pods(doc, expansion)
             self._check_bound(doc, made)
+            claims = [self._finish_storage(doc, PERSISTENT_VOLUME_CLAIM, self._decode(doc, PersistentVolumeClaim, raw))
+                      for raw in expansion.claims]
             selectors.extend(expansion.selectors)
             pods.extend(made)
+            self.storage.extend((PERSISTENT_VOLUME_CLAIM, c) for c in claims)
+        elif doc.kind in STORAGE_KINDS and doc.kind != "StorageClass":
+            resource = STORAGE_KINDS[doc.kind]
+            self.storage.append((resource, self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))))
+
+    # storage -------------------------------------------------------------------------------------
+
+    def _storage_classes(self) -> None:
+        """StorageClasses come first (claims are admitted against them), with the API server's
+        defaults; the DefaultStorageClass admission plugin's default is the newest class marked
+        `storageclass.kubernetes.io/is-default-class: "true"` (by name when times tie)."""
+        defaults: list[tuple[str, str]] = []
+        for doc in self.docs["StorageClass"]:
+            try:
+                sc = self._finish_storage(doc, STORAGE_CLASS, self._decode(doc, StorageClass))
+            except ManifestError as exc:
+                self.refuse(exc)
+                continue
+            self.storage.append((STORAGE_CLASS, sc))
+            if sc.metadata.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true":
+                defaults.append((sc.metadata.creation_timestamp or "", sc.metadata.name))
+        if defaults:
+            newest = max(ts for ts, _ in defaults)
+            self.default_storage_class = min(name for ts, name in defaults if ts == newest)
+
+    def _finish_storage(self, doc: _Doc, resource: str, obj: Any) -> Any:
+        """What the API server sets on create: a uid, a resourceVersion, the kind's defaults."""
+        meta = obj.metadata
+        meta.namespace = doc.namespace if resource in (PERSISTENT_VOLUME_CLAIM, CSI_STORAGE_CAPACITY) else ""
+        meta.uid = meta.uid or stable_uid(obj.kind, meta.namespace, meta.name)
+        meta.resource_version = meta.resource_version or "1"
+        if resource == STORAGE_CLASS:
+            obj.volume_binding_mode = obj.volume_binding_mode or VOLUME_BINDING_IMMEDIATE
+            obj.reclaim_policy = obj.reclaim_policy or "Delete"
+        elif resource == PERSISTENT_VOLUME_CLAIM:
+            obj.spec.volume_mode = obj.spec.volume_mode or "Filesystem"
+            if obj.spec.storage_class_name is None and BETA_STORAGE_CLASS_ANNOTATION not in meta.annotations \
+                    and self.default_storage_class is not None:
+                obj.spec.storage_class_name = self.default_storage_class  # DefaultStorageClass admission
+            obj.status.phase = obj.status.phase or CLAIM_PENDING
+        elif resource == PERSISTENT_VOLUME:
+            obj.spec.volume_mode = obj.spec.volume_mode or "Filesystem"
+            obj.spec.persistent_volume_reclaim_policy = obj.spec.persistent_volume_reclaim_policy or "Retain"
+            obj.status.phase = obj.status.phase or VOLUME_PENDING
+        return obj
 
     def _decode(self, doc: _Doc, kind: type[Any], raw: Any = None) -> Any:
         try:
@@ -844,6 +935,10 @@ class _Loader:
         """Reserve explicit pod names (so generated ones never clash) and note which workloads
         already have pods or ReplicaSets in the input."""
         adoption = wl.Adoption()
+        for doc in self.docs["PersistentVolumeClaim"]:
+            # Claims the input has are the ones a StatefulSet's replicas use (the controller does
+            # not make them again).
+            self.namer.reserve("PersistentVolumeClaim", doc.namespace, doc.name)
         for doc in self.docs["Pod"]:
             if doc.name and SIM_COUNT not in doc.meta.annotations:
                 self.namer.reserve("Pod", doc.namespace, doc.name)

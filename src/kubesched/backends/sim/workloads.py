@@ -9,7 +9,8 @@ labelled as kube's controllers name and label them:
 - ReplicaSet / ReplicationController -> `replicas` pods `<owner>-<5 chars>`.
 - StatefulSet -> pods `<name>-<ordinal>` from `spec.ordinals.start`, labelled with
   `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
-  `controller-revision-hash`.
+  `controller-revision-hash`; each volumeClaimTemplate gives every replica a claim
+  `<template>-<name>-<ordinal>` (unless the input has it) and the pod a volume using it.
 - Job -> min(parallelism, completions) pods `<job>-<5 chars>` (`<job>-<index>-<5 chars>` when
   Indexed), labelled with the controller uid and job name; a suspended Job makes none.
 
@@ -177,9 +178,17 @@ class StatefulSetOrdinals(_Obj):
     start: int = 0
 
 
+class ClaimTemplate(_Obj):
+    """A StatefulSet's volumeClaimTemplate: read for its name and labels; the raw template
+    becomes each replica's claim."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
 class StatefulSetSpec(_ReplicatedSpec):
     ordinals: StatefulSetOrdinals | None = None
     service_name: str = ""
+    volume_claim_templates: list[ClaimTemplate] = msgspec.field(default_factory=list)
 
 
 class JobSpec(_Obj):
@@ -264,6 +273,8 @@ class Replica:
 @dataclass(slots=True)
 class Expansion:
     pods: list[Replica] = field(default_factory=list)
+    # PersistentVolumeClaim manifests the controller creates (a StatefulSet's volumeClaimTemplates).
+    claims: list[dict[str, Any]] = field(default_factory=list)
     selectors: list[tuple[str, str, str, Selector]] = field(default_factory=list)
     # The template as a pod manifest, to validate once even when no replica is created.
     probe: dict[str, Any] | None = None
@@ -507,8 +518,14 @@ def _stateful_set(obj: StatefulSet, raw: dict[str, Any], ns: str, namer: Namer, 
     revision = f"{name}-{template_hash(raw_template)}"
     existing = set(adoption.owned(ns, "StatefulSet", name))
     out = Expansion(selectors=[("StatefulSet", ns, name, selector)], probe=_probe(raw_template, template, name, ns))
+    claim_templates = _claim_templates(raw)
     for i, ordinal in enumerate(range(start, start + replicas)):
         pod_name = f"{name}-{ordinal}"
+        # The controller creates each replica's claims (unless they exist) before its pod.
+        for claim in claim_templates:
+            claim_name = f"{claim['metadata']['name']}-{pod_name}"
+            if namer.reserve("PersistentVolumeClaim", ns, claim_name):
+                out.claims.append(_claim_manifest(claim, claim_name, ns, obj.spec.selector))
         if pod_name in existing:
             continue
         if not namer.reserve("Pod", ns, pod_name):
@@ -522,9 +539,42 @@ def _stateful_set(obj: StatefulSet, raw: dict[str, Any], ns: str, namer: Namer, 
             SS_POD_NAME: pod_name,
             SS_POD_INDEX: str(ordinal),
         }
-        out.pods.append(Replica(_pod_manifest(raw_template, template, name=pod_name, namespace=ns, labels=labels,
-                                              owner=owner), i))
+        manifest = _pod_manifest(raw_template, template, name=pod_name, namespace=ns, labels=labels, owner=owner)
+        if claim_templates:
+            manifest["spec"] = {**manifest["spec"], "volumes": _claim_volumes(manifest["spec"], claim_templates, pod_name)}
+        out.pods.append(Replica(manifest, i))
     return out
+
+
+def _claim_templates(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The StatefulSet's volumeClaimTemplates that have a name (validation refused the others)."""
+    spec = raw.get("spec")
+    templates = spec.get("volumeClaimTemplates") if isinstance(spec, dict) else None
+    if not isinstance(templates, list):
+        return []
+    return [t for t in templates if isinstance(t, dict) and isinstance(t.get("metadata"), dict)
+            and isinstance(t["metadata"].get("name"), str) and t["metadata"]["name"]]
+
+
+def _claim_manifest(template: dict[str, Any], name: str, ns: str, selector: LabelSelector | None) -> dict[str, Any]:
+    """A replica's claim as the StatefulSet controller makes it: the template, named
+    `<template>-<pod>`, labelled with the set's matchLabels too."""
+    meta = template.get("metadata") or {}
+    labels = {**(meta.get("labels") or {}), **(selector.match_labels if selector is not None else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": dict(meta.get("annotations") or {}),
+                     "uid": stable_uid("PersistentVolumeClaim", ns, name)},
+        "spec": template.get("spec") or {},
+    }
+
+
+def _claim_volumes(spec: dict[str, Any], templates: list[dict[str, Any]], pod_name: str) -> list[Any]:
+    """The pod's volumes with one per claim template (replacing a volume of the same name)."""
+    names = [t["metadata"]["name"] for t in templates]
+    kept = [v for v in spec.get("volumes") or [] if not (isinstance(v, dict) and v.get("name") in names)]
+    return [*kept, *({"name": n, "persistentVolumeClaim": {"claimName": f"{n}-{pod_name}"}} for n in names)]
 
 
 def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoption) -> Expansion:

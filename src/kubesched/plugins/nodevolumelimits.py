@@ -1,0 +1,343 @@
+"""NodeVolumeLimits: a node attaches at most its CSINode's allocatable count of volumes per CSI
+driver, as kube-scheduler's NodeVolumeLimits (CSILimits) counts them.
+
+The pod's new volumes are its claims' CSI volumes (the bound PV's driver and handle; for an
+unbound claim, its class's provisioner); volumes already used on the node by placed pods, and
+those VolumeAttachments report attached there, count against the limit; a volume already on the
+node is not counted twice. Over the limit: `node(s) exceed max volume count`. A CSIDriver with
+preventPodSchedulingIfMissing keeps pods off nodes whose CSINode does not list it
+(`<driver> CSI driver is not installed on the node`; VolumeLimitScaling, on in v1.37).
+
+In-tree volumes migrated to CSI (AWS EBS, GCE PD, Azure Disk, Cinder, Portworx, as PVs or inline
+where the pod spec carries them) count under their CSI driver's name on nodes that have a
+CSINode, with the in-tree volume's id as the handle.
+
+Nodes without a CSINode have no limits: they are judged all at once. Only nodes with a CSINode
+are counted one by one, and only for pods with claims.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.objects import Pod, Volume
+from kubesched.api.podinfo import PodInfo
+from kubesched.api.storage import (
+    CSI_NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    VOLUME_ATTACHMENT,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    VolumeAttachment,
+    claim_class,
+    ephemeral_claim_error,
+)
+from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.storage import StorageIndex, pod_volumes
+from kubesched.framework.interface import (
+    ASSIGNED_POD,
+    SKIP,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterResult,
+    Handle,
+    Plugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+
+NAME = "NodeVolumeLimits"
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+
+# In-tree plugin -> the CSI driver it migrated to (csi-translation-lib), for the plugins whose
+# migration kube-scheduler considers on.
+IN_TREE_TO_CSI = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
+
+
+class _LookupError(Exception):
+    """A claim the new pod needs cannot be read: kube stops the Filter with it."""
+
+    def __init__(self, message: str, not_found: bool) -> None:
+        super().__init__(message)
+        self.not_found = not_found
+
+
+def _pv_in_tree(pv: PersistentVolume) -> tuple[str, str] | None:
+    """(CSI driver, handle) of a PV of a migrated in-tree plugin."""
+    spec = pv.spec
+    for source, plugin, key in (
+        (spec.aws_elastic_block_store, "kubernetes.io/aws-ebs", "volumeID"),
+        (spec.gce_persistent_disk, "kubernetes.io/gce-pd", "pdName"),
+        (spec.azure_disk, "kubernetes.io/azure-disk", "diskURI"),
+        (spec.cinder, "kubernetes.io/cinder", "volumeID"),
+        (spec.portworx_volume, "kubernetes.io/portworx-volume", "volumeID"),
+    ):
+        if source is not None:
+            return IN_TREE_TO_CSI[plugin], _ebs_id(str(source.get(key, ""))) if plugin.endswith("aws-ebs") else str(
+                source.get(key, ""))
+    return None
+
+
+def _ebs_id(volume_id: str) -> str:
+    """An EBS volume id as the CSI driver knows it ("aws://zone/vol-1" -> "vol-1")."""
+    return volume_id.rsplit("/", 1)[-1] if volume_id.startswith("aws://") else volume_id
+
+
+def _inline_in_tree(volume: Volume) -> tuple[str, str] | None:
+    if volume.aws_elastic_block_store is not None:
+        return IN_TREE_TO_CSI["kubernetes.io/aws-ebs"], _ebs_id(volume.aws_elastic_block_store.volume_id)
+    if volume.gce_persistent_disk is not None:
+        return IN_TREE_TO_CSI["kubernetes.io/gce-pd"], volume.gce_persistent_disk.pd_name
+    return None
+
+
+def _pod_of(obj: Any) -> Pod | None:
+    if isinstance(obj, PodInfo):
+        return obj.pod
+    return obj if isinstance(obj, Pod) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """A CSINode's volume limits per driver."""
+
+    csinode: CSINode
+    limits: dict[str, int]
+
+
+class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        super().__init__(args, handle)
+        # Unbound claims are counted under a made-up handle (kube: a random prefix per plugin).
+        self.random_prefix = uuid.uuid4().hex
+
+    def _storage(self) -> StorageIndex:
+        assert self.handle is not None, "NodeVolumeLimits needs the framework handle"
+        return self.handle.cache.storage
+
+    # --- PreFilter -------------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        volumes = pod_volumes(pi)
+        if volumes.claims or any(_inline_in_tree(v) is not None for v in volumes.disks):
+            return None, None
+        return None, SKIP
+
+    # --- counting --------------------------------------------------------------------------------
+
+    def _attachable(self, pod: Pod, csinode: CSINode | None, new_pod: bool, into: dict[str, str]) -> None:
+        """kube's filterAttachableVolumes: the pod's CSI volumes as unique name -> driver."""
+        storage = self._storage()
+        namespace = pod.metadata.namespace
+        for volume in pod.spec.volumes:
+            ephemeral = False
+            if volume.persistent_volume_claim is not None:
+                claim = volume.persistent_volume_claim.claim_name
+            elif volume.ephemeral is not None:
+                claim = f"{pod.metadata.name}-{volume.name}"
+                ephemeral = True
+            else:
+                inline = _inline_in_tree(volume)
+                if inline is not None and csinode is not None:
+                    into[f"{inline[0]}/{inline[1]}"] = inline[0]
+                continue
+            if not claim:
+                raise _LookupError("PersistentVolumeClaim had no name", False)
+            pvc = storage.pvc(f"{namespace}/{claim}")
+            if pvc is None:
+                if new_pod:
+                    raise _LookupError(f'looking up PVC {namespace}/{claim}: persistentvolumeclaim "{claim}" not found', True)
+                continue
+            if ephemeral:
+                problem = ephemeral_claim_error(pod, pvc)
+                if problem:
+                    raise _LookupError(problem, False)
+            driver, handle = self._driver_info(csinode, pvc)
+            if driver and handle:
+                into[f"{driver}/{handle}"] = driver
+
+    def _driver_info(self, csinode: CSINode | None, pvc: PersistentVolumeClaim) -> tuple[str, str]:
+        storage = self._storage()
+        if pvc.spec.volume_name:
+            pv = storage.pv(pvc.spec.volume_name)
+            if pv is not None:
+                if pv.spec.csi is not None:
+                    return pv.spec.csi.driver, pv.spec.csi.volume_handle
+                migrated = _pv_in_tree(pv)
+                if migrated is None or csinode is None:
+                    return "", ""
+                return migrated
+        # Unbound (or its PV is gone): counted by its class's provisioner.
+        class_name = claim_class(pvc)
+        sc = storage.storage_class(class_name) if class_name else None
+        if sc is None:
+            return "", ""
+        handle = f"{self.random_prefix}-{pvc.metadata.namespace}/{pvc.metadata.name}"
+        provisioner = sc.provisioner
+        if provisioner in IN_TREE_TO_CSI:
+            return (IN_TREE_TO_CSI[provisioner], handle) if csinode is not None else ("", "")
+        return provisioner, handle
+
+    def _driver_installed(self, driver: str, csinode: CSINode | None) -> bool:
+        csidriver = self._storage().csidriver(driver)
+        if csidriver is None or not csidriver.spec.prevent_pod_scheduling_if_missing:
+            return True
+        return csinode is not None and any(d.name == driver for d in csinode.spec.drivers)
+
+    def _node_verdict(self, pi: PodInfo, node: str, csinode: CSINode | None, on_node: dict[str, PodInfo] | None = None
+                      ) -> Status | None:
+        """kube's Filter for one node; `on_node` is the table's pods on it (preemption's trials
+        remove victims there)."""
+        new: dict[str, str] = {}
+        try:
+            self._attachable(pi.pod, csinode, True, new)
+        except _LookupError as exc:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if exc.not_found else Code.ERROR, (str(exc),), NAME)
+        if not new:
+            return None
+        for driver in sorted(set(new.values())):
+            if not self._driver_installed(driver, csinode):
+                return Status(Code.UNSCHEDULABLE, (f"{driver} CSI driver is not installed on the node",), NAME)
+        limits = {d.name: int(d.allocatable.count) for d in csinode.spec.drivers
+                  if d.allocatable is not None and d.allocatable.count is not None} if csinode is not None else {}
+        if not limits:
+            return None
+        storage = self._storage()
+        attached: dict[str, str] = {}
+        try:
+            for existing in storage.pods_with_volumes(node):
+                if on_node is None or existing.uid in on_node:
+                    self._attachable(existing.pod, csinode, False, attached)
+        except _LookupError as exc:
+            return Status(Code.ERROR, (str(exc),), NAME)
+        counts: dict[str, int] = {}
+        for unique, driver in attached.items():
+            new.pop(unique, None)
+            counts[driver] = counts.get(driver, 0) + 1
+        for va in storage.attachments_on(node):
+            found = self._attachment_volume(va)
+            if found is not None and found[0] not in attached:
+                counts[found[1]] = counts.get(found[1], 0) + 1
+        wanted: dict[str, int] = {}
+        for driver in new.values():
+            wanted[driver] = wanted.get(driver, 0) + 1
+        for driver, count in wanted.items():
+            limit = limits.get(driver)
+            if limit is not None and counts.get(driver, 0) + count > limit:
+                return Status(Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,), NAME)
+        return None
+
+    def _attachment_volume(self, va: VolumeAttachment) -> tuple[str, str] | None:
+        if not va.spec.attacher or not va.spec.source.persistent_volume_name:
+            return None
+        pv = self._storage().pv(va.spec.source.persistent_volume_name)
+        if pv is None or pv.spec.csi is None:
+            return None
+        return f"{va.spec.attacher}/{pv.spec.csi.volume_handle}", va.spec.attacher
+
+    # --- Filter ----------------------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        if not pi.pod.spec.volumes:
+            return None
+        size = table.size
+        codes = np.zeros(size, dtype=np.int32)
+        verdicts: dict[tuple[Code, tuple[str, ...]], int] = {}
+
+        def mark(rows: Any, status: Status | None) -> None:
+            if status is not None:
+                codes[rows] = verdicts.setdefault((status.code, status.reasons), len(verdicts) + 1)
+
+        storage = self._storage()
+        index = table.index
+        with_csinode = np.zeros(size, dtype=bool)
+        for node, csinode in storage.csinodes.items():
+            row = index.get(node)
+            if row is not None:
+                with_csinode[row] = True
+                mark(row, self._node_verdict(pi, node, csinode, table.pods[row]))
+        # Every node without a CSINode gets the same verdict: no limits, only the driver check.
+        mark(table.present[:size] & ~with_csinode, self._node_verdict(pi, "", None))
+        if not verdicts:
+            return None
+        reasons = {v: k for k, v in verdicts.items()}
+        return FilterResult.from_reasons(codes, reasons)
+
+    # --- events ----------------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # Any new CSINode may bring room (no hint, as kube).
+            ClusterEventWithHint(ClusterEvent(CSI_NODE, ActionType.Add)),
+            ClusterEventWithHint(ClusterEvent(CSI_NODE, ActionType.Update), self.is_schedulable_after_csinode_updated),
+            ClusterEventWithHint(ClusterEvent(ASSIGNED_POD, ActionType.Delete), self.is_schedulable_after_assigned_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.Add), self.is_schedulable_after_claim_added),
+            ClusterEventWithHint(ClusterEvent(VOLUME_ATTACHMENT, ActionType.Delete),
+                                 self.is_schedulable_after_attachment_deleted),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_csinode_updated(pi: PodInfo, old: CSINode | None, new: CSINode | None) -> QueueingHint:
+        if old is None or new is None:
+            return QueueingHint.Queue
+
+        def limits(c: CSINode) -> dict[str, int]:
+            return {d.name: (d.allocatable.count or 0) if d.allocatable is not None else 0 for d in c.spec.drivers}
+
+        before = limits(old)
+        for driver, limit in limits(new).items():
+            if limit > before.get(driver, 0):
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    @staticmethod
+    def is_schedulable_after_assigned_pod_deleted(pi: PodInfo, old: Any, new: Any) -> QueueingHint:
+        deleted = _pod_of(old)
+        if deleted is None:
+            return QueueingHint.Queue
+        if not deleted.spec.volumes:
+            return QueueingHint.QueueSkip
+        if not deleted.spec.node_name and not deleted.status.nominated_node_name:
+            return QueueingHint.QueueSkip
+        for v in deleted.spec.volumes:
+            if v.persistent_volume_claim is not None or v.ephemeral is not None or _inline_in_tree(v) is not None:
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    @staticmethod
+    def is_schedulable_after_claim_added(pi: PodInfo, old: Any, new: PersistentVolumeClaim | None) -> QueueingHint:
+        if new is None or new.metadata.namespace != pi.namespace:
+            return QueueingHint.QueueSkip
+        if any(claim.claim == new.metadata.name for claim in pod_volumes(pi).claims):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    @staticmethod
+    def is_schedulable_after_attachment_deleted(pi: PodInfo, old: VolumeAttachment | None, new: Any) -> QueueingHint:
+        for v in pi.pod.spec.volumes:
+            if v.persistent_volume_claim is not None:
+                return QueueingHint.Queue
+            inline = _inline_in_tree(v)
+            if inline is not None and old is not None and old.spec.attacher == inline[0]:
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
