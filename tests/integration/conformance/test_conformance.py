@@ -133,9 +133,15 @@ def test_generated_scenarios_agree_with_kube_scheduler(
     chosen = [json.loads(p.read_text())["scenario"] for p in REPLAY] or [
         scenario(seed) for seed in range(FIRST_SEED, FIRST_SEED + SCENARIOS)
     ]
+    pods = placed = scored = node_scores = 0
+    started = time.monotonic()
     for sc in chosen:
         seed = sc["seed"]
         theirs, ours, diffs = _run(kube, sc, ks, ks_ours)
+        pods += len(theirs)
+        placed += sum(1 for s in theirs if s.node is not None)
+        scored += sum(1 for s in theirs if s.scores)
+        node_scores += sum(len(s.scores or ()) for s in theirs)
         retries = [d for d in diffs if d.startswith("(queueing) ")]
         if retries:
             retried_differently[seed] = retries
@@ -144,7 +150,9 @@ def test_generated_scenarios_agree_with_kube_scheduler(
             path = write_reproducer(out, sc, theirs, ours, diffs)
             disagreements[seed] = [*diffs, f"(reproducer: {path})"]
     with capsys.disabled():
-        print(f"\nconformance: {SCENARIOS - len(disagreements)}/{SCENARIOS} scenarios agree on every point")
+        print(f"\nconformance: {SCENARIOS - len(disagreements)}/{SCENARIOS} scenarios agree on every point "
+              f"({(time.monotonic() - started) / max(SCENARIOS, 1):.1f} s a scenario)")
+        print(f"  {pods} pods, {placed} placed in their step, {scored} of them scored ({node_scores} final scores per node)")
         for seed, diffs in disagreements.items():
             print(f"  seed {seed}:")
             for d in diffs:
