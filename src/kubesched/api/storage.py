@@ -161,11 +161,12 @@ class PersistentVolume(_Obj):
     status: PersistentVolumeStatus = msgspec.field(default_factory=PersistentVolumeStatus)
 
 
-# The volume sources a PV may carry (json names): validation requires exactly one.
+# The volume sources a PV may carry (json names), in the order kube's validation checks them: it
+# requires exactly one, and reports every one after the first.
 PV_SOURCES = (
-    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "iscsi", "cinder", "cephfs",
-    "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk",
-    "portworxVolume", "scaleIO", "local", "storageos", "csi",
+    "hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "flocker", "nfs", "rbd", "quobyte", "cephfs",
+    "iscsi", "cinder", "fc", "flexVolume", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
+    "azureDisk", "scaleIO", "local", "storageos", "csi",
 )
 
 

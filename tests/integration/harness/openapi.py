@@ -36,6 +36,13 @@ KINDS: dict[str, tuple[str, str]] = {
     "ReplicaSet": ("apis/apps/v1", "io.k8s.api.apps.v1.ReplicaSet"),
     "StatefulSet": ("apis/apps/v1", "io.k8s.api.apps.v1.StatefulSet"),
     "Job": ("apis/batch/v1", "io.k8s.api.batch.v1.Job"),
+    "PersistentVolumeClaim": ("api/v1", "io.k8s.api.core.v1.PersistentVolumeClaim"),
+    "PersistentVolume": ("api/v1", "io.k8s.api.core.v1.PersistentVolume"),
+    "StorageClass": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.StorageClass"),
+    "CSINode": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.CSINode"),
+    "CSIDriver": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.CSIDriver"),
+    "CSIStorageCapacity": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.CSIStorageCapacity"),
+    "VolumeAttachment": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.VolumeAttachment"),
 }
 OUTPUT = Path(__file__).resolve().parents[3] / "src" / "kubesched" / "api" / "known-fields.json"
 

@@ -194,25 +194,15 @@ def validate_pv(pv: PersistentVolume, raw_spec: Mapping[str, Any] | None = None)
             out.extend(validate_node_selector(spec.node_affinity.required, "spec.nodeAffinity.required"))
     sources = [s for s in PV_SOURCES if isinstance(raw_spec, Mapping) and raw_spec.get(s) is not None] if raw_spec \
         is not None else [s for s in PV_SOURCES if getattr(spec, _attr(s), None) is not None]
-    for extra in sources[1:]:
-        out.append(forbidden(f"spec.{extra}", "may not specify more than 1 volume type"))
+    count = 0
+    for source in sources:  # in kube's order: the first is checked, any other is one too many
+        if count and source != "flexVolume":
+            out.append(forbidden(f"spec.{source}", "may not specify more than 1 volume type"))
+            continue
+        count += 1
+        out.extend(_pv_source(spec, source, affinity_set))
     if not sources:
         out.append(required("spec", "must specify a volume type"))
-    elif sources[0] == "csi" and spec.csi is not None:
-        out.extend(_csi_driver_name(spec.csi.driver, "spec.csi.driver"))
-        if not spec.csi.volume_handle:
-            out.append(required("spec.csi.volumeHandle"))
-    elif sources[0] == "local":
-        if not (spec.local or {}).get("path"):
-            out.append(required("spec.local.path"))
-        if not affinity_set:
-            out.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
-    elif sources[0] == "hostPath" and not (spec.host_path or {}).get("path"):
-        out.append(required("spec.hostPath.path"))
-    elif sources[0] == "nfs":
-        for key in ("server", "path"):
-            if not (spec.nfs or {}).get(key):
-                out.append(required(f"spec.nfs.{key}"))
     if spec.storage_class_name:
         out.extend(_class_name(spec.storage_class_name, "spec.storageClassName"))
     if spec.volume_mode is not None and spec.volume_mode not in VOLUME_MODES:
@@ -224,6 +214,27 @@ def validate_pv(pv: PersistentVolume, raw_spec: Mapping[str, Any] | None = None)
             out.extend(_class_name(spec.volume_attributes_class_name, "spec.volumeAttributesClassName"))
         if spec.csi is None:
             out.append(required("spec.csi", "has to be specified when using volumeAttributesClassName"))
+    return out
+
+
+def _pv_source(spec: Any, source: str, affinity_set: bool) -> list[FieldIssue]:
+    """The checks of the volume source a PV uses (those that shape scheduling, and the required fields)."""
+    out: list[FieldIssue] = []
+    if source == "csi" and spec.csi is not None:
+        out.extend(_csi_driver_name(spec.csi.driver, "spec.csi.driver"))
+        if not spec.csi.volume_handle:
+            out.append(required("spec.csi.volumeHandle"))
+    elif source == "local":
+        if not (spec.local or {}).get("path"):
+            out.append(required("spec.local.path"))
+        if not affinity_set:
+            out.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
+    elif source == "hostPath" and not (spec.host_path or {}).get("path"):
+        out.append(required("spec.hostPath.path"))
+    elif source == "nfs":
+        for key in ("server", "path"):
+            if not (spec.nfs or {}).get(key):
+                out.append(required(f"spec.nfs.{key}"))
     return out
 
 

@@ -1,0 +1,258 @@
+"""The simulator with storage: StatefulSets' claims, the stand-in PV controller (binding,
+provisioning in the selected node's zone, ephemeral claims), the volume plugins' verdicts with
+kube's messages, and storage manifests refused as the API server refuses them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kubesched.backends.sim.engine import Simulation
+from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.config import default_config
+from unit.simkit import node, pod
+
+ZONE = "topology.kubernetes.io/zone"
+PREEMPTION_NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+
+
+def zoned_nodes(*zones: str) -> list[dict[str, Any]]:
+    return [node(f"{z}{i}", labels={ZONE: z}) for z in zones for i in (1, 2)]
+
+
+def storage_class(name: str, mode: str = "WaitForFirstConsumer", provisioner: str = "csi.example.com",
+                  **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": provisioner, "volumeBindingMode": mode, **extra}
+
+
+def claim(name: str, cls: str | None = None, size: str = "1Gi", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}, **spec}
+    if cls is not None:
+        body["storageClassName"] = cls
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "default"},
+            "spec": body}
+
+
+def volume(name: str, zone: str | None = None, size: str = "5Gi", cls: str = "", labels: dict[str, str] | None = None,
+           **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "storageClassName": cls,
+                            "csi": {"driver": "csi.example.com", "volumeHandle": name}, **spec}
+    if zone is not None:
+        body["nodeAffinity"] = {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}]}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": labels or {}}, "spec": body}
+
+
+def stateful_set(name: str, replicas: int, cls: str, **template_spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m"}},
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}], **template_spec}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data", "labels": {"kind": "data"}}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": cls, "resources": {"requests": {"storage": "1Gi"}}}}],
+        },
+    }
+
+
+def with_claims(p: dict[str, Any], *claims: str) -> dict[str, Any]:
+    p["spec"]["volumes"] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+    return p
+
+
+def simulate(objects: list[dict[str, Any]]) -> tuple[Any, Simulation]:
+    sim = Simulation(load_objects(objects), default_config())
+    return asyncio.run(sim.run()), sim
+
+
+def volume_zone(sim: Simulation, claim_key: str) -> str | None:
+    pvc = sim.cluster.storage["PersistentVolumeClaim"][claim_key]
+    pv = sim.cluster.storage["PersistentVolume"][pvc.spec.volume_name]
+    assert pvc.status.phase == "Bound" and pv.status.phase == "Bound"
+    if pv.spec.node_affinity is None:
+        return None
+    return pv.spec.node_affinity.required.node_selector_terms[0].match_expressions[0].values[0]  # type: ignore[no-any-return]
+
+
+def test_stateful_set_volumes_follow_their_pods_zones() -> None:
+    result, sim = simulate([*zoned_nodes("a", "b", "c"), storage_class("fast"), stateful_set("db", 6, "fast")])
+    assert result.pods_scheduled == 6, result.unschedulable
+    for i in range(6):
+        node_name = result.placements[f"default/db-{i}"]
+        zone = node_name[0]
+        assert volume_zone(sim, f"default/data-db-{i}") == zone
+        pvc = sim.cluster.storage["PersistentVolumeClaim"][f"default/data-db-{i}"]
+        assert pvc.metadata.annotations["volume.kubernetes.io/selected-node"] == node_name
+        assert pvc.metadata.labels == {"kind": "data", "app": "db"}
+    assert sim.cluster.provisioned == 6
+
+
+def test_stateful_set_uses_claims_the_input_has() -> None:
+    objects = [*zoned_nodes("a"), storage_class("fast", mode="Immediate"), volume("pv-x", zone="a", cls="fast"),
+               claim("data-db-0", cls="fast"), stateful_set("db", 1, "fast")]
+    result, sim = simulate(objects)
+    assert result.pods_scheduled == 1
+    assert sim.cluster.storage["PersistentVolumeClaim"]["default/data-db-0"].spec.volume_name == "pv-x"
+    assert sim.cluster.provisioned == 0
+
+
+def test_class_topology_decides_the_provisioned_volume() -> None:
+    sc = storage_class("zonal", allowedTopologies=[{"matchLabelExpressions": [{"key": ZONE, "values": ["b"]}]}])
+    result, sim = simulate([*zoned_nodes("a", "b"), sc, stateful_set("db", 3, "zonal")])
+    assert result.pods_scheduled == 3
+    assert {result.placements[f"default/db-{i}"][0] for i in range(3)} == {"b"}
+    assert {volume_zone(sim, f"default/data-db-{i}") for i in range(3)} == {"b"}
+
+
+def test_claim_bound_in_another_zone_is_refused_with_kubes_message() -> None:
+    objects = [*zoned_nodes("b"), volume("pv-a", zone="a"), claim("data", cls="", volumeName="pv-a"),
+               with_claims(pod("web"), "data")]
+    result, _ = simulate(objects)
+    assert result.placements["default/web"] is None
+    assert result.unschedulable["default/web"] == (
+        "0/2 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity. "
+        + PREEMPTION_NOT_HELPFUL.format(n=2))
+
+
+def test_volume_zone_labels() -> None:
+    objects = [*zoned_nodes("a", "b"), volume("pv-z", labels={ZONE: "a"}), claim("data", cls="", volumeName="pv-z"),
+               with_claims(pod("web"), "data"), volume("pv-y", labels={ZONE: "c"}), claim("lost", cls="", volumeName="pv-y"),
+               with_claims(pod("nowhere"), "lost")]
+    result, _ = simulate(objects)
+    assert result.placements["default/web"] in ("a1", "a2")
+    assert result.unschedulable["default/nowhere"] == (
+        "0/4 nodes are available: 4 node(s) had no available volume zone. " + PREEMPTION_NOT_HELPFUL.format(n=4))
+
+
+def test_missing_claim_and_unbound_immediate_claim() -> None:
+    objects = [*zoned_nodes("a"), storage_class("slow", mode="Immediate", provisioner="kubernetes.io/no-provisioner"),
+               claim("pending", cls="slow"), with_claims(pod("waits"), "pending"), with_claims(pod("lost"), "nope")]
+    result, _ = simulate(objects)
+    assert result.unschedulable["default/waits"] == (
+        "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. " + PREEMPTION_NOT_HELPFUL.format(n=2))
+    assert result.unschedulable["default/lost"] == (
+        '0/2 nodes are available: persistentvolumeclaim "nope" not found. ' + PREEMPTION_NOT_HELPFUL.format(n=2))
+
+
+def test_immediate_claims_bind_at_load_and_pods_follow_their_volumes() -> None:
+    objects = [*zoned_nodes("a", "b"), storage_class("std", mode="Immediate", provisioner="kubernetes.io/no-provisioner"),
+               volume("small", zone="b", size="2Gi", cls="std"), volume("big", zone="a", size="10Gi", cls="std"),
+               claim("c1", cls="std", size="1Gi"), with_claims(pod("p1"), "c1")]
+    result, sim = simulate(objects)
+    assert sim.cluster.storage["PersistentVolumeClaim"]["default/c1"].spec.volume_name == "small"
+    assert result.placements["default/p1"] in ("b1", "b2")
+
+
+def test_static_local_volumes_are_bound_by_the_scheduler() -> None:
+    local = storage_class("local", provisioner="kubernetes.io/no-provisioner")
+    vols = [volume(f"pv-{z}", zone=z, cls="local") for z in ("a", "b")]
+    result, sim = simulate([*zoned_nodes("a", "b"), local, *vols, stateful_set("db", 3, "local")])
+    assert result.pods_scheduled == 2
+    stuck = [k for k, node_name in result.placements.items() if node_name is None]
+    assert len(stuck) == 1
+    assert result.unschedulable[stuck[0]].startswith(
+        "0/4 nodes are available: 4 node(s) didn't find available persistent volumes to bind.")
+    for key, node_name in result.placements.items():
+        if node_name is not None:
+            assert volume_zone(sim, f"default/data-{key.split('/')[1]}") == node_name[0]
+
+
+def test_ephemeral_volumes_get_their_claims() -> None:
+    template = {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                         "resources": {"requests": {"storage": "1Gi"}}}}
+    p = pod("scratch")
+    p["spec"]["volumes"] = [{"name": "tmp", "ephemeral": {"volumeClaimTemplate": template}}]
+    result, sim = simulate([*zoned_nodes("a"), storage_class("fast"), p])
+    assert result.placements["default/scratch"] in ("a1", "a2")
+    pvc = sim.cluster.storage["PersistentVolumeClaim"]["default/scratch-tmp"]
+    assert pvc.metadata.owner_references[0].kind == "Pod"
+    assert volume_zone(sim, "default/scratch-tmp") == "a"
+
+
+def test_default_storage_class() -> None:
+    default = storage_class("std", metadata={"name": "std", "annotations": {
+        "storageclass.kubernetes.io/is-default-class": "true"}})
+    result, sim = simulate([*zoned_nodes("a"), default, claim("c"), with_claims(pod("p"), "c")])
+    assert sim.cluster.storage["PersistentVolumeClaim"]["default/c"].spec.storage_class_name == "std"
+    assert result.pods_scheduled == 1
+
+
+def test_read_write_once_pod_claim_is_used_once() -> None:
+    objects = [*zoned_nodes("a"), storage_class("fast", mode="Immediate"),
+               claim("solo", cls="fast", accessModes=["ReadWriteOncePod"]),
+               with_claims(pod("first"), "solo"), with_claims(pod("second", annotations={"sim.kubesched.io/arrival": "5"}), "solo")]
+    result, _ = simulate(objects)
+    assert result.placements["default/first"] is not None
+    assert result.unschedulable["default/second"].startswith(
+        "0/2 nodes are available: 2 node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+        "already in-use by another pod.")
+
+
+def test_volume_limits_from_csinodes() -> None:
+    csinode = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "a1"},
+               "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "a1", "allocatable": {"count": 1}}]}}
+    objects = [node("a1"), csinode, storage_class("fast", mode="Immediate"), claim("c1", cls="fast"), claim("c2", cls="fast"),
+               with_claims(pod("one"), "c1"), with_claims(pod("two", annotations={"sim.kubesched.io/arrival": "5"}), "c2")]
+    result, _ = simulate(objects)
+    assert result.placements["default/one"] == "a1"
+    assert result.unschedulable["default/two"].startswith("0/1 nodes are available: 1 node(s) exceed max volume count.")
+
+
+@pytest.mark.parametrize(("obj", "message"), [
+    (claim("c", size="0"), 'PersistentVolumeClaim default/c: The PersistentVolumeClaim "c" is invalid: '
+                           'spec.resources[storage]: Invalid value: "0": must be greater than zero'),
+    ({**claim("c"), "spec": {"resources": {"requests": {"storage": "1Gi"}}}},
+     'PersistentVolumeClaim default/c: The PersistentVolumeClaim "c" is invalid: '
+     "spec.accessModes: Required value: at least 1 access mode is required"),
+    ({**claim("c"), "spec": {"accessModes": ["ReadWriteOnce"]}},
+     'PersistentVolumeClaim default/c: The PersistentVolumeClaim "c" is invalid: spec.resources[storage]: Required value'),
+    (claim("c", accessModes=["ReadWriteOncePod", "ReadWriteOnce"]),
+     'PersistentVolumeClaim default/c: The PersistentVolumeClaim "c" is invalid: '
+     "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes"),
+    ({**volume("v"), "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}},
+     'PersistentVolume v: The PersistentVolume "v" is invalid: spec: Required value: must specify a volume type'),
+    (volume("v", local={"path": "/mnt"}),
+     'PersistentVolume v: The PersistentVolume "v" is invalid: [spec.nodeAffinity: Required value: Local volume requires '
+     "node affinity, spec.csi: Forbidden: may not specify more than 1 volume type]"),
+    (volume("v", zone="a", hostPath={"path": "/mnt"}),
+     'PersistentVolume v: The PersistentVolume "v" is invalid: spec.csi: Forbidden: may not specify more than 1 volume type'),
+    ({**volume("v"), "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": "/mnt"}}},
+     'PersistentVolume v: The PersistentVolume "v" is invalid: spec.nodeAffinity: Required value: Local volume requires '
+     "node affinity"),
+    (storage_class("s", mode="Sometimes"),
+     'StorageClass s: The StorageClass "s" is invalid: volumeBindingMode: Unsupported value: "Sometimes": supported values: '
+     '"Immediate", "WaitForFirstConsumer"'),
+    ({**storage_class("s"), "provisioner": ""}, 'StorageClass s: The StorageClass "s" is invalid: provisioner: Required value'),
+    ({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "n"},
+      "spec": {"drivers": [{"name": "d.example.com"}]}},
+     'CSINode n: The CSINode "n" is invalid: spec.drivers[0].nodeID: Required value'),
+    ({**claim("c"), "spec": {**claim("c")["spec"], "accessMode": ["ReadWriteOnce"]}},
+     "PersistentVolumeClaim default/c: PersistentVolumeClaim in version \"v1\" cannot be handled as a PersistentVolumeClaim: "
+     'strict decoding error: unknown field "spec.accessMode"'),
+])
+def test_bad_storage_manifests(obj: dict[str, Any], message: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        load_objects([obj], "storage.yaml")
+    assert str(info.value) == f"storage.yaml: document 1: {message}"
+
+
+def test_bad_claim_template_in_a_stateful_set() -> None:
+    sts = stateful_set("db", 1, "fast")
+    del sts["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"]
+    with pytest.raises(ManifestError) as info:
+        load_objects([sts], "sts.yaml")
+    assert str(info.value) == ('sts.yaml: document 1: StatefulSet default/db: The StatefulSet "db" is invalid: '
+                               "spec.volumeClaimTemplates[0].spec.accessModes: Required value: at least 1 access mode is required")
+
+
+def test_pod_volume_without_claim_name() -> None:
+    p = pod("p")
+    p["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {}}]
+    with pytest.raises(ManifestError) as info:
+        load_objects([p], "p.yaml")
+    assert str(info.value).endswith('The Pod "p" is invalid: spec.volumes[0].persistentVolumeClaim.claimName: Required value')

@@ -1,0 +1,245 @@
+"""Storage objects and a cache holding them, for the volume plugins' tests (manifest dicts in,
+api.storage objects out), and a handle whose PV/PVC writes go to the cache's storage index."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.objects import convert
+from kubesched.api.podinfo import PodInfo
+from kubesched.api.storage import (
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    STORAGE_TYPES,
+    VOLUME_ATTACHMENT,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageWriteError,
+)
+from kubesched.cache.cache import Cache
+from kubesched.clock import VirtualClock
+from kubesched.framework.interface import Code, CycleState, FilterResult
+
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+
+_rv = itertools.count(100)
+
+
+def _meta(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{namespace}-{name}", "resourceVersion": str(next(_rv))}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    return meta
+
+
+def pvc(name: str, *, namespace: str = "default", volume: str = "", cls: str | None = None, size: str = "1Gi",
+        modes: tuple[str, ...] = ("ReadWriteOnce",), bound: bool | None = None, annotations: dict[str, str] | None = None,
+        phase: str = "", selector: dict[str, Any] | None = None, owner: dict[str, Any] | None = None,
+        deleting: bool = False, volume_mode: str | None = None) -> PersistentVolumeClaim:
+    """A claim; `bound` (default: when it names a volume) adds the bind-completed annotation."""
+    ann = dict(annotations or {})
+    if bound if bound is not None else bool(volume):
+        ann["pv.kubernetes.io/bind-completed"] = "yes"
+    spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}, "volumeName": volume}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    if selector is not None:
+        spec["selector"] = selector
+    if volume_mode is not None:
+        spec["volumeMode"] = volume_mode
+    meta = _meta(name, namespace, annotations=ann, ownerReferences=[owner] if owner else None,
+                 deletionTimestamp="2026-01-01T00:00:00Z" if deleting else None)
+    obj: PersistentVolumeClaim = convert({"metadata": meta, "spec": spec, "status": {"phase": phase}},
+                                         PersistentVolumeClaim, "pvc")
+    return obj
+
+
+def pv(name: str, *, cls: str = "", size: str = "1Gi", modes: tuple[str, ...] = ("ReadWriteOnce",),
+       zones: tuple[str, ...] | None = None, affinity: list[dict[str, Any]] | None = None, labels: dict[str, str] | None = None,
+       claim: PersistentVolumeClaim | None = None, claim_uid: bool = True, phase: str = "Available",
+       csi: tuple[str, str] | None = None, volume_mode: str | None = None, source: dict[str, Any] | None = None
+       ) -> PersistentVolume:
+    """A volume; `zones` gives it node affinity to those zones, `affinity` raw node selector terms."""
+    spec: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls}
+    if zones is not None:
+        affinity = [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": list(zones)}]}]
+    if affinity is not None:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": affinity}}
+    if claim is not None:
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": claim.metadata.namespace,
+                            "name": claim.metadata.name, "uid": claim.metadata.uid if claim_uid else ""}
+        phase = "Bound" if phase == "Available" else phase
+    if csi is not None:
+        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
+    if volume_mode is not None:
+        spec["volumeMode"] = volume_mode
+    spec.update(source or {})
+    obj: PersistentVolume = convert({"metadata": _meta(name, labels=labels), "spec": spec, "status": {"phase": phase}},
+                                    PersistentVolume, "pv")
+    return obj
+
+
+def storage_class(name: str, *, mode: str | None = "Immediate", provisioner: str = "csi.example.com",
+                  topologies: list[dict[str, list[str]]] | None = None) -> Any:
+    data: dict[str, Any] = {"metadata": _meta(name), "provisioner": provisioner}
+    if mode is not None:
+        data["volumeBindingMode"] = mode
+    if topologies is not None:
+        data["allowedTopologies"] = [{"matchLabelExpressions": [{"key": k, "values": v} for k, v in term.items()]}
+                                     for term in topologies]
+    return convert(data, STORAGE_TYPES[STORAGE_CLASS], "storageclass")
+
+
+def csinode(node_name: str, *drivers: tuple[str, int | None], annotations: dict[str, str] | None = None) -> Any:
+    entries = []
+    for name, count in drivers:
+        entry: dict[str, Any] = {"name": name, "nodeID": node_name}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        entries.append(entry)
+    return convert({"metadata": _meta(node_name, annotations=annotations), "spec": {"drivers": entries}},
+                   STORAGE_TYPES[CSI_NODE], "csinode")
+
+
+def csidriver(name: str, *, storage_capacity: bool | None = None, prevent_if_missing: bool | None = None) -> Any:
+    spec: dict[str, Any] = {}
+    if storage_capacity is not None:
+        spec["storageCapacity"] = storage_capacity
+    if prevent_if_missing is not None:
+        spec["preventPodSchedulingIfMissing"] = prevent_if_missing
+    return convert({"metadata": _meta(name), "spec": spec}, STORAGE_TYPES[CSI_DRIVER], "csidriver")
+
+
+def capacity(name: str, cls: str, *, zone: str | None = None, size: str | None = None, max_size: str | None = None,
+             namespace: str = "kube-system", topology: dict[str, str] | None = None) -> Any:
+    data: dict[str, Any] = {"metadata": _meta(name, namespace), "storageClassName": cls}
+    if zone is not None:
+        topology = {ZONE: zone}
+    if topology is not None:
+        data["nodeTopology"] = {"matchLabels": topology}
+    if size is not None:
+        data["capacity"] = size
+    if max_size is not None:
+        data["maximumVolumeSize"] = max_size
+    return convert(data, STORAGE_TYPES[CSI_STORAGE_CAPACITY], "capacity")
+
+
+def attachment(name: str, attacher: str, node_name: str, pv_name: str) -> Any:
+    return convert({"metadata": _meta(name), "spec": {"attacher": attacher, "nodeName": node_name,
+                                                      "source": {"persistentVolumeName": pv_name}}},
+                   STORAGE_TYPES[VOLUME_ATTACHMENT], "va")
+
+
+RESOURCE_OF = {
+    "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIM,
+    "PersistentVolume": PERSISTENT_VOLUME,
+    "StorageClass": STORAGE_CLASS,
+    "CSINode": CSI_NODE,
+    "CSIDriver": CSI_DRIVER,
+    "CSIStorageCapacity": CSI_STORAGE_CAPACITY,
+    "VolumeAttachment": VOLUME_ATTACHMENT,
+}
+
+
+def add(cache: Cache, *objects: Any) -> Cache:
+    for obj in objects:
+        cache.storage.apply(RESOURCE_OF[type(obj).__name__], obj)
+    return cache
+
+
+def claim_pod(name: str, *claims: str, namespace: str = "default", node_name: str = "", ephemeral: tuple[str, ...] = (),
+              volumes: list[dict[str, Any]] | None = None, uid: str | None = None) -> PodInfo:
+    """A pod using these claims (persistentVolumeClaim volumes), ephemeral volumes, or raw volumes."""
+    vols: list[dict[str, Any]] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+    vols += [{"name": e, "ephemeral": {"volumeClaimTemplate": {"spec": {}}}} for e in ephemeral]
+    vols += volumes or []
+    p = pod(name, namespace=namespace, node_name=node_name, spec={"volumes": vols})
+    if uid is not None:
+        p.metadata.uid = uid
+    return info(p)
+
+
+def zoned_cache(*zones: str | None, extra_labels: dict[str, dict[str, str]] | None = None) -> Cache:
+    """Nodes n0, n1, ... in these zones (None: no zone label)."""
+    nodes = []
+    for i, zone in enumerate(zones):
+        labels = {ZONE: zone} if zone else {}
+        labels.update((extra_labels or {}).get(f"n{i}", {}))
+        nodes.append(node(f"n{i}", labels=labels))
+    return cache_with(nodes)
+
+
+def verdicts(result: FilterResult | None, cache: Cache) -> dict[str, tuple[Code, tuple[str, ...]] | None]:
+    """Node name -> None when it passes, else (code, reasons)."""
+    table = cache.table
+    out: dict[str, tuple[Code, tuple[str, ...]] | None] = {}
+    for row in table.rows():
+        code = 0 if result is None else int(result.codes[row])
+        out[table.name_of(int(row))] = None if code == 0 else result.describe(code)  # type: ignore[union-attr]
+    return out
+
+
+def passing(result: FilterResult | None, cache: Cache) -> set[str]:
+    return {name for name, v in verdicts(result, cache).items() if v is None}
+
+
+class StorageHandle(UnitHandle):
+    """A handle with a virtual clock whose PV/PVC writes land in the cache's storage index with a
+    new resourceVersion (as the API server's would), recorded in `writes`; `controller` (if set)
+    runs after each write, standing in for the PV controller."""
+
+    def __init__(self, cache: Cache, clock: VirtualClock | None = None) -> None:
+        super().__init__(cache)
+        self._clock = clock or VirtualClock()
+        self.writes: list[Any] = []
+        self.controller: Any = None
+        self.fail_with: str | None = None
+
+    @property
+    def clock(self) -> VirtualClock:
+        return self._clock
+
+    def now(self) -> float:
+        return self._clock.now()
+
+    async def update_persistent_volume(self, volume: PersistentVolume) -> PersistentVolume:
+        return self._write(PERSISTENT_VOLUME, volume, self.cache.storage.pv(volume.metadata.name), "persistentvolumes")
+
+    async def update_persistent_volume_claim(self, claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        current = self.cache.storage.pvc(f"{claim.metadata.namespace}/{claim.metadata.name}")
+        return self._write(PERSISTENT_VOLUME_CLAIM, claim, current, "persistentvolumeclaims")
+
+    def _write(self, resource: str, obj: Any, current: Any, plural: str) -> Any:
+        if self.fail_with is not None:
+            raise StorageWriteError(self.fail_with)
+        if current is None or current.metadata.resource_version != obj.metadata.resource_version:
+            raise StorageWriteError(f'Operation cannot be fulfilled on {plural} "{obj.metadata.name}": the object has been '
+                                    "modified; please apply your changes to the latest version and try again")
+        stored = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata,
+                                                                               resource_version=str(next(_rv))))
+        self.writes.append(stored)
+        self.cache.storage.apply(resource, stored)
+        if self.controller is not None:
+            self.controller(resource, stored)
+        return stored
+
+
+def fresh() -> CycleState:
+    return CycleState()
+
+
+def rows_of(cache: Cache) -> np.ndarray:
+    return cache.table.rows()

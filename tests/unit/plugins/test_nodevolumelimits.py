@@ -1,0 +1,232 @@
+"""NodeVolumeLimits, with kube's cases (nodevolumelimits/csi_test.go): CSI volumes against a
+CSINode's allocatable count, unbound claims counted by class, the same volume counted once,
+VolumeAttachments, ephemeral volumes, migrated in-tree volumes, driver presence, the hints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import UnitHandle, cache_with, info, node, pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.cache import Cache
+from kubesched.framework.interface import Code, QueueingHint
+from kubesched.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
+from unit.plugins.storagekit import (
+    add,
+    attachment,
+    claim_pod,
+    csidriver,
+    csinode,
+    fresh,
+    pv,
+    pvc,
+    storage_class,
+    verdicts,
+)
+
+EBS = "ebs.csi.aws.com"
+GCE = "pd.csi.storage.gke.io"
+EXCEEDED = (Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,))
+
+
+def volumes(cache: Cache) -> Cache:
+    """kube's getFakeCSIPVLister/PVCLister shapes: csi-<driver>-<i> claims bound to PVs with those
+    drivers and handles, csi-4 unbound with the class, csi-5 without class, csi-6 bound to a PV that
+    does not exist, csi-kubernetes.io/aws-ebs-<i> bound to in-tree EBS volumes."""
+    objs: list[Any] = [storage_class("csi-sc", provisioner=EBS)]
+    for driver in (EBS, GCE):
+        for i in range(4):
+            name = f"csi-{driver}-{i}"
+            objs.append(pv(f"pv-{name}", csi=(driver, name)))
+            objs.append(pvc(name, volume=f"pv-{name}"))
+    for i in range(3):
+        name = f"csi-kubernetes.io/aws-ebs-{i}".replace("/", "-")
+        objs.append(pv(f"pv-{name}", source={"awsElasticBlockStore": {"volumeID": name}}))
+        objs.append(pvc(name, volume=f"pv-{name}"))
+    objs.append(pv("pv-hostpath", source={"hostPath": {"path": "/tmp"}}))
+    objs.append(pvc("csi-hostpath-0", volume="pv-hostpath"))
+    objs.append(pvc("csi-4", cls="csi-sc"))
+    objs.append(pvc("csi-5"))
+    objs.append(pvc("csi-6", volume="missing-pv", cls="csi-sc"))
+    return add(cache, *objs)
+
+
+def run(pi: PodInfo, existing: list[PodInfo] = (), *, limits: dict[str, int | None] | None = None,  # type: ignore[assignment]
+        extra: list[Any] = (), csi_node: bool = True) -> Any:  # type: ignore[assignment]
+    cache = volumes(cache_with([node("node-1")]))
+    if csi_node:
+        add(cache, csinode("node-1", *(limits or {EBS: 2}).items()))
+    add(cache, *extra)
+    for e in existing:
+        cache.add_pod(e)
+    plugin = NodeVolumeLimits(handle=UnitHandle(cache))  # type: ignore[arg-type]
+    state = fresh()
+    _, status = plugin.pre_filter(state, pi)
+    if status is not None:
+        return status
+    return verdicts(plugin.filter(state, pi, cache.table), cache)["node-1"]
+
+
+def on_node(p: PodInfo) -> PodInfo:
+    p.pod.spec.node_name = "node-1"
+    return p
+
+
+def test_fits_when_the_limit_holds_the_new_volume() -> None:
+    assert run(claim_pod("p", f"csi-{EBS}-0"), [], limits={EBS: 4}) is None
+
+
+def test_does_not_fit_beyond_the_limit() -> None:
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2")), on_node(claim_pod("e2", "csi-4"))]
+    assert run(claim_pod("p", f"csi-{EBS}-0"), existing, limits={EBS: 2}) == EXCEEDED
+
+
+def test_a_driver_without_limits() -> None:
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(claim_pod("p", f"csi-{GCE}-0", f"csi-{GCE}-1"), existing, limits={EBS: 2}) is None
+
+
+def test_the_same_volume_counts_once() -> None:
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(claim_pod("p", f"csi-{EBS}-1"), existing, limits={EBS: 2}) is None
+
+
+def test_unbound_claims_count_by_class() -> None:
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(claim_pod("p", "csi-4"), existing, limits={EBS: 2}) == EXCEEDED
+    assert run(claim_pod("p", "csi-4"), existing, limits={EBS: 3}) is None
+    # A claim bound to a PV that does not exist counts by its class too.
+    assert run(claim_pod("p", "csi-6"), existing, limits={EBS: 2}) == EXCEEDED
+
+
+def test_claims_without_class_do_not_count() -> None:
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(claim_pod("p", "csi-5"), existing, limits={EBS: 2}) is None
+
+
+def test_volume_attachments_count() -> None:
+    vas = [attachment(f"va-{i}", EBS, "node-1", f"pv-csi-{EBS}-{i}") for i in (1, 2)]
+    assert run(claim_pod("p", f"csi-{EBS}-0"), [], limits={EBS: 2}, extra=vas) == EXCEEDED
+    assert run(claim_pod("p", f"csi-{EBS}-0"), [], limits={EBS: 3}, extra=vas) is None
+    # An attachment of a volume a pod on the node uses counts once.
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(claim_pod("p", f"csi-{EBS}-0"), existing, limits={EBS: 3}, extra=vas) is None
+
+
+def test_missing_claim_is_unresolvable() -> None:
+    status = run(claim_pod("p", "nope"), [], limits={EBS: 2})
+    assert status == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ('looking up PVC default/nope: persistentvolumeclaim "nope" not found',))
+
+
+def test_in_tree_volumes_count_under_their_csi_driver() -> None:
+    name = "csi-kubernetes.io-aws-ebs"
+    existing = [on_node(claim_pod("e1", f"{name}-1", f"{name}-2"))]
+    assert run(claim_pod("p", f"{name}-0"), existing, limits={EBS: 2}) == EXCEEDED
+    assert run(claim_pod("p", f"{name}-0"), existing, limits={EBS: 3}) is None
+    # CSI and in-tree volumes of the same driver add up.
+    assert run(claim_pod("p", f"csi-{EBS}-0"), existing, limits={EBS: 2}) == EXCEEDED
+    # A non-migratable in-tree volume is not counted.
+    assert run(claim_pod("p", "csi-hostpath-0"), existing, limits={EBS: 2}) is None
+
+
+def test_inline_in_tree_volumes() -> None:
+    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]}))
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(inline, existing, limits={EBS: 2}) == EXCEEDED
+    same = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": f"csi-{EBS}-1"}}]}))
+    assert run(same, existing, limits={EBS: 2}) is None
+
+
+def ephemeral_pod(uid: str = "12345", *names: str) -> PodInfo:
+    return claim_pod("abc", namespace="test", ephemeral=names or ("xyz",), uid=uid)
+
+
+def ephemeral_claim(volume: str = "xyz", uid: str = "12345", owned: bool = True) -> Any:
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "abc", "uid": uid, "controller": True} if owned else None
+    return pvc(f"abc-{volume}", namespace="test", cls="csi-sc", owner=owner)
+
+
+def test_ephemeral_volumes() -> None:
+    status = run(ephemeral_pod(), [], limits={EBS: 2})
+    assert status == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      ('looking up PVC test/abc-xyz: persistentvolumeclaim "abc-xyz" not found',))
+    status = run(ephemeral_pod(), [], limits={EBS: 2}, extra=[ephemeral_claim(owned=False)])
+    assert status == (Code.ERROR, ("PVC test/abc-xyz was not created for pod test/abc (pod is not owner)",))
+    assert run(ephemeral_pod(), [], limits={EBS: 1}, extra=[ephemeral_claim()]) is None
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1"))]
+    assert run(ephemeral_pod(), existing, limits={EBS: 1}, extra=[ephemeral_claim()]) == EXCEEDED
+    two = ephemeral_pod("12345II", "x", "y")
+    claims = [ephemeral_claim("x", "12345II"), ephemeral_claim("y", "12345II")]
+    assert run(two, [], limits={EBS: 1}, extra=claims) == EXCEEDED
+    assert run(two, [], limits={EBS: 2}, extra=claims) is None
+
+
+def test_nodes_without_csinode_have_no_limits() -> None:
+    existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
+    assert run(claim_pod("p", f"csi-{EBS}-0"), existing, csi_node=False) is None
+
+
+def test_prefilter_skips_pods_without_claims() -> None:
+    only_config = info(pod("p", spec={"volumes": [{"name": "c", "configMap": {"name": "x"}}, {"name": "s", "secret": {}}]}))
+    status = run(only_config)
+    assert status is not None and status.code == Code.SKIP
+
+
+@pytest.mark.parametrize(("prevent", "listed", "want"), [
+    (True, False, (Code.UNSCHEDULABLE, (f"{EBS} CSI driver is not installed on the node",))),
+    (True, True, None),
+    (False, False, None),
+    (None, False, None),
+])
+def test_driver_must_be_installed_when_it_asks(prevent: bool | None, listed: bool, want: object) -> None:
+    limits = {EBS: 5} if listed else {GCE: 5}
+    assert run(claim_pod("p", f"csi-{EBS}-0"), [], limits=limits, extra=[csidriver(EBS, prevent_if_missing=prevent)]) == want
+
+
+def test_driver_check_on_nodes_without_csinode() -> None:
+    status = run(claim_pod("p", f"csi-{EBS}-0"), [], csi_node=False, extra=[csidriver(EBS, prevent_if_missing=True)])
+    assert status == (Code.UNSCHEDULABLE, (f"{EBS} CSI driver is not installed on the node",))
+
+
+# --- hints -----------------------------------------------------------------------------------------
+
+
+def test_hint_csinode_updated() -> None:
+    hint = NodeVolumeLimits.is_schedulable_after_csinode_updated
+    pi = claim_pod("p", "c")
+    assert hint(pi, csinode("n", (EBS, 1)), csinode("n", (EBS, 2))) == QueueingHint.Queue
+    assert hint(pi, csinode("n", (EBS, 2)), csinode("n", (EBS, 1))) == QueueingHint.QueueSkip
+    assert hint(pi, csinode("n", (EBS, 1)), csinode("n", (EBS, 1), (GCE, 1))) == QueueingHint.Queue
+    assert hint(pi, csinode("n", (EBS, 1)), csinode("n", (EBS, 1), (GCE, None))) == QueueingHint.QueueSkip
+
+
+def test_hint_assigned_pod_deleted() -> None:
+    hint = NodeVolumeLimits.is_schedulable_after_assigned_pod_deleted
+    pi = claim_pod("p", "c")
+    assert hint(pi, claim_pod("d", "x", node_name="n"), None) == QueueingHint.Queue
+    inline = info(pod("d", node_name="n", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]}))
+    assert hint(pi, inline, None) == QueueingHint.Queue
+    assert hint(pi, info(pod("d", node_name="n")), None) == QueueingHint.QueueSkip
+    assert hint(pi, claim_pod("d", "x"), None) == QueueingHint.QueueSkip  # neither bound nor nominated
+
+
+def test_hint_claim_added() -> None:
+    hint = NodeVolumeLimits.is_schedulable_after_claim_added
+    assert hint(claim_pod("p", "c"), None, pvc("c", namespace="other")) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", "c"), None, pvc("c")) == QueueingHint.Queue
+    assert hint(ephemeral_pod(), None, ephemeral_claim()) == QueueingHint.Queue
+    assert hint(claim_pod("p", "c"), None, pvc("d")) == QueueingHint.QueueSkip
+    assert hint(info(pod("p")), None, pvc("d")) == QueueingHint.QueueSkip
+
+
+def test_hint_attachment_deleted() -> None:
+    hint = NodeVolumeLimits.is_schedulable_after_attachment_deleted
+    va = attachment("va", EBS, "n", "pv")
+    assert hint(claim_pod("p", "c"), va, None) == QueueingHint.Queue
+    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]}))
+    assert hint(inline, va, None) == QueueingHint.Queue
+    gce_inline = info(pod("p", spec={"volumes": [{"name": "a", "gcePersistentDisk": {"pdName": "v"}}]}))
+    assert hint(gce_inline, va, None) == QueueingHint.QueueSkip
+    assert hint(info(pod("p")), va, None) == QueueingHint.QueueSkip
