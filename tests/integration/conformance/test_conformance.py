@@ -73,6 +73,9 @@ def schedulers(
 def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[list, list, list[str]]:
     prefix = f"s{sc['seed']}-"
     create_nodes(kube, sc, prefix)
+    # A node is written three times (created, taints, status): kube-scheduler watches nodes and pods
+    # apart, and once scheduled the first pod on a node whose status it had not seen yet.
+    time.sleep(0.3)
     try:
         since = log_size(ks.log_file)
         theirs = run_side(kube, sc, KUBE_NS, "kube", prefix)
