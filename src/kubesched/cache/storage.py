@@ -325,8 +325,10 @@ class StorageIndex:
     # --- pods on nodes (the cache's PodListener) --------------------------------------------------------
 
     def pod_placed(self, pi: PodInfo, row: int, assumed: bool) -> None:
+        if not pi.pod.spec.volumes:
+            return
         volumes = pod_volumes(pi)
-        if not volumes.matters or pi.uid in self._placed:
+        if not (volumes.claims or volumes.disks) or pi.uid in self._placed:
             return
         node = self._table.name_of(row)
         self._placed[pi.uid] = (node, pi)

@@ -138,6 +138,8 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions)
     # --- PreFilter -------------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        if not pi.pod.spec.volumes:
+            return None, SKIP  # most pods: nothing to derive
         volumes = pod_volumes(pi)
         if volumes.claims or any(_inline_in_tree(v) is not None for v in volumes.disks):
             return None, None

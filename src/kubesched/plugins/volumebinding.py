@@ -388,6 +388,8 @@ class VolumeBinding(
     # --- PreFilter -------------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        if not pi.pod.spec.volumes:
+            return None, SKIP  # most pods: no state, Reserve and PreBind have nothing to do
         volumes = pod_volumes(pi)
         if not volumes.claims:
             return None, SKIP  # no state: Reserve and PreBind have nothing to do (kube: allBound)

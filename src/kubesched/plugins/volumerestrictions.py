@@ -119,6 +119,8 @@ class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtension
     # --- PreFilter and its extensions ------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        if not pi.pod.spec.volumes:
+            return None, SKIP  # most pods: nothing to derive
         volumes = pod_volumes(pi)
         if not volumes.matters:
             return None, SKIP

@@ -100,6 +100,8 @@ class VolumeZone(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     # --- PreFilter -------------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        if not pi.pod.spec.volumes:
+            return None, SKIP  # most pods: nothing to derive
         names = pod_volumes(pi).pvc_names
         if not names:
             return None, SKIP
