@@ -256,3 +256,26 @@ def test_pod_volume_without_claim_name() -> None:
     with pytest.raises(ManifestError) as info:
         load_objects([p], "p.yaml")
     assert str(info.value).endswith('The Pod "p" is invalid: spec.volumes[0].persistentVolumeClaim.claimName: Required value')
+
+
+def test_a_claim_created_later_lets_the_pod_in_at_once() -> None:
+    """The pod waits in the unschedulable pool; the claim's creation (a PersistentVolumeClaim Add
+    event that VolumeRestrictions' hint and VolumeBinding's accept) brings it back at once, not at
+    the pool's five-minute flush."""
+    later = {"metadata": {"annotations": {"sim.kubesched.io/arrival": "30"}}}
+    sc = storage_class("fast")
+    pvc = claim("late", cls="fast")
+    pvc["metadata"].update(later["metadata"])
+    result, sim = simulate([*zoned_nodes("a"), sc, with_claims(pod("waiting"), "late"), pvc])
+    assert result.placements["default/waiting"] in ("a1", "a2")
+    record = sim.scheduler.recorder.latest["default/waiting"]
+    assert record.attempt == 2 and 30 <= record.time < 31
+
+
+def test_storage_arrival_beyond_the_limit_is_refused() -> None:
+    pvc = claim("late", cls="fast")
+    pvc["metadata"]["annotations"] = {"sim.kubesched.io/arrival": "1e12"}
+    with pytest.raises(ManifestError) as info:
+        load_objects([pvc], "s.yaml")
+    assert "metadata.annotations[sim.kubesched.io/arrival]" in str(info.value)
+    assert "over the simulator's limit" in str(info.value)

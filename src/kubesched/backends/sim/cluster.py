@@ -169,9 +169,9 @@ class SimCluster:
             metadata=msgspec.structs.replace(current.metadata, annotations=dict(pv.metadata.annotations)),
             spec=msgspec.structs.replace(current.spec, claim_ref=pv.spec.claim_ref),
         )
-        self._put(PERSISTENT_VOLUME, name, written)
+        stored: PersistentVolume = self._put(PERSISTENT_VOLUME, name, written)
         self.sync_volumes()
-        return written
+        return stored
 
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         """The volume binder's PVC update (annotations: the selected node) on the current version only."""
@@ -179,9 +179,9 @@ class SimCluster:
         current = self._current(PERSISTENT_VOLUME_CLAIM, key, pvc.metadata.resource_version, "persistentvolumeclaims")
         written = msgspec.structs.replace(
             current, metadata=msgspec.structs.replace(current.metadata, annotations=dict(pvc.metadata.annotations)))
-        self._put(PERSISTENT_VOLUME_CLAIM, key, written)
+        stored: PersistentVolumeClaim = self._put(PERSISTENT_VOLUME_CLAIM, key, written)
         self.sync_volumes()
-        return written
+        return stored
 
     def _current(self, resource: str, key: str, version: str, plural: str) -> Any:
         current = self.storage.get(resource, {}).get(key)
@@ -205,8 +205,9 @@ class SimCluster:
         self._put(resource, self._key(resource, obj), obj)
         self.sync_volumes()
 
-    def _put(self, resource: str, key: str, obj: Any) -> None:
-        """Stores a new version (its own resourceVersion) and tells the scheduler, as a watch would."""
+    def _put(self, resource: str, key: str, obj: Any) -> Any:
+        """Stores a new version (its own resourceVersion) and tells the scheduler, as a watch would;
+        returns it as stored."""
         self.resource_version += 1
         obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(
             obj.metadata, resource_version=str(self.resource_version)))
@@ -215,6 +216,7 @@ class SimCluster:
         objects[key] = obj
         self._dirty.append((resource, key))
         self._sched().on_storage_update(resource, old, obj)
+        return obj
 
     def sync_volumes(self) -> None:
         """The stand-in PV controller, run after every storage change until nothing changes: PVs

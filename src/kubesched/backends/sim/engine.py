@@ -204,8 +204,11 @@ class Simulation:
         for node in self.input.nodes:
             sched.on_node_add(node)
         sim.nodes = {node.metadata.name: node for node in self.input.nodes}
-        for resource, obj in self.input.storage:
-            sim.add_storage(resource, obj)
+        for resource, obj, arrival in self.input.storage:
+            if arrival <= 0:
+                sim.add_storage(resource, obj)
+            else:
+                sim.at(arrival, lambda r=resource, o=obj: sim.add_storage(r, o))
         for sp in self.input.pods:
             uid = sp.pod.metadata.uid
             if sp.duration is not None:

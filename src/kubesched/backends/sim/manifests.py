@@ -43,7 +43,8 @@ Simulation annotations, on a Pod, on a workload, or on a workload's pod template
 template's win). Durations are a number of seconds ("90", "2.5") or Go-style ("30s",
 "5m", "1h30m"):
 
-- `sim.kubesched.io/arrival`: when the pod is created, in virtual time (default 0).
+- `sim.kubesched.io/arrival`: when the pod is created, in virtual time (default 0); on a
+  storage object (a PersistentVolume, claim, StorageClass...), when that is created.
 - `sim.kubesched.io/duration`: how long the pod runs once bound; it then Succeeds and frees
   its resources. Without it a pod runs forever. Meant for Jobs' pods (batch work that
   finishes); on other workloads the finished pod is not replaced.
@@ -244,9 +245,10 @@ class ClusterInput:
     # Node name -> (cpu, memory) background load (sim.kubesched.io/background-*), if any.
     background: dict[str, tuple[UsageSpec | None, UsageSpec | None]] = field(default_factory=dict)
     settings: SimSettings = field(default_factory=SimSettings)
-    # Storage objects (event resource, api.storage object): StorageClasses first, then the rest in
-    # document order, a StatefulSet's claims after its other objects.
-    storage: list[tuple[str, Any]] = field(default_factory=list)
+    # Storage objects (event resource, api.storage object, arrival in virtual seconds):
+    # StorageClasses first, then the rest in document order, a StatefulSet's claims after its
+    # other objects (arriving with its first pod).
+    storage: list[tuple[str, Any, float]] = field(default_factory=list)
 
 
 # --- reading files -------------------------------------------------------------------------------
@@ -486,7 +488,7 @@ class _Loader:
         self.refused_namespaces: set[str] = set()
         # Node name -> summed requests (and non-zero requests) of the pods bound to it by nodeName.
         self.bound: dict[str, dict[str, int]] = {}
-        self.storage: list[tuple[str, Any]] = []
+        self.storage: list[tuple[str, Any, float]] = []
         self.default_storage_class: str | None = None
 
     def refuse(self, exc: ManifestError) -> None:
@@ -736,10 +738,12 @@ class _Loader:
                       for raw in expansion.claims]
             selectors.extend(expansion.selectors)
             pods.extend(made)
-            self.storage.extend((PERSISTENT_VOLUME_CLAIM, c) for c in claims)
+            first = min((sp.arrival for sp in made), default=0.0)
+            self.storage.extend((PERSISTENT_VOLUME_CLAIM, c, first) for c in claims)
         elif doc.kind in STORAGE_KINDS and doc.kind != "StorageClass":
             resource = STORAGE_KINDS[doc.kind]
-            self.storage.append((resource, self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))))
+            obj = self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))
+            self.storage.append((resource, obj, self._storage_arrival(doc)))
 
     # storage -------------------------------------------------------------------------------------
 
@@ -754,12 +758,23 @@ class _Loader:
             except ManifestError as exc:
                 self.refuse(exc)
                 continue
-            self.storage.append((STORAGE_CLASS, sc))
+            self.storage.append((STORAGE_CLASS, sc, self._storage_arrival(doc)))
             if sc.metadata.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true":
                 defaults.append((sc.metadata.creation_timestamp or "", sc.metadata.name))
         if defaults:
             newest = max(ts for ts, _ in defaults)
             self.default_storage_class = min(name for ts, name in defaults if ts == newest)
+
+    def _storage_arrival(self, doc: _Doc) -> float:
+        """`sim.kubesched.io/arrival` on a storage object: when it is created (default 0)."""
+        try:
+            arrival = _timing(wl.sim_annotations(doc.meta, "metadata")).arrival
+            limits.check_time(arrival, f"metadata.annotations[{SIM_ARRIVAL}]")
+        except FieldError as exc:
+            raise doc.error(exc) from None
+        except limits.LimitError as exc:
+            raise doc.error(FieldError(exc.field, exc.detail)) from None
+        return arrival
 
     def _finish_storage(self, doc: _Doc, resource: str, obj: Any) -> Any:
         """What the API server sets on create: a uid, a resourceVersion, the kind's defaults."""
