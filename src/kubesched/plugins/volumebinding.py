@@ -236,35 +236,40 @@ def topology_matches(terms: Sequence[TopologySelectorTerm], node_labels: dict[st
     return False
 
 
+MAX_CACHED_MASKS = 20_000
+
+
 class _Masks:
-    """Node masks of PVs' node affinity and capacities' topology, kept while the nodes stay the same."""
+    """Node masks of PVs' node affinity and capacities' topology, kept while the nodes stay the same
+    (one per object, replaced when its resourceVersion changes; bounded, so a long run stays flat)."""
 
     def __init__(self) -> None:
         self._key: tuple[int, int, int] | None = None
-        self._masks: dict[tuple[str, str, str], np.ndarray] = {}
+        self._masks: dict[tuple[str, str], tuple[str, np.ndarray]] = {}
 
-    def _fresh(self, table: NodeTable) -> None:
-        key = (id(table), table.node_generation, table.size)
-        if key != self._key:
-            self._key, self._masks = key, {}
+    def _get(self, table: NodeTable, key: tuple[str, str], version: str) -> np.ndarray | None:
+        fresh = (id(table), table.node_generation, table.size)
+        if fresh != self._key or len(self._masks) > MAX_CACHED_MASKS:
+            self._key, self._masks = fresh, {}
+        held = self._masks.get(key)
+        return held[1] if held is not None and held[0] == version else None
 
     def pv(self, table: NodeTable, pv: PersistentVolume) -> np.ndarray:
-        self._fresh(table)
-        key = ("pv", pv.metadata.name, pv.metadata.resource_version)
-        mask = self._masks.get(key)
+        key, version = ("pv", pv.metadata.name), pv.metadata.resource_version
+        mask = self._get(table, key, version)
         if mask is None:
             terms = pv_terms(pv)
             mask = np.ones(table.size, dtype=bool) if terms is None else _terms_mask(table, terms)
-            self._masks[key] = mask
+            self._masks[key] = (version, mask)
         return mask
 
     def capacity(self, table: NodeTable, cap: CSIStorageCapacity, selector: Selector | None) -> np.ndarray:
-        self._fresh(table)
-        key = ("capacity", f"{cap.metadata.namespace}/{cap.metadata.name}", cap.metadata.resource_version)
-        mask = self._masks.get(key)
+        key = ("capacity", f"{cap.metadata.namespace}/{cap.metadata.name}")
+        version = cap.metadata.resource_version
+        mask = self._get(table, key, version)
         if mask is None:
             mask = np.zeros(table.size, dtype=bool) if selector is None else _selector_mask(table, selector)
-            self._masks[key] = mask
+            self._masks[key] = (version, mask)
         return mask
 
 
