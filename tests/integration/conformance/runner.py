@@ -36,6 +36,9 @@ class Step:
     feasible: list[str] = field(default_factory=list)
     scores: dict[str, int] | None = None
     final: str | None = None  # at the end of the scenario: the node, or the PodScheduled=False message
+    # Where the scenario's other pods were when this one was created (None: pending; deleted ones
+    # left out): two runs are compared on a pod only from the same state (see queueing_apart).
+    cluster: dict[str, str | None] = field(default_factory=dict)
 
 
 def scheduler_name(side: str, profile: str) -> str:
@@ -106,6 +109,13 @@ def _names(kube: Kube, namespace: str) -> set[str]:
     return {p["metadata"]["name"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")}
 
 
+def _placements(kube: Kube, namespace: str, prefix: str) -> dict[str, str | None]:
+    return {
+        p["metadata"]["name"]: p["spec"]["nodeName"].removeprefix(prefix) if p["spec"].get("nodeName") else None
+        for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")
+    }
+
+
 def _condition(pod: JSON) -> tuple[str, str] | None:
     for c in pod.get("status", {}).get("conditions", []):
         if c["type"] == "PodScheduled" and c["status"] == "False":
@@ -125,11 +135,11 @@ def run_side(
         _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
     steps = []
     for pod in scenario["pending"]:
-        before = _names(kube, namespace)
+        before = _placements(kube, namespace, prefix)
         created = _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
-        step = Step(pod["name"])
+        step = Step(pod["name"], cluster=before)
         _follow(kube, namespace, pod["name"], created, step, prefix)
-        step.preempted = sorted(before - _names(kube, namespace) - {pod["name"]})
+        step.preempted = sorted(set(before) - _names(kube, namespace) - {pod["name"]})
         steps.append(step)
         target = align(pod["name"], step.node) if align is not None and step.node else None
         if target is not None and target != step.node:
@@ -225,6 +235,25 @@ def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
             b_s = {n: mine.scores[n] for n in a_s}
             if a_s:
                 out.append(f"{theirs.pod} scores: kube-scheduler {a_s!r} / kubesched {b_s!r}")
+    return out
+
+
+def queueing_apart(kube_steps: list[Step], ours: list[Step], lines: list[str]) -> list[str]:
+    """`lines` (from compare) with those of pods created while earlier pods were placed differently
+    marked "(queueing)": a pod left pending and retried on later events ended elsewhere, or at
+    another time, in one run (README, Compatibility), so the two runs went on from other states."""
+    apart = {}
+    for theirs, mine in zip(kube_steps, ours, strict=True):
+        if theirs.cluster != mine.cluster:
+            names = sorted(set(theirs.cluster) | set(mine.cluster))
+            a = {n: theirs.cluster.get(n, "(deleted)") for n in names}
+            b = {n: mine.cluster.get(n, "(deleted)") for n in names}
+            a, b = {n: v for n, v in a.items() if v != b[n]}, {n: v for n, v in b.items() if v != a[n]}
+            apart[theirs.pod] = f" (created after other pods ended apart: kube-scheduler {a!r} / kubesched {b!r})"
+    out = []
+    for line in lines:
+        pod = line.split(" ", 1)[0]
+        out.append(f"(queueing) {line}{apart[pod]}" if pod in apart else line)
     return out
 
 

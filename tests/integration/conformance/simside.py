@@ -65,8 +65,12 @@ def simulate_side(scenario: JSON) -> list[Step]:
     for i, pod in enumerate(scenario["pending"]):
         start, end = (i + 1) * GAP, (i + 2) * GAP
         key = f"default/{pod['name']}"
+        gone = {e.pod.split("/", 1)[1] for e in events if e.reason == "Preempted" and e.time < start}
+        landed = {e.pod.split("/", 1)[1]: e.message.rsplit(" to ", 1)[1] for e in events if e.reason == "Scheduled" and e.time < start}
+        cluster = {p["name"]: p["spec"]["nodeName"] for p in scenario["existing"]}
+        cluster.update({p["name"]: landed.get(p["name"]) for p in scenario["pending"][:i]})
         mine = [r for r in records if r.pod == key and start <= r.time < end]
-        step = Step(pod["name"])
+        step = Step(pod["name"], cluster={name: node for name, node in cluster.items() if name not in gone})
         failed = next((r for r in mine if r.result in ("unschedulable", "error")), None)
         if failed is not None:
             step.message = next((e.message for e in events if e.pod == key and e.reason == "FailedScheduling"), failed.message)
