@@ -172,7 +172,7 @@ KUBE_DEFAULT_SCORE = [
     ("ImageLocality", 1),
 ]
 KUBE_DEFAULT_FILTER = [
-    "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+    "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
 ]
 

@@ -143,7 +143,7 @@ def test_a_failing_hint_counts_as_queue(caplog):
 
 
 def test_moved_during_backoff_waits_in_backoff():
-    clock, q = make(initial_backoff=4)
+    _clock, q = make(initial_backoff=4)
     q.add(info(pod("p")))
     q.add(info(pod("busy")))
     fail(q, ["NodeResourcesFit"])
