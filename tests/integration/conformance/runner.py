@@ -123,13 +123,24 @@ def _condition(pod: JSON) -> tuple[str, str] | None:
     return None
 
 
+@dataclass
+class Realign:
+    """Where the reference run went after a tie this run broke the other way: the pod bound to
+    `node`; `restore`, victims only this run preempted, back where they were; `delete`, victims
+    only the reference preempted, gone."""
+
+    node: str
+    restore: dict[str, str] = field(default_factory=dict)
+    delete: list[str] = field(default_factory=list)
+
+
 def run_side(
-    kube: Kube, scenario: JSON, namespace: str, side: str, prefix: str, align: Callable[[str, str], str | None] | None = None
+    kube: Kube, scenario: JSON, namespace: str, side: str, prefix: str, align: Callable[[Step], Realign | None] | None = None
 ) -> list[Step]:
     """Creates the scenario's running pods, then each pending pod in turn, waiting for it to settle.
-    `align(pod, node)` may name another node the pod should be on (the reference chose another of
-    the nodes tied for the best score): the pod is then re-created there, bound, so that the two
-    runs go on from the same state."""
+    `align(step)` may say that the reference broke a tie the other way (another of the nodes tied for
+    the best score, another of the preemption candidates tied on every criterion): the pods are then
+    re-created (bound) or deleted as in the reference, so that the two runs go on from the same state."""
     scheduler = scheduler_name(side, scenario["profile"])
     for pod in scenario["existing"]:
         _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
@@ -141,13 +152,9 @@ def run_side(
         _follow(kube, namespace, pod["name"], created, step, prefix)
         step.preempted = sorted(set(before) - _names(kube, namespace) - {pod["name"]})
         steps.append(step)
-        target = align(pod["name"], step.node) if align is not None and step.node else None
-        if target is not None and target != step.node:
-            path = f"/api/v1/namespaces/{namespace}/pods/{pod['name']}"
-            kube.delete(path, grace_period_seconds=0)
-            _wait_gone(kube, path)
-            bound = {**pod, "spec": {**pod["spec"], "nodeName": target}}
-            _create(kube, pod_manifest(bound, namespace, "", prefix))
+        fix = align(step) if align is not None and step.node else None
+        if fix is not None and fix.node != step.node:
+            _realign(kube, scenario, namespace, prefix, pod["name"], fix)
     time.sleep(QUIET)  # retries the last pods' events set off
     for step in steps:
         current = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{step.pod}")
@@ -159,6 +166,17 @@ def run_side(
             cond = _condition(current)
             step.final = _unprefix(cond[1], prefix) if cond else None
     return steps
+
+
+def _realign(kube: Kube, scenario: JSON, namespace: str, prefix: str, name: str, fix: Realign) -> None:
+    by_name = {p["name"]: p for p in [*scenario["existing"], *scenario["pending"]]}
+    for gone in (name, *fix.delete):
+        path = f"/api/v1/namespaces/{namespace}/pods/{gone}"
+        kube.delete(path, grace_period_seconds=0, missing_ok=True)
+        _wait_gone(kube, path)
+    for again, node in {**fix.restore, name: fix.node}.items():
+        pod = by_name[again]
+        _create(kube, pod_manifest({**pod, "spec": {**pod["spec"], "nodeName": node}}, namespace, "", prefix))
 
 
 def _follow(kube: Kube, namespace: str, name: str, created: JSON, step: Step, prefix: str) -> None:
@@ -351,6 +369,68 @@ def kubesched_placements(steps: list[Step], log: str, namespace: str, prefix: st
             last[name] = {node.removeprefix(prefix): score for node, score in scores.items()}
     for step in steps:
         set_placement(step, last.get(step.pod))
+
+
+@dataclass
+class KubePreemption:
+    """A pod's first preemption in kube-scheduler's -v=10 log: the candidate nodes with their victims
+    (DefaultPreemption's "Pods are potential preemption victims on node") and the node chosen."""
+
+    chosen: str
+    candidates: dict[str, list[str]]
+
+
+_MARKS = ('"Attempting to schedule pod"', '"Pods are potential preemption victims on node"',
+          '"the target node for the preemption is determined"')
+
+
+def kube_preemptions(log: str, namespace: str, prefix: str) -> dict[str, KubePreemption]:
+    """Per pod (by name), its first preemption in the scenario's log."""
+    current: dict[str, dict[str, list[str]]] = {}
+    out: dict[str, KubePreemption] = {}
+    for line in log.splitlines():
+        mark = next((m for m in _MARKS if m in line), None)
+        pod = re.search(r' pod="([^"]+)"', line) if mark else None
+        if mark is None or pod is None or not pod.group(1).startswith(namespace + "/"):
+            continue
+        name = pod.group(1).split("/", 1)[1]
+        node = re.search(r' node="([^"]+)"', line)
+        if mark == _MARKS[0]:
+            current[name] = {}
+        elif node is None or name not in current:
+            continue
+        elif mark == _MARKS[1]:
+            victims = re.search(r" pods=(\[[^\]]*\])", line)
+            names = re.findall(r'"name":"([^"]+)"', victims.group(1) if victims else "")  # one line a victim
+            current[name].setdefault(node.group(1).removeprefix(prefix), []).extend(names)
+        elif name not in out:
+            out[name] = KubePreemption(node.group(1).removeprefix(prefix), current[name])
+    return out
+
+
+def priorities(scenario: JSON) -> dict[str, int]:
+    """Each pod's priority (0 without a class, there being no default PriorityClass)."""
+    return {p["name"]: PRIORITIES.get(p["spec"].get("priorityClassName", ""), 0) for p in [*scenario["existing"], *scenario["pending"]]}
+
+
+def preemption_tie(theirs: Step, mine: Step, preemption: KubePreemption | None, priority: dict[str, int]) -> bool:
+    """Whether `mine` preempted on another of the candidates tied with kube-scheduler's choice on
+    every criterion of pickOneNodeForPreemption, with the very victims kube found there. No PDBs;
+    and no kubelet sets status.startTime here, so kube's last criterion (the latest start of the
+    highest-priority victims) reads time.Now() for every victim, call after call, over candidates
+    taken from a map: among those tied on the others the pick is random."""
+    if preemption is None or mine.nominated is None or theirs.nominated is None or mine.nominated == theirs.nominated:
+        return False
+
+    def key(node: str) -> tuple[int, int, int]:
+        ps = [priority.get(v, 0) for v in preemption.candidates[node]]
+        return (max(ps, default=0), sum(p + 2**31 for p in ps), len(ps))
+
+    if mine.nominated not in preemption.candidates or theirs.nominated not in preemption.candidates:
+        return False
+    return key(mine.nominated) == key(theirs.nominated) == min(map(key, preemption.candidates)) and (
+        mine.preempted == sorted(preemption.candidates[mine.nominated])
+    )
 
 
 def log_size(path: Path) -> int:

@@ -28,6 +28,8 @@ from integration.harness.rest import Kube
 
 from .generate import JSON, scenario
 from .runner import (
+    Realign,
+    Step,
     clear_namespace,
     compare,
     compare_final,
@@ -36,8 +38,11 @@ from .runner import (
     ensure_priority_classes,
     kube_placement_problems,
     kube_placements,
+    kube_preemptions,
     kubesched_placements,
     log_size,
+    preemption_tie,
+    priorities,
     profiles,
     queueing_apart,
     read_log,
@@ -81,18 +86,30 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
         since = log_size(ks.log_file)
         theirs = run_side(kube, sc, KUBE_NS, "kube", prefix)
         clear_namespace(kube, KUBE_NS)
-        log_problems = kube_placement_problems(theirs, kube_placements(read_log(ks.log_file, since), KUBE_NS, prefix))
-        chosen = {s.pod: s.node for s in theirs}
-        kube_scores = {s.pod: s.scores or {} for s in theirs}
+        kube_log = read_log(ks.log_file, since)
+        log_problems = kube_placement_problems(theirs, kube_placements(kube_log, KUBE_NS, prefix))
+        reference = {s.pod: s for s in theirs}
+        preemptions, priority = kube_preemptions(kube_log, KUBE_NS, prefix), priorities(sc)
 
-        def align(pod: str, node: str) -> str | None:
-            want = chosen.get(pod)
-            if want is None or want == node:
+        def tie(step: Step) -> str | None:
+            """How `step` broke a tie kube-scheduler broke the other way, if it did."""
+            want = reference[step.pod]
+            if step.node is None or want.node is None or want.node == step.node:
                 return None
-            scores = kube_scores.get(pod, {})
+            if preemption_tie(want, step, preemptions.get(step.pod), priority):
+                return "preemption"
+            scores = want.scores or {}
             best = max(scores.values(), default=None)
-            tied = {n for n, v in scores.items() if v == best}
-            return want if node in tied and want in tied else None
+            return "node" if scores.get(step.node) == best and scores.get(want.node) == best else None
+
+        def align(step: Step) -> Realign | None:
+            want, kind = reference[step.pod], tie(step)
+            if kind is None or want.node is None:
+                return None
+            if kind == "node":
+                return Realign(want.node)
+            return Realign(want.node, {v: step.cluster[v] or "" for v in step.preempted if v not in want.preempted},
+                           [v for v in want.preempted if v not in step.preempted])
 
         since = log_size(ks_ours.process.log_path)
         ours = run_side(kube, sc, OURS_NS, "ours", prefix, align=align)
@@ -102,27 +119,19 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
         delete_nodes(kube, sc, prefix)
         time.sleep(0.3)  # both schedulers see the nodes go before the next scenario's
     diffs = list(log_problems)
-    lines = []
-    for line in compare(theirs, ours):
-        pod, what = line.split(" ", 2)[:2]
-        if what == "node:":
-            mine = next(s.node for s in ours if s.pod == pod)
-            if align(pod, mine or "") is not None:
-                continue  # another node tied for the best score
-        lines.append(line)
+    lines = [line for kube_step, step in zip(theirs, ours, strict=True) for line in _untied(kube_step, step, tie(step))]
     # Pods left pending are retried on later events, at times that depend on the queue (README,
     # Compatibility): where they end up, and what the pods created after they parted do, are
     # counted apart.
     diffs.extend(lines if STRICT else queueing_apart(theirs, ours, lines))
     later = compare_final(theirs, ours)
     diffs.extend(later if STRICT else [f"(queueing) {line}" for line in later])
-    # The simulator runs the scenario on its own: after a pod lands on another tied node the runs
-    # may part ways, so steps are compared up to that point.
+    # The simulator runs the scenario on its own: after a pod lands on another tied node, or
+    # preempts on another tied candidate, the runs may part ways, so steps are compared up to there.
     simulated = simulate_side(sc)
     for kube_step, sim_step in zip(theirs, simulated, strict=True):
-        lines = compare([kube_step], [sim_step])
-        tied_elsewhere = sim_step.node is not None and align(sim_step.pod, sim_step.node) is not None
-        lines = [line for line in lines if not (tied_elsewhere and line.split(" ", 2)[1] == "node:")]
+        tied_elsewhere = tie(sim_step)
+        lines = _untied(kube_step, sim_step, tied_elsewhere)
         if not STRICT:
             lines = queueing_apart([kube_step], [sim_step], lines)
         diffs.extend(
@@ -132,6 +141,25 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
         if tied_elsewhere:
             break
     return theirs, ours, diffs
+
+
+def _untied(theirs: Step, mine: Step, tie: str | None) -> list[str]:
+    """compare's lines for one pod, less what follows from breaking a tie the other way: the node
+    (another node tied for the best score), or the nomination, victims, node and message's node name
+    (another preemption candidate tied on every criterion)."""
+    out = []
+    for line in compare([theirs], [mine]):
+        what = line.split(" ", 2)[1].rstrip(":")
+        if tie == "node" and what == "node":
+            continue
+        if tie == "preemption":
+            if what in ("node", "nominated", "preempted", "feasible"):
+                continue
+            named = (mine.message or "").replace(f" on node {mine.nominated},", f" on node {theirs.nominated},")
+            if what == "message" and named == theirs.message:
+                continue
+        out.append(line)
+    return out
 
 
 @pytest.mark.timeout(120 + 20 * SCENARIOS)  # about 3-5 s a scenario
