@@ -5,7 +5,7 @@ disagreement can be written to a file and replayed (CONFORMANCE_REPLAY=F, see te
 It covers resources and extended resources, nodeSelector, node affinity with every operator,
 taints and tolerations, cordoned nodes, host ports, pod (anti-)affinity hard and soft, topology
 spread (minDomains, node inclusion policies), priorities with preemption and preemptionPolicy
-Never, and profiles with other scoring strategies and weights.
+Never, scheduling gates (a gated pod stays gated), and profiles with other scoring strategies and weights.
 """
 
 from __future__ import annotations
@@ -145,4 +145,9 @@ def scenario(seed: int) -> JSON:
     for i in range(rng.randint(2, 6)):
         app = rng.choice(APPS)
         pending.append({"name": f"pod-{i}", "labels": {"app": app}, "spec": _pod_spec(rng, app, with_priority)})
-    return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": _profile(rng)}
+    profile = _profile(rng)
+    # Scheduling gates from an RNG of their own, so the seeds' other draws stay as they were.
+    gates = random.Random(f"gates-{seed}")
+    if gates.random() < 0.15:
+        gates.choice(pending)["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+    return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile}

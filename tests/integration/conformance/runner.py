@@ -184,6 +184,9 @@ def _follow(kube: Kube, namespace: str, name: str, created: JSON, step: Step, pr
     failure that lasts a few milliseconds), until it is bound, or has failed and nothing changed
     for QUIET seconds while it is not nominated."""
     version = created["metadata"]["resourceVersion"]
+    cond = _condition(created)  # a gated pod is created with its condition (the API server's)
+    if cond is not None:
+        step.reason, step.message = cond[0], _unprefix(cond[1], prefix)
     deadline = time.monotonic() + STEP_TIMEOUT
     waiting_for_more = True
     while waiting_for_more and time.monotonic() < deadline:

@@ -72,7 +72,11 @@ def simulate_side(scenario: JSON) -> list[Step]:
         mine = [r for r in records if r.pod == key and start <= r.time < end]
         step = Step(pod["name"], cluster={name: node for name, node in cluster.items() if name not in gone})
         failed = next((r for r in mine if r.result in ("unschedulable", "error")), None)
-        if failed is not None:
+        if pod["spec"].get("schedulingGates"):  # never attempted: the condition the pod was given
+            shown = next(p for p in sim.cluster.pods.values() if p.key == key)
+            gated = next(c for c in shown.status.conditions if c.type == "PodScheduled")
+            step.reason, step.message = gated.reason, gated.message
+        elif failed is not None:
             step.message = next((e.message for e in events if e.pod == key and e.reason == "FailedScheduling"), failed.message)
             step.reason = "SchedulerError" if failed.result == "error" else "Unschedulable"
         step.nominated = next((r.nominated for r in mine if r.nominated), None)

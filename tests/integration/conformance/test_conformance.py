@@ -8,7 +8,7 @@ the schedulers log of the cycle that placed it: the feasible nodes and each one'
 `make test` runs a small seeded sample; `make conformance` runs CONFORMANCE_SCENARIOS of them
 (default 300). A disagreement writes the scenario, both runs and the differences to a file
 under CONFORMANCE_OUT (default the test's tmp dir); CONFORMANCE_REPLAY=<file>[:<file>...] runs
-exactly those scenarios again.
+exactly those scenarios again. The hand-written scenarios in cases/ (same format) run every time.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ from .runner import (
 from .simside import simulate_side
 
 REPLAY = [Path(p) for p in os.environ.get("CONFORMANCE_REPLAY", "").split(":") if p]
-SCENARIOS = len(REPLAY) or int(os.environ.get("CONFORMANCE_SCENARIOS", "6"))
+CASES = sorted((Path(__file__).parent / "cases").glob("*.json"))  # hand-written, run every time
+GENERATED = int(os.environ.get("CONFORMANCE_SCENARIOS", "6"))
+SCENARIOS = len(REPLAY) or GENERATED + len(CASES)
 FIRST_SEED = int(os.environ.get("CONFORMANCE_SEED", "1"))
 STRICT = os.environ.get("CONFORMANCE_STRICT") == "1"  # count differences in retries as failures too
 KUBE_NS, OURS_NS = "conformance-kube", "conformance-ours"
@@ -171,7 +173,8 @@ def test_generated_scenarios_agree_with_kube_scheduler(
     disagreements: dict[int, list[str]] = {}
     retried_differently: dict[int, list[str]] = {}
     chosen = [json.loads(p.read_text())["scenario"] for p in REPLAY] or [
-        scenario(seed) for seed in range(FIRST_SEED, FIRST_SEED + SCENARIOS)
+        *(scenario(seed) for seed in range(FIRST_SEED, FIRST_SEED + GENERATED)),
+        *(json.loads(p.read_text())["scenario"] for p in CASES),
     ]
     pods = placed = scored = node_scores = 0
     started = time.monotonic()
