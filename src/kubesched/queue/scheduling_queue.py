@@ -188,16 +188,15 @@ class SchedulingQueue:
         if self._pool_timer is None:
             self._pool_timer = self.clock.call_at(qpi.entered_pool + self.max_in_unschedulable, self._flush_pool)
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
-        """Moves a pod as a hint's strategy says (kube's requeueEntityWithQueueingStrategy);
-        returns where it went."""
+    def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> None:
+        """Moves a pod as a hint's strategy says (kube's requeueEntityWithQueueingStrategy), gated
+        pods too (moving to activeQ or backoffQ runs PreEnqueue again)."""
         if strategy is Strategy.SKIP:
             self._to_pool(qpi, event)
         elif self.backing_off(qpi):
             self._to_backoff(qpi, event)
         else:
             self._to_active(qpi, event)
-        return qpi.where
 
     # --- backoff ---------------------------------------------------------------------------------------
 
@@ -250,13 +249,9 @@ class SchedulingQueue:
                 self._to_backoff(qpi, "")
             return
         for event in pod_changes(pi, old, TARGET_POD):
-            if self.hints.strategy(pi, qpi.unschedulable_plugins, event, old, pi) is Strategy.SKIP:
-                continue
-            if where == "gated":
-                self._to_active(qpi, event.label)  # PreEnqueue again: it may stay gated
-            else:
-                self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)
-            return
+            if self.hints.strategy(pi, qpi.unschedulable_plugins, event, old, pi) is not Strategy.SKIP:
+                self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)  # PreEnqueue again: it may stay gated
+                return
 
     def delete(self, uid: str) -> QueuedPodInfo | None:
         qpi = self.pods.pop(uid, None)
@@ -384,11 +379,7 @@ class SchedulingQueue:
                 if everyone or self.hints.strategy(qpi.pi, plugins, event, old, new) is not Strategy.SKIP:
                     moving.append(qpi)
         for qpi in moving:
-            if qpi.where == "gated":
-                self._set_where(qpi, "")
-                self._to_active(qpi, event.label)
-            else:
-                self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)
+            self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)
         if self._in_flight:
             self._events.append((event, old, new))
         return len(moving)
