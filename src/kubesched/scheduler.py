@@ -38,6 +38,7 @@ from kubesched.framework.events import (
     node_changes,
     pod_changes,
 )
+from kubesched.framework.feasibility import find_feasible
 from kubesched.framework.interface import ASSIGNED_POD, ActionType, ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
@@ -45,13 +46,13 @@ from kubesched.framework.services import Services
 from kubesched.framework.shared import SharedObjects
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
+from kubesched.observe.explain import explain_pod
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)
 
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 PLUGIN_METRICS_EVERY = 10  # cycles per cycle whose plugins are timed one by one (kube samples 10%)
 TOP_NODES_RECORDED = 3
 
@@ -353,45 +354,19 @@ class Scheduler:
         return True
 
     def _schedule_pod(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> ScheduleResult:
-        table = self.cache.table
-        num_nodes = len(table)
-        if num_nodes == 0:
-            return ScheduleResult(failure=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
-        diagnosis = Diagnosis(num_nodes)
-        names, narrowed_by, status = fwk.run_pre_filter(state, pi)
-        if status is not None:
-            if status.code == Code.ERROR:
-                return ScheduleResult(failure=status)
-            diagnosis.pre_filter_msg = status.message()
-            diagnosis.unschedulable_plugins.add(status.plugin)
-            diagnosis.unresolvable = table.present[: table.size].copy()
-            return ScheduleResult(diagnosis=diagnosis)
-        alive = table.present[: table.size].copy()
-        if names is not None:
-            keep = np.zeros(table.size, dtype=bool)
-            for name in names:
-                row = table.index.get(name)
-                if row is not None:
-                    keep[row] = True
-            outside = int(np.count_nonzero(alive & ~keep))
-            if outside:
-                reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowed_by.split(', ')))}]"
-                diagnosis.reasons[reason] = outside
-                record.rejections.append(("PreFilter", reason, outside))
-            alive &= keep
-            diagnosis.evaluated = keep
-        outcome = fwk.run_filters_with_nominated(state, pi, alive, self._nominated_ahead(pi, alive))
-        if outcome.error is not None:
-            return ScheduleResult(failure=outcome.error)
+        found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi))
+        if found.prefilter_cut is not None:
+            record.rejections.append(("PreFilter", *found.prefilter_cut))
+        if found.failure is not None:
+            return ScheduleResult(failure=found.failure)
+        outcome = found.outcome
+        if outcome is None:  # PreFilter refused the pod
+            return ScheduleResult(diagnosis=found.diagnosis)
         record.rejections.extend(outcome.rejections)
-        feasible = int(np.count_nonzero(outcome.alive))
-        record.feasible = feasible
-        if feasible == 0:
-            for _plugin, reason, count in outcome.rejections:
-                diagnosis.reasons[reason] = diagnosis.reasons.get(reason, 0) + count
-            diagnosis.unresolvable = outcome.unresolvable
-            diagnosis.unschedulable_plugins.update(p for p, _ in outcome.rejected_by)
-            return ScheduleResult(diagnosis=diagnosis)
+        record.feasible = found.feasible
+        if record.feasible == 0:
+            return ScheduleResult(diagnosis=found.diagnosis)
+        table = self.cache.table
         nominated = pi.pod.status.nominated_node_name or self.nominator.node_of.get(pi.uid)
         if nominated:
             row = table.index.get(nominated)
@@ -407,7 +382,7 @@ class Scheduler:
             return ScheduleResult(failure=scored)
         return ScheduleResult(node=self._select_host(table, scored, record))
 
-    def _nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]:
+    def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]:
         """Pods nominated to the alive rows with priority >= the pod's: it must fit with them too,
         so a preemptor keeps the room it made."""
         if not self.nominator:
@@ -433,11 +408,13 @@ class Scheduler:
         top = top[np.argsort(-totals[top], kind="stable")]
         if pick not in top:
             top[-1] = pick
+        parts = list(zip(scored.by_plugin, scored.raw, scored.weights, strict=True))
         record.top = [
             (
                 table.name_of(int(scored.rows[i])),
                 int(totals[i]),
-                tuple((name, int(arr[i])) for name, arr in scored.by_plugin),
+                tuple((name, int(raw[i]), int(weighted[i]) // weight, int(weighted[i]))
+                      for (name, weighted), raw, weight in parts),
             )
             for i in top.tolist()
         ]
@@ -651,6 +628,16 @@ class Scheduler:
 
     def waiting_pods(self) -> list[PodAtPermit]:
         return list(self.waiting.values())
+
+    def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The explanation of a pod's placement (observe.explain's JSON form): its latest decision
+        record and a fresh dry-run cycle on the current cache. None if no such pod is known."""
+        return explain_pod(self, namespace, name)
+
+    def decision_history(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The most recent decision records, newest first, at most `limit`."""
+        recent = list(self.recorder.recent)[-limit:] if limit > 0 else []
+        return [r.as_dict() for r in reversed(recent)]
 
     def pending_reason(self, uid: str, key: str) -> tuple[str, bool]:
         qpi = self.queue.pods.get(uid)

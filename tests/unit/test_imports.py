@@ -143,7 +143,7 @@ def test_src_has_no_import_cycle() -> None:
 
 # The modules that build a Scheduler for a backend (its composition roots). They may name the class
 # to construct it, and hold the result only as the declared backends.base.SchedulerPort.
-COMPOSITION_ROOTS = {"kubesched.backends.sim.engine", "kubesched.backends.kube.runner"}
+COMPOSITION_ROOTS = {"kubesched.backends.sim.engine", "kubesched.backends.kube.runner", "kubesched.backends.kube.snapshot"}
 
 
 def test_backends_reach_the_scheduler_only_through_the_declared_port() -> None:

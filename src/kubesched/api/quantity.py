@@ -221,3 +221,20 @@ def parse_duration(value: str | int | float) -> float:
         total += float(m.group(1)) * units[m.group(2)]
         pos = m.end()
     return total
+
+
+_BINARY = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+
+
+def describe_amount(resource: str, value: int) -> str:
+    """An amount of a resource as a person reads it, in the units the table keeps (cpu in
+    millicores, memory and storage in bytes): "300m", "2", "1.5Gi", "512Mi", "3"."""
+    if resource == "cpu":
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for suffix, size in _BINARY:
+            if value >= size:
+                shown = f"{value / size:.1f}".removesuffix(".0")
+                return f"{shown}{suffix}"
+        return str(value)
+    return str(value)

@@ -119,6 +119,14 @@ class SchedulerPort(Protocol):
     # --- state a backend may read
     def responsible_for(self, pod: Pod) -> bool: ...
 
+    def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A pod's explanation (observe.explain's JSON form); None if the pod is unknown."""
+        ...
+
+    def decision_history(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The most recent decision records, newest first."""
+        ...
+
     @property
     def queue(self) -> QueueState: ...
 

@@ -455,6 +455,38 @@ class PostFilterPlugin(Named):
         raise NotImplementedError
 
 
+@dataclass(slots=True)
+class PreemptionPlan:
+    """What a PostFilter plugin would do for a pod that fits nowhere: the node it would nominate
+    and the pods it would evict there, or no node and the message saying why it cannot help."""
+
+    node: str | None
+    victims: list[PodInfo]
+    message: str = ""
+
+
+class PostFilterPreview(Named):
+    """Optional for PostFilter plugins: say what post_filter would do, without doing any of it
+    (no eviction, no nomination, no event). Explanations ask it whether preemption could help."""
+
+    def preview(self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis) -> PreemptionPlan:
+        raise NotImplementedError
+
+
+class FilterMisses(Named):
+    """Optional for Filter plugins: what a node lacks for the pod, for explanations of a pending
+    pod's nearest misses ("needs 300m more cpu"). Called on nodes the plugin rejects."""
+
+    def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """How far each of the rows is from passing, >= 0, comparable within the plugin (say the
+        largest shortfall as a fraction of allocatable); nearest misses are the smallest."""
+        raise NotImplementedError
+
+    def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
+        """What the node lacks, in a few words."""
+        raise NotImplementedError
+
+
 class PreScorePlugin(Named):
     def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
         raise NotImplementedError

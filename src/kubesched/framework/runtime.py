@@ -8,9 +8,10 @@ that plugin's reasons are what the failure message counts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -105,6 +106,20 @@ class ScoreOutcome:
     rows: np.ndarray
     totals: np.ndarray
     by_plugin: list[tuple[str, np.ndarray]]  # weighted scores aligned with rows
+    # Per plugin of by_plugin, in its order: the Score plugin's own scores before NormalizeScore,
+    # and its weight (normalized = weighted // weight). For explanations; never copied per node.
+    raw: list[np.ndarray] = field(default_factory=list)
+    weights: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FilterVerdict:
+    """One Filter plugin's verdict on every row it was asked about, for explanations: nonzero
+    codes are rejections, `describe` turns a code into its status."""
+
+    plugin: str
+    codes: np.ndarray
+    describe: Callable[[int], tuple[Code, tuple[str, ...]]]
 
 
 class _NodeFilterAdapter:
@@ -210,6 +225,7 @@ class Framework:
         self.prefilter_extensions = [p for p in self.pre_filter if p.has_prefilter_extensions]
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
         self.next_start_row = 0
+        self.dry_run = False  # see dry()
 
     # --- queueing ---------------------------------------------------------------------------
 
@@ -264,7 +280,42 @@ class Framework:
         return names, ", ".join(narrowed_by), None
 
     def _point(self, point: str, status: Status | None, started: float) -> None:
+        if self.dry_run:
+            return
         self.metrics.extension_point(point, status_label(status), self.name, perf_counter() - started)
+
+    @contextlib.contextmanager
+    def dry(self) -> Iterator[None]:
+        """Runs the block as a dry run: extension points and plugins are neither timed nor counted,
+        so an explanation asked for leaves the scheduler's metrics as they were."""
+        saved = self.plugin_metrics, self.dry_run
+        self.plugin_metrics, self.dry_run = None, True
+        try:
+            yield
+        finally:
+            self.plugin_metrics, self.dry_run = saved
+
+    def filter_verdicts(self, state: CycleState, pi: PodInfo, rows: np.ndarray) -> list[FilterVerdict]:
+        """Every Filter plugin on every row of the mask `rows`, none narrowing the rows for the
+        next: which plugins would reject each node, not only the first. A Filter's verdict on a
+        node depends on the pod's cycle state and that node alone, so the first plugin to reject
+        a node here is the one the cycle's narrowing pass stops at."""
+        table = self.cache.table
+        out = []
+        for plugin in self.filter:
+            if plugin.name in state.skip_filter:
+                continue
+            if isinstance(plugin, NodeFilterPlugin):
+                result: FilterResult | None = self.filter_adapters[plugin.name].run(state, pi, table, rows)
+            else:
+                result = plugin.filter(state, pi, table)
+            if result is None:
+                continue
+            codes = result.codes[: table.size]
+            codes = np.where(rows, codes, np.zeros((), dtype=codes.dtype))
+            if codes.any():
+                out.append(FilterVerdict(plugin.name, codes, result.describe))
+        return out
 
     def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> FilterOutcome:
         """Runs every Filter over the table, narrowing `alive` (modified in place)."""
@@ -464,6 +515,8 @@ class Framework:
         totals = np.zeros(rows.size, dtype=np.int64)
         by_plugin: list[tuple[str, np.ndarray]] = []
         normalized: list[np.ndarray] = []
+        raw: list[np.ndarray] = []
+        weights: list[int] = []
         for scorer, weight in self.score:
             pname = scorer.name
             if pname in state.skip_score:
@@ -475,6 +528,7 @@ class Framework:
                 )
             else:
                 scores = scorer.score(state, pi, table, rows)
+            raw.append(scores.copy() if scorer.has_normalize else scores)  # a NormalizeScore may work in place
             if scorer.has_normalize:
                 scores = scorer.normalize_score(state, pi, scores)
             if metrics is not None:
@@ -483,6 +537,7 @@ class Framework:
             weighted = scores * weight if weight != 1 else scores
             totals += weighted
             by_plugin.append((pname, weighted))
+            weights.append(weight)
         # kube checks every score after NormalizeScore and fails the cycle with an Error. One check
         # over all plugins' scores keeps the common (valid) case to a single reduction per cycle.
         together = normalized[0] if len(normalized) == 1 else np.concatenate(normalized) if normalized else None
@@ -497,9 +552,9 @@ class Framework:
                     self._point("Score", status, started)
                     return status
         self._point("Score", None, started)
-        if decisions.log.isEnabledFor(logging.DEBUG):  # kube: -v=10 "Calculated node's final score for pod"
+        if not self.dry_run and decisions.log.isEnabledFor(logging.DEBUG):  # kube: -v=10 "Calculated node's final score for pod"
             decisions.log_final_scores(pi.key, table, rows, totals)
-        return ScoreOutcome(rows, totals, by_plugin)
+        return ScoreOutcome(rows, totals, by_plugin, raw, weights)
 
     # --- reserve, permit and the binding cycle ------------------------------------------------------
 

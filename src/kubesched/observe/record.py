@@ -9,7 +9,7 @@ gives as the reason a pod stayed pending.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
@@ -51,8 +51,9 @@ class DecisionRecord:
     scored: int = 0
     # (plugin, reason, nodes): why nodes were rejected, first failing plugin per node.
     rejections: list[tuple[str, str, int]] = field(default_factory=list)
-    # Best nodes: (node, total, ((plugin, weighted score), ...)).
-    top: list[tuple[str, int, tuple[tuple[str, int], ...]]] = field(default_factory=list)
+    # Best nodes, best first (the chosen one among them): (node, total, ((plugin, raw score,
+    # normalized score, weighted score), ...)); the weighted scores sum to the total.
+    top: list[tuple[str, int, tuple[tuple[str, int, int, int], ...]]] = field(default_factory=list)
     chosen: str | None = None
     message: str = ""
     nominated: str | None = None
@@ -72,7 +73,9 @@ class DecisionRecord:
             "scored": self.scored,
             "rejections": [{"plugin": p, "reason": r, "nodes": n} for p, r, n in self.rejections],
             "top": [
-                {"node": node, "score": total, "plugins": dict(parts)} for node, total, parts in self.top
+                {"node": node, "score": total,
+                 "plugins": {p: {"raw": raw, "normalized": norm, "weighted": w} for p, raw, norm, w in parts}}
+                for node, total, parts in self.top
             ],
             "chosen": self.chosen,
             "message": self.message,
@@ -116,3 +119,26 @@ class Recorder:
         record = self.latest.get(key)
         if record is not None and record.uid == uid:
             del self.latest[key]
+
+
+ScoredNode = tuple[str, int, tuple[tuple[str, int, int, int], ...]]  # as DecisionRecord.top
+
+
+def score_margin(top: Sequence[ScoredNode], chosen: str | None) -> tuple[int | None, str | None]:
+    """The chosen node's lead over the best other scored node, and the score plugin whose
+    weighted score gave it the most of that lead. (None, None) without another node to compare
+    with; (0, None) for a tie, broken at random."""
+    mine = next((entry for entry in top if entry[0] == chosen), None)
+    runner = max((entry for entry in top if entry[0] != chosen), key=lambda entry: entry[1], default=None)
+    if mine is None or runner is None:
+        return None, None
+    margin = mine[1] - runner[1]
+    if margin <= 0:
+        return margin, None
+    theirs = {plugin: weighted for plugin, _, _, weighted in runner[2]}
+    best, lead = None, None
+    for plugin, _, _, weighted in mine[2]:
+        diff = weighted - theirs.get(plugin, 0)
+        if lead is None or diff > lead:
+            best, lead = plugin, diff
+    return margin, best

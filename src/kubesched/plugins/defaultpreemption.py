@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,7 +68,9 @@ from kubesched.framework.interface import (
     Handle,
     Plugin,
     PostFilterPlugin,
+    PostFilterPreview,
     PostFilterResult,
+    PreemptionPlan,
     QueueingHint,
     Status,
 )
@@ -271,7 +273,7 @@ def _fit(arr: np.ndarray, size: int) -> np.ndarray:
 # --- the plugin -----------------------------------------------------------------------------------------
 
 
-class DefaultPreemption(Plugin, PostFilterPlugin, EnqueueExtensions):
+class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, EnqueueExtensions):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = DefaultPreemptionArgs
 
@@ -325,22 +327,44 @@ class DefaultPreemption(Plugin, PostFilterPlugin, EnqueueExtensions):
             status = Status(status.code, (MESSAGE_PREFIX + status.message(),), NAME)
         return result, status
 
+    def preview(self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis) -> PreemptionPlan:
+        """What preemption would do for the pod now, doing nothing: the node and victims it would
+        pick, or why it cannot help. The candidate search starts at the first node instead of a
+        random one, so that asking does not move the scheduler's random sequence."""
+        best, _, status = self._find(state, pi, diagnosis, lambda k: 0)
+        if best is None:
+            message = MESSAGE_PREFIX + status.message() if status is not None and status.reasons else ""
+            return PreemptionPlan(None, [], message)
+        return PreemptionPlan(best.node, list(best.victims), "")
+
     def _preempt(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
+        best, result, status = self._find(state, pi, diagnosis, self.offset)
+        if best is None:
+            return result, status
+        self.prepare(pi, best)
+        # Since kube 1.37 a successful preemption says so in the pod's FailedScheduling message.
+        placed = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
+        return PostFilterResult(nominated_node=best.node), Status(Code.SUCCESS, (placed,))
+
+    def _find(
+        self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis, offset_of: Callable[[int], int]
+    ) -> tuple[Candidate | None, PostFilterResult | None, Status | None]:
+        """The candidate to preempt on, or none with the PostFilter result and status to report."""
         handle = self.handle
         table = handle.table
         eligible, why = self.eligible(pi, diagnosis)
         if not eligible:
-            return None, Status(Code.UNSCHEDULABLE, (why,))
+            return None, None, Status(Code.UNSCHEDULABLE, (why,))
         num_nodes = len(table)
         if num_nodes == 0:
-            return None, Status(Code.ERROR, (NO_NODES,))
+            return None, None, Status(Code.ERROR, (NO_NODES,))
         potential = self.potential_rows(diagnosis)
         run = _DryRun()
         if potential.size:
             k = int(potential.size)
-            offset = self.offset(k)
+            offset = offset_of(k)
             order = np.concatenate((potential[offset:], potential[:offset])).tolist()
             wanted = self.num_candidates(k)
             run = self.dry_run(state, pi, order, wanted if wanted > 0 else k)
@@ -351,20 +375,15 @@ class DefaultPreemption(Plugin, PostFilterPlugin, EnqueueExtensions):
                 run.candidates = []
         if not run.candidates:
             if run.errors:
-                return None, Status(Code.ERROR, (_aggregate(run.errors),))
+                return None, None, Status(Code.ERROR, (_aggregate(run.errors),))
             reasons = dict(run.reasons)
             absent = num_nodes - run.examined
             if absent > 0:
                 reasons[NOT_HELPFUL] = reasons.get(NOT_HELPFUL, 0) + absent
             # kube clears the nomination of a pod that preemption cannot help ("" = clear).
             clear = PostFilterResult(nominated_node="") if pi.pod.status.nominated_node_name or self._nominated(pi) else None
-            return clear, Status(Code.UNSCHEDULABLE, (fit_error_message(num_nodes, reasons.items()),))
-        best = pick_one_node(run.candidates)
-        assert best is not None
-        self.prepare(pi, best)
-        # Since kube 1.37 a successful preemption says so in the pod's FailedScheduling message.
-        placed = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
-        return PostFilterResult(nominated_node=best.node), Status(Code.SUCCESS, (placed,))
+            return None, clear, Status(Code.UNSCHEDULABLE, (fit_error_message(num_nodes, reasons.items()),))
+        return pick_one_node(run.candidates), None, None
 
     def eligible(self, pi: PodInfo, diagnosis: Diagnosis) -> tuple[bool, str]:
         """kube's PodEligibleToPreemptOthers."""

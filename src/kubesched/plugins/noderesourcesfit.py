@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
-from kubesched.api.quantity import resource_value
+from kubesched.api.quantity import describe_amount, resource_value
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
     ASSIGNED_POD,
@@ -41,6 +41,7 @@ from kubesched.framework.interface import (
     Code,
     CycleState,
     EnqueueExtensions,
+    FilterMisses,
     FilterPlugin,
     FilterResult,
     Handle,
@@ -230,7 +231,7 @@ def requested_resources_increased(requests: dict[str, int], old: dict[str, int],
     return any(new.get(name, 0) > old.get(name, 0) for name in requests)
 
 
-class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name = "NodeResourcesFit"
     Args = NodeResourcesFitArgs
 
@@ -314,6 +315,41 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
         codes |= np.where(too_big, UNRESOLVABLE_BIT, 0)
         codes[~failing] = 0
         return FilterResult(codes, _describer(checks.reasons))
+
+    # --- what a rejected node lacks (explanations) ---------------------------------------------------
+
+    def _room(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> tuple[_Checks, np.ndarray, np.ndarray]:
+        checks: _Checks | None = state.read(self._state_key)
+        if checks is None:
+            checks = self.checks(pi)
+        table.request_vector(pi)
+        cols = np.fromiter((table.resource_index[name] for name in checks.names), dtype=np.intp, count=len(checks.names))
+        allocatable = table.allocatable[np.ix_(rows, cols)]
+        return checks, allocatable, allocatable - table.requested[np.ix_(rows, cols)]
+
+    def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """The largest shortfall as a fraction of the node's allocatable; a node too small for the
+        pod even when empty is as far as can be (1000)."""
+        checks, allocatable, free = self._room(state, pi, table, rows)
+        short = np.maximum(checks.amounts - free, 0) / np.maximum(allocatable, 1)
+        far = (checks.amounts[1:] > allocatable[:, 1:]).any(axis=1)
+        out: np.ndarray = np.where(far, 1000.0, short.max(axis=1, initial=0.0))
+        return out
+
+    def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
+        checks, allocatable, free = self._room(state, pi, table, np.array([row]))
+        parts = []
+        for i, name in enumerate(checks.names):
+            need, room, total = int(checks.amounts[i]), int(free[0, i]), int(allocatable[0, i])
+            if need <= room:
+                continue
+            if name == PODS:
+                parts.append(f"full: {total} pods allowed")
+            elif need > total:
+                parts.append(f"requests {describe_amount(name, need)} {name}, allocatable only {describe_amount(name, total)}")
+            else:
+                parts.append(f"needs {describe_amount(name, need - room)} more {name}")
+        return "; ".join(parts)
 
     # --- score ------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from kubesched.framework.interface import (
     Code,
     CycleState,
     EnqueueExtensions,
+    FilterMisses,
     FilterPlugin,
     FilterResult,
     Handle,
@@ -103,7 +104,7 @@ def _pod_info(pi: PodInfo, table: NodeTable) -> _PodTaintInfo:
     return info
 
 
-class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
     has_normalize: ClassVar[bool] = True
 
@@ -147,6 +148,17 @@ class TaintToleration(Plugin, FilterPlugin, PreScorePlugin, ScorePlugin, Enqueue
         if first is None:
             return None
         return FilterResult(first + 1, _describe)
+
+    def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """Every untolerated taint is as far as the next: only a toleration or the node's owner helps."""
+        return np.ones(rows.size)
+
+    def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
+        result = self.filter(state, pi, table)
+        if result is None or not result.codes[row]:
+            return ""
+        key, value, effect = untolerated_taint(table, int(result.codes[row]))
+        return f"taint {key}={value}:{effect}" if value else f"taint {key}:{effect}"
 
     def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
         # kube never skips this plugin's scoring: every node gets 100 when nothing is untolerated.

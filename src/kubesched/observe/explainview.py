@@ -1,0 +1,107 @@
+"""An explanation (observe.explain's JSON) as rich tables for a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+JSON = dict[str, Any]
+
+
+def render(console: Console, data: JSON) -> None:
+    """Prints the explanation. Everything that came from the cluster is printed as text, never
+    read as markup (a pod or node name could contain brackets)."""
+    head = Text()
+    head.append(str(data.get("pod", "?")), style="bold")
+    head.append(f"  profile {data.get('profile', '?')}  status ")
+    status = str(data.get("status", "?"))
+    head.append(status, style="green" if status == "scheduled" else "yellow")
+    if data.get("node"):
+        head.append(f" on {data['node']}")
+    console.print(head)
+    for key, label in (("note", "note"), ("error", "error"), ("message", "a cycle now")):
+        if data.get(key):
+            console.print(Text(f"{label}: {data[key]}"))
+    record = data.get("record")
+    if record and status not in ("scheduled", "binding") and record.get("message"):
+        console.print(Text(f"last attempt ({record.get('attempt')}): {record['message']}"))
+    if data.get("filter"):
+        _filter(console, data["filter"], int(data.get("nodes_total") or 0))
+    if data.get("preemption"):
+        _preemption(console, data["preemption"])
+    if data.get("scores"):
+        _scores(console, data["scores"])
+
+
+def _filter(console: Console, filtered: JSON, total: int) -> None:
+    rejected = filtered.get("rejected") or []
+    console.print(Text(f"{filtered.get('feasible', 0)} of {total} nodes fit"))
+    if rejected:
+        table = Table(title="Nodes rejected, by the first plugin that rejected them", title_justify="left")
+        table.add_column("plugin")
+        table.add_column("reason")
+        table.add_column("nodes", justify="right")
+        table.add_column("which")
+        for group in rejected:
+            names = list(group.get("nodes") or [])
+            more = int(group.get("count", 0)) - len(names)
+            shown = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+            table.add_row(Text(str(group.get("plugin"))), Text(str(group.get("reason"))), str(group.get("count")), Text(shown))
+        console.print(table)
+    nearest = filtered.get("nearest") or []
+    if nearest:
+        table = Table(title="Nearest misses", title_justify="left")
+        table.add_column("node")
+        table.add_column("plugin")
+        table.add_column("what is missing")
+        for miss in nearest:
+            for i, failed in enumerate(miss.get("failed") or []):
+                table.add_row(
+                    Text(str(miss.get("node")) if i == 0 else ""),
+                    Text(str(failed.get("plugin"))),
+                    Text(str(failed.get("detail") or failed.get("reason"))),
+                )
+        console.print(table)
+
+
+def _preemption(console: Console, plan: JSON) -> None:
+    if plan.get("possible"):
+        victims = ", ".join(plan.get("victims") or []) or "no pods"
+        console.print(Text(f"preemption would help: on {plan.get('node')}, evicting {victims}"))
+    else:
+        console.print(Text(f"preemption would not help: {plan.get('message') or 'no candidate node'}"))
+
+
+def _scores(console: Console, scores: JSON) -> None:
+    nodes = scores.get("nodes") or []
+    source = "the cycle that placed it" if scores.get("source") == "record" else "a dry run now"
+    if not nodes:
+        console.print(Text(f"chosen: {scores.get('chosen')} ({scores.get('why', '')}; from {source})"))
+        return
+    weights = {p["name"]: p["weight"] for p in scores.get("plugins") or []}
+    plugins = [p for p in weights if any(p in n.get("plugins", {}) for n in nodes)]
+    table = Table(title=f"Scores from {source}: weighted (raw -> normalized x weight)", title_justify="left")
+    table.add_column("plugin")
+    for n in nodes:
+        mark = " (chosen)" if n.get("node") == scores.get("chosen") else ""
+        table.add_column(Text(f"{n.get('node')}{mark}"), justify="right")
+    for p in plugins:
+        cells = []
+        for n in nodes:
+            part = n.get("plugins", {}).get(p)
+            cells.append("" if part is None else f"{part['weighted']} ({part['raw']} -> {part['normalized']} x {weights.get(p, 1)})")
+        table.add_row(p, *cells)
+    table.add_row(Text("total", style="bold"), *[Text(str(n.get("total")), style="bold") for n in nodes])
+    console.print(table)
+    margin = scores.get("margin")
+    if margin is None:
+        return
+    if margin > 0:
+        console.print(Text(f"{scores.get('chosen')} won by {margin}; {scores.get('decided_by')} gave it the most of that lead"))
+    else:
+        console.print(Text(f"{scores.get('chosen')} tied for the top score and was picked at random among the tied nodes"))
+    if scores.get("why_sample"):
+        console.print(Text(str(scores["why_sample"])))
