@@ -1,4 +1,4 @@
-"""Command line: kubesched run | simulate | bench | config validate."""
+"""Command line: kubesched run | simulate | bench | explain | config validate."""
 
 from __future__ import annotations
 
@@ -113,7 +113,11 @@ def _load_configs(paths: list[Path] | None) -> list[tuple[str, SchedulerConfig]]
     return [(p.stem, load_config(p)) for p in paths]
 
 
-def _run_simulations(cluster: Any, configs: list[tuple[str, SchedulerConfig]], seed: int, quiet: bool) -> list[Any]:
+def _run_simulations(
+    cluster: Any, configs: list[tuple[str, SchedulerConfig]], seed: int, quiet: bool, keep: list[Any] | None = None
+) -> list[Any]:
+    """Runs one simulation per configuration; the Simulations themselves go to `keep` if given
+    (their schedulers can still explain their decisions)."""
     from kubesched.backends.sim.engine import Simulation
 
     results = []
@@ -135,6 +139,8 @@ def _run_simulations(cluster: Any, configs: list[tuple[str, SchedulerConfig]], s
 
             sim = Simulation(cluster, cfg, seed=seed, progress=update, label=label)
             results.append(asyncio.run(sim.run()))
+            if keep is not None:
+                keep.append(sim)
     return results
 
 
@@ -144,7 +150,13 @@ def simulate(
     scenario: Annotated[list[str] | None, typer.Argument(help="Built-in scenario name, or manifest files/directories.")] = None,
     config: Annotated[list[Path] | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration; repeat to compare.")] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed for breaking ties between equal nodes.")] = 0,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON.")] = None,
+    json_out: Annotated[
+        Path | None,
+        typer.Option("--json", help="Write the results as JSON, with the explanations of pending pods and the first scheduled ones."),
+    ] = None,
+    explain_pods: Annotated[
+        list[str] | None, typer.Option("--explain", help="Explain this pod (namespace/name) after the run; repeatable.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run the scheduler on a simulated cluster, once per --config, and compare.
@@ -157,6 +169,7 @@ def simulate(
     from kubesched.backends.sim.scenarios import DEFAULT_SCENARIO, load_refs
 
     _check_writable(json_out, "--json")
+    explain_refs = [_pod_ref(ref, "default") for ref in explain_pods or []]
     try:
         configs = _load_configs(config)
         cluster = load_refs(scenario or [DEFAULT_SCENARIO], keep_going=True)
@@ -168,13 +181,16 @@ def simulate(
         print_error(refused)
     if cluster.errors and not cluster.nodes and not cluster.pods:
         raise fail("nothing left to simulate: every node and pod was refused (see above)")
+    sims: list[Any] = []
     try:
-        results = _run_simulations(cluster, configs, seed, quiet)
+        results = _run_simulations(cluster, configs, seed, quiet, keep=sims)
     except LimitError as exc:
         raise fail(str(exc)) from None
     _print_results(cluster, results)
+    _explain_simulated(sims, results, explain_refs)
     if json_out is not None:
-        data = {"scenario": cluster.name, "seed": seed, "results": [r.as_dict() for r in results],
+        data = {"scenario": cluster.name, "seed": seed,
+                "results": [r.as_dict() | {"explanations": _saved_explanations(sim, r)} for sim, r in zip(sims, results, strict=True)],
                 "refused": list(cluster.errors)}
         _write_json(json_out, data, "--json")
         console.print(f"wrote {json_out}")
@@ -183,6 +199,32 @@ def simulate(
         err.print(f"{n} object{'s' if n != 1 else ''} refused (see above); the simulation ran without {'them' if n != 1 else 'it'}",
                   highlight=False)
         raise typer.Exit(EXIT_USAGE)
+
+
+# Explanations kept in `simulate --json` per configuration: every pending pod's first, then the
+# scheduled pods' in the order of the input, up to this many (about 2 kB each).
+SAVED_EXPLANATIONS = 2000
+
+
+def _saved_explanations(sim: Any, result: Any) -> dict[str, Any]:
+    from kubesched.observe.explain import explain_many
+
+    pending = list(result.unschedulable)
+    placed = [key for key, node in result.placements.items() if node]
+    return explain_many(sim.scheduler, pending + placed, SAVED_EXPLANATIONS)
+
+
+def _explain_simulated(sims: list[Any], results: list[Any], refs: list[tuple[str, str]]) -> None:
+    from kubesched.observe.explainview import render
+
+    for ns, name in refs:
+        for sim, result in zip(sims, results, strict=True):
+            console.rule(f"{ns}/{name} with {result.profile}")
+            data = sim.scheduler.explain(ns, name)
+            if data is None:
+                console.print(f"no pod {ns}/{name} in this simulation", highlight=False, markup=False)
+            else:
+                render(console, data)
 
 
 def _print_results(cluster: Any, results: list[Any]) -> None:
@@ -333,6 +375,133 @@ def run(
     code = asyncio.run(main())
     if code:
         raise typer.Exit(code)
+
+
+def _pod_ref(ref: str, namespace: str) -> tuple[str, str]:
+    """`namespace/name`, or `name` in --namespace; refused unless both are DNS names."""
+    from kubesched.api.validation.meta import dns1123_label, dns1123_subdomain
+
+    ns, sep, name = ref.partition("/")
+    if not sep:
+        ns, name = namespace, ref
+    for problems, what in ((dns1123_label(ns), f"namespace {ns!r}"), (dns1123_subdomain(name), f"name {name!r}")):
+        if problems:
+            raise fail(f"pod {ref!r}: {what}: {problems[0]}")
+    return ns, name
+
+
+def _explanation_from_saved(path: Path, key: str, profile: str | None) -> dict[str, Any] | None:
+    """The explanation of `key` in a `kubesched simulate --json` file: the configuration named
+    --profile, else the first that explains the pod."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise fail(f"--from {path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise fail(f"--from {path}: not JSON: {exc}") from None
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        raise fail(f"--from {path}: not the output of `kubesched simulate --json` (no results)")
+    labels = [str(r.get("profile")) for r in results if isinstance(r, dict)]
+    if profile is not None and profile not in labels:
+        raise fail(f"--from {path}: no configuration {profile!r} (there are: {', '.join(labels)})")
+    for r in results:
+        if not isinstance(r, dict) or (profile is not None and r.get("profile") != profile):
+            continue
+        explanations = r.get("explanations")
+        if isinstance(explanations, dict) and isinstance(explanations.get(key), dict):
+            found: dict[str, Any] = explanations[key]
+            return found
+    return None
+
+
+@app.command()
+@interruptible
+def explain(
+    pod: Annotated[str, typer.Argument(help="The pod: namespace/name, or name with --namespace.")],
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of a pod given by name alone.")] = "default",
+    kubeconfig: Annotated[
+        str | None, typer.Option(help="kubeconfig file (default: in-cluster service account, else ~/.kube/config).")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="KubeSchedulerConfiguration: the leader's Lease, and the profiles of a local dry run."),
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="The leader's debug endpoint (https://host:port), instead of the one its Lease publishes.")
+    ] = None,
+    local: Annotated[bool, typer.Option("--local", help="Do not ask the leader: read the cluster and dry-run here.")] = False,
+    from_json: Annotated[
+        Path | None, typer.Option("--from", help="A saved simulation (`kubesched simulate --json`) instead of a cluster.")
+    ] = None,
+    profile: Annotated[str | None, typer.Option(help="With --from: which configuration of the simulation.")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds to wait for the leader, or for the cluster's lists.")] = 30.0,
+) -> None:
+    """Why a pod is pending, or why it landed on its node.
+
+    On a cluster, asks the running kubesched leader (its debug endpoint, found through its Lease),
+    or, when none answers, reads the cluster and runs a dry-run scheduling cycle here with
+    --config's profiles. Nothing is written to the cluster either way.
+    """
+    from kubesched.observe.explainview import render
+
+    if output not in ("text", "json"):
+        raise fail(f"--output {output!r}: must be text or json")
+    ns, name = _pod_ref(pod, namespace)
+    key = f"{ns}/{name}"
+    if from_json is not None:
+        data = _explanation_from_saved(from_json, key, profile)
+        if data is None:
+            raise fail(f"--from {from_json}: no explanation of pod {key} (the simulation keeps those of its pending pods and "
+                       "of the first scheduled ones)")
+    else:
+        data = _explain_live(ns, name, kubeconfig, config, endpoint, local, timeout)
+    if output == "json":
+        console.print_json(json.dumps(data))
+    else:
+        render(console, data)
+
+
+def _explain_live(
+    ns: str, name: str, kubeconfig: str | None, config: Path | None, endpoint: str | None, local: bool, timeout: float
+) -> dict[str, Any]:
+    from kubesched.backends.kube.snapshot import SnapshotError, explain_from_api
+    from kubesched.client import KubeConfigError, load_connection
+    from kubesched.client.debug import DebugDenied, LeaderUnreachable, ask_leader
+
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    try:
+        connection = load_connection(kubeconfig or cfg.client_connection.kubeconfig or None)
+    except KubeConfigError as exc:
+        raise fail(str(exc)) from None
+    le = cfg.leader_election
+    data: dict[str, Any] | None = None
+    if not local:
+        try:
+            data = asyncio.run(ask_leader(connection, le.resource_namespace, le.resource_name, ns, name,
+                                          endpoint=endpoint, timeout=timeout))
+            if data is None:
+                raise fail(f"pod {ns}/{name}: the leader knows no such pod")
+            return data
+        except DebugDenied as exc:
+            raise fail(f"the leader refused the request ({exc}): your credentials need get on the non-resource URL "
+                       "/debug/* (see deploy/rbac.yaml, ClusterRole kubesched-debugger)") from None
+        except LeaderUnreachable as exc:
+            if endpoint is not None:
+                raise fail(f"--endpoint {endpoint}: {exc}") from None
+            err.print(f"no answer from the leader ({clip(str(exc))}); reading the cluster for a dry run here", highlight=False)
+    try:
+        data = asyncio.run(explain_from_api(connection, cfg, ns, name, timeout=timeout))
+    except SnapshotError as exc:
+        raise fail(str(exc)) from None
+    if data is None:
+        profiles = ", ".join(p.scheduler_name for p in cfg.profiles)
+        raise fail(f"pod {ns}/{name}: not found, or not scheduled by one of the profiles {profiles}")
+    return data
 
 
 @config_app.command("validate")

@@ -45,9 +45,9 @@ from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.services import Services
 from kubesched.framework.shared import SharedObjects
 from kubesched.framework.waiting import PodAtPermit
-from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
 from kubesched.observe.explain import explain_pod
-from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
+from kubesched.observe.metrics import TIE, DurationHistogram, SchedulerMetrics
+from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message, score_margin
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
 
@@ -66,6 +66,16 @@ class Stats:
     victims: int = 0
     # A histogram, not a list: a list gains an entry every cycle of a run that lasts months.
     cycle_seconds: DurationHistogram = field(default_factory=DurationHistogram)
+
+
+def _decided_by(record: DecisionRecord) -> str | None:
+    """The Score plugin that decided the cycle's winner (metrics.TIE for a tie), or None."""
+    if not record.top or record.chosen is None:
+        return None
+    margin, plugin = score_margin(record.top, record.chosen)
+    if margin is None:
+        return None
+    return plugin if margin > 0 and plugin is not None else TIE
 
 
 def _rejector(status: Status) -> list[str]:
@@ -346,6 +356,7 @@ class Scheduler:
         else:
             assert result.failure is not None
             self._fail(fwk, qpi, record, result.failure, _rejector(result.failure), pod_cycle)
+        self.metrics.outcome(fwk.name, record.rejections, _decided_by(record))
         record.duration = time.perf_counter() - started
         self.stats.cycle_seconds.observe(record.duration)
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does

@@ -103,3 +103,31 @@ def test_bench_json(tmp_path):
     figures = json.loads(out.read_text())
     assert figures["pods_scheduled"] == 400
     assert figures["pods_per_second"] > 0 and figures["cycle_ms_p99"] >= figures["cycle_ms_p50"] > 0
+
+
+def test_simulate_saves_explanations_that_explain_reads(tmp_path):
+    out = tmp_path / "out.json"
+    result = invoke("simulate", "-q", "--json", str(out), "--explain", "ml/train-giant")
+    assert result.exit_code == 0, result.output
+    assert "ml/train-giant" in result.output and "Nodes rejected" in result.output
+    (r,) = json.loads(out.read_text())["results"]
+    assert set(r["unschedulable"]) <= set(r["explanations"])
+    shown = invoke("explain", "ml/train-giant", "--from", str(out))
+    assert shown.exit_code == 0, shown.output
+    assert "Nearest misses" in shown.output and "preemption would not help" in shown.output
+    as_json = invoke("explain", "train-giant", "-n", "ml", "--from", str(out), "-o", "json")
+    assert json.loads(as_json.output) == r["explanations"]["ml/train-giant"]
+
+
+def test_explain_refuses_bad_input_in_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    for args, expected in [
+        (("explain", "Bad_Name", "--from", str(bad)), "a lowercase RFC 1123 subdomain"),
+        (("explain", "ns/x", "--from", str(tmp_path / "missing.json")), "cannot read"),
+        (("explain", "ns/x", "--from", str(bad)), "not the output of `kubesched simulate --json`"),
+        (("explain", "ns/x", "--from", str(bad), "-o", "yaml"), "must be text or json"),
+    ]:
+        result = invoke(*args)
+        assert result.exit_code == 2, result.output
+        assert expected in result.output

@@ -279,6 +279,7 @@ def _decision(nodes: Sequence[tuple[str, int, tuple[tuple[str, int, int, int], .
     """The scored nodes as JSON, with the margin of the chosen node over the best other one and
     the plugin that gave it the most of that margin."""
     margin, decided_by = score_margin(nodes, chosen)
+    nodes = sorted(nodes, key=lambda entry: entry[0] != chosen)  # the chosen node first, the rest as they were
     return {
         "chosen": chosen,
         "margin": margin,

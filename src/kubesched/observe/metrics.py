@@ -20,6 +20,11 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 FOLD_AT = 4096  # pending observations per label set before folding into buckets
 ATTEMPTS_LABEL_CAP = 15  # attempts at or above this share the SLI histogram label "15+"
+# Filter reasons are mostly fixed strings, but some name a resource or a volume: the label set of
+# kubesched_filter_rejections_total stays bounded by telling at most this many apart per plugin.
+REASONS_PER_PLUGIN = 32
+OTHER_REASON = "other"
+TIE = "(tie)"
 
 Labels = tuple[str, ...]
 
@@ -200,7 +205,23 @@ class SchedulerMetrics(Collector):
         self.bind_failures = LabelledCounter(
             "kubesched_bind_failures_total", "Binding cycles that failed, by the reason the API or a plugin gave.", ["reason"]
         )
-        self.counters: list[LabelledCounter] = [self.attempts, self.preemption_attempts, self.incoming_pods, self.bind_failures]
+        self.filter_rejections = LabelledCounter(
+            "kubesched_filter_rejections_total",
+            "Nodes rejected for a pod by a Filter plugin (the first to reject each node), by the reason it gave. "
+            f"At most {REASONS_PER_PLUGIN} reasons per plugin and profile are told apart; later ones count as 'other'.",
+            ["profile", "plugin", "reason"],
+        )
+        self.score_decided = LabelledCounter(
+            "kubesched_score_decided_total",
+            "Scoring cycles by the Score plugin that gave the chosen node the most of its lead over the runner-up; "
+            f"plugin '{TIE}' when the top score was shared and the node was picked at random.",
+            ["profile", "plugin"],
+        )
+        self._reasons_seen: dict[tuple[str, str], set[str]] = {}
+        self.counters: list[LabelledCounter] = [
+            self.attempts, self.preemption_attempts, self.incoming_pods, self.bind_failures, self.filter_rejections,
+            self.score_decided,
+        ]
         self.histograms: list[BatchedHistogram] = [
             self.attempt_duration,
             self.extension_point_duration,
@@ -234,6 +255,20 @@ class SchedulerMetrics(Collector):
     def preemption(self, victims: int) -> None:
         self.preemption_attempts.inc(())
         self.preemption_victims.observe((), float(victims))
+
+    def outcome(self, profile: str, rejections: Sequence[tuple[str, str, int]], decided_by: str | None) -> None:
+        """A cycle's per-plugin outcome: the nodes each Filter plugin rejected, and which Score
+        plugin decided the winner (None: the cycle did not compare scored nodes)."""
+        for plugin, reason, nodes in rejections:
+            seen = self._reasons_seen.setdefault((profile, plugin), set())
+            if reason not in seen:
+                if len(seen) >= REASONS_PER_PLUGIN:
+                    reason = OTHER_REASON
+                else:
+                    seen.add(reason)
+            self.filter_rejections.inc((profile, plugin, reason), nodes)
+        if decided_by is not None:
+            self.score_decided.inc((profile, decided_by))
 
     def bind_failed(self, reason: str) -> None:
         self.bind_failures.inc((reason,))

@@ -329,11 +329,12 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreS
 
     def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         """The largest shortfall as a fraction of the node's allocatable; a node too small for the
-        pod even when empty is as far as can be (1000)."""
+        pod even when empty comes after every other (1000 more)."""
         checks, allocatable, free = self._room(state, pi, table, rows)
         short = np.maximum(checks.amounts - free, 0) / np.maximum(allocatable, 1)
         far = (checks.amounts[1:] > allocatable[:, 1:]).any(axis=1)
-        out: np.ndarray = np.where(far, 1000.0, short.max(axis=1, initial=0.0))
+        worst = short.max(axis=1, initial=0.0)
+        out: np.ndarray = np.where(far, 1000.0 + worst, worst)
         return out
 
     def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:

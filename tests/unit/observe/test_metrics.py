@@ -117,3 +117,29 @@ def test_sli_attempts_label_is_capped_as_kube_caps_it():
     labels = {dict(k[1])["attempts"] for k in got if k[0] == "scheduler_pod_scheduling_sli_duration_seconds_count"}
     assert labels == {"1", "14", "15+"}
     assert got[("scheduler_pod_scheduling_sli_duration_seconds_count", (("attempts", "15+"),))] == 3
+
+
+def test_filter_rejections_and_deciding_score_plugins_are_counted():
+    objects = [node("n1", cpu="1"), node("n2", cpu="8"), node("n3", cpu="4", taints=[
+        {"key": "k", "value": "v", "effect": "NoSchedule"}]), pod("a", cpu="2"), pod("b", cpu="100m")]
+    result, sim = run(objects)
+    assert result.pods_scheduled == 2
+    got = samples(sim.scheduler.metrics)
+    rejected = {dict(labels)["reason"]: v for (name, labels), v in got.items() if name == "kubesched_filter_rejections_total"}
+    assert rejected == {"node(s) had untolerated taint(s)": 2, "Insufficient cpu": 1}
+    decided = {dict(labels)["plugin"]: v for (name, labels), v in got.items() if name == "kubesched_score_decided_total"}
+    assert sum(decided.values()) == 1  # `a` fit n2 alone; `b` chose between n1 and n2 by score
+    assert set(decided) <= {"NodeResourcesFit", "NodeResourcesBalancedAllocation", "(tie)"}
+
+
+def test_filter_reason_labels_are_bounded():
+    from kubesched.observe.metrics import OTHER_REASON, REASONS_PER_PLUGIN, SchedulerMetrics
+
+    m = SchedulerMetrics()
+    for i in range(REASONS_PER_PLUGIN + 10):
+        m.outcome("p", [("NodeResourcesFit", f"Insufficient example.com/r{i}", 1)], None)
+    m.outcome("p", [("NodeResourcesFit", "Insufficient example.com/r0", 2)], None)
+    values = m.filter_rejections.values
+    assert len(values) == REASONS_PER_PLUGIN + 1
+    assert values[("p", "NodeResourcesFit", OTHER_REASON)] == 10
+    assert values[("p", "NodeResourcesFit", "Insufficient example.com/r0")] == 3
