@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
+from rich.console import Console
+
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.observe.explain import explain_pod
 from kubesched.observe.explainview import render
-from rich.console import Console
-
 from unit.simkit import node, pod, run
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
