@@ -76,9 +76,8 @@ def test_preemption_preview_names_the_victims_and_evicts_nothing() -> None:
     ]
     _, sim = run(objects)
     sched = sim.scheduler
-    big = load_objects([pod("big", cpu="1", priority=100)] + [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "priority-100"}, "value": 100}
-    ]).pods[0].pod
+    priority = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "priority-100"}, "value": 100}
+    big = load_objects([priority, pod("big", cpu="1", priority=100)]).pods[0].pod
     sched.queue.add(sched._pod_info(big))
     state_before = sched.rng.bit_generator.state
     deletions_before = dict(sim.cluster.event_counts)
