@@ -468,7 +468,6 @@ def _explain_live(
 ) -> dict[str, Any]:
     from kubesched.backends.kube.snapshot import SnapshotError, explain_from_api
     from kubesched.client import KubeConfigError, load_connection
-    from kubesched.client.debug import DebugDenied, LeaderUnreachable, ask_leader
 
     try:
         cfg = load_config(config)
@@ -481,6 +480,8 @@ def _explain_live(
     le = cfg.leader_election
     data: dict[str, Any] | None = None
     if not local:
+        from kubesched.client.debug import DebugDenied, LeaderUnreachable, ask_leader
+
         try:
             data = asyncio.run(ask_leader(connection, le.resource_namespace, le.resource_name, ns, name,
                                           endpoint=endpoint, timeout=timeout))
