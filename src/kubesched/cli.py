@@ -273,7 +273,7 @@ def bench(
 ) -> None:
     """scheduler_perf's SchedulingBasic on the simulator: wall-clock pods/s and cycle latency."""
     from kubesched.backends.sim.limits import LimitError
-    from kubesched.bench import scheduling_basic
+    from kubesched.bench import explain_latency, scheduling_basic
 
     _check_writable(json_out, "--json")
     try:
@@ -281,7 +281,8 @@ def bench(
         cluster = scheduling_basic(nodes, pods)
     except (ConfigError, LimitError) as exc:
         raise fail(str(exc)) from None
-    result = _run_simulations(cluster, configs, seed, quiet)[0]
+    sims: list[Any] = []
+    result = _run_simulations(cluster, configs, seed, quiet, keep=sims)[0]
     figures = {
         "workload": "SchedulingBasic",
         "nodes": nodes,
@@ -292,11 +293,13 @@ def bench(
         "cycle_ms_p50": result.cycle_ms_p50,
         "cycle_ms_p99": result.cycle_ms_p99,
         "machine": f"{platform.machine()} {platform.processor() or ''} python {platform.python_version()}".strip(),
+        **explain_latency(sims[0].scheduler),
     }
     table = Table(title=f"SchedulingBasic {nodes} nodes / {pods} pods", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in ("pods_scheduled", "wall_seconds", "pods_per_second", "cycle_ms_p50", "cycle_ms_p99"):
+    for key in ("pods_scheduled", "wall_seconds", "pods_per_second", "cycle_ms_p50", "cycle_ms_p99",
+                "explain_ms_unschedulable", "explain_ms_feasible"):
         table.add_row(key, str(figures[key]))
     console.print(table)
     if json_out is not None:
