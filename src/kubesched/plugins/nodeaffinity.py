@@ -51,6 +51,7 @@ from kubesched.framework.interface import (
     Code,
     CycleState,
     EnqueueExtensions,
+    FilterMisses,
     FilterPlugin,
     FilterResult,
     Handle,
@@ -478,7 +479,7 @@ def _unknown_field(value: Any, info: Any, path: str) -> str | None:
 # --- the plugin ------------------------------------------------------------------------------------
 
 
-class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = NodeAffinityArgs
     has_normalize: ClassVar[bool] = True
@@ -564,6 +565,36 @@ class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScoreP
         if not (codes.astype(bool) & table.present[: table.size]).any():
             return None
         return FilterResult(codes, _VERDICTS.__getitem__)
+
+    # --- what a rejected node lacks (explanations) -----------------------------------------------
+
+    def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """One step per nodeSelector label the node does not carry as asked, at least one."""
+        wrong = np.zeros(rows.size)
+        for key, want in pod_node_affinity(pi).node_selector.items():
+            column = table.labels.get(key)
+            want_id = column.vocab.get(want, -2) if column is not None else -2  # -2: no node has it
+            wrong += table.label_ids(key)[rows] != want_id
+        out: np.ndarray = np.maximum(wrong, 1.0)
+        return out
+
+    def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
+        node = table.nodes[row]
+        if node is None:
+            return ""
+        info = pod_node_affinity(pi)
+        labels = node.metadata.labels
+        parts = []
+        for key, want in sorted(info.node_selector.items()):
+            have = labels.get(key)
+            if have != want:
+                parts.append(f"label {key}={want} (node has {key}={have})" if have is not None else f"label {key}={want}")
+        added = self.added_mask(table)
+        if added is not None and not added[row]:
+            parts.append("the profile's added node affinity")
+        elif info.required is not None and not terms_match_node(info.required, node):
+            parts.append("a match for one of the pod's required node affinity terms")
+        return "needs " + ", ".join(parts) if parts else ""
 
     # --- scoring -----------------------------------------------------------------------------
 

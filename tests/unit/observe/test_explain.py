@@ -148,3 +148,11 @@ def test_rendering_never_reads_cluster_text_as_markup() -> None:
         "feasible": 0, "rejected": [{"plugin": "P", "reason": "[link]r", "count": 1, "nodes": ["[b]n"]}], "nearest": []}})
     text = console.export_text()
     assert "[bold]x" in text and "[red]boom" in text and "[link]r" in text and "[b]n" in text
+
+
+def test_node_affinity_says_which_label_is_missing() -> None:
+    objects = [node("n1", labels={"disk": "ssd"}), node("n2"),
+               pod("web", nodeSelector={"disk": "hdd", "zone": "a"})]
+    _, sim = run(objects)
+    nearest = {m["node"]: m["failed"][0]["detail"] for m in sim.scheduler.explain("default", "web")["filter"]["nearest"]}
+    assert nearest == {"n1": "needs label disk=hdd (node has disk=ssd), label zone=a", "n2": "needs label disk=hdd, label zone=a"}
