@@ -127,18 +127,21 @@ ScoredNode = tuple[str, int, tuple[tuple[str, int, int, int], ...]]  # as Decisi
 def score_margin(top: Sequence[ScoredNode], chosen: str | None) -> tuple[int | None, str | None]:
     """The chosen node's lead over the best other scored node, and the score plugin whose
     weighted score gave it the most of that lead. (None, None) without another node to compare
-    with; (0, None) for a tie, broken at random."""
-    mine = next((entry for entry in top if entry[0] == chosen), None)
-    runner = max((entry for entry in top if entry[0] != chosen), key=lambda entry: entry[1], default=None)
+    with; (0, None) for a tie, broken at random. Runs after every scoring cycle, so it is plain
+    loops: the nodes' plugin lists come from one cycle and are in the same order."""
+    mine = runner = None
+    for entry in top:
+        if entry[0] == chosen and mine is None:
+            mine = entry
+        elif runner is None or entry[1] > runner[1]:
+            runner = entry
     if mine is None or runner is None:
         return None, None
     margin = mine[1] - runner[1]
     if margin <= 0:
         return margin, None
-    theirs = {plugin: weighted for plugin, _, _, weighted in runner[2]}
-    best, lead = None, None
-    for plugin, _, _, weighted in mine[2]:
-        diff = weighted - theirs.get(plugin, 0)
-        if lead is None or diff > lead:
-            best, lead = plugin, diff
+    best, lead = None, 0
+    for (plugin, _, _, weighted), (_, _, _, theirs) in zip(mine[2], runner[2], strict=False):
+        if best is None or weighted - theirs > lead:
+            best, lead = plugin, weighted - theirs
     return margin, best
