@@ -11,6 +11,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY --from=build /install /usr/local
 RUN groupadd --gid 65532 kubesched && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin kubesched
 USER 65532:65532
-EXPOSE 10251
+EXPOSE 10259
 ENTRYPOINT ["kubesched"]
 CMD ["run", "--config", "/etc/kubesched/config.yaml"]

@@ -332,8 +332,22 @@ def run(
     kubeconfig: Annotated[
         str | None, typer.Option(help="kubeconfig file (default: in-cluster service account, else ~/.kube/config).")
     ] = None,
-    bind_address: Annotated[str, typer.Option(help="Address of the /healthz /livez /readyz /metrics server.")] = "0.0.0.0",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port of that server (0: any free port).")] = 10251,
+    bind_address: Annotated[str, typer.Option(help="Address of the secure port (/healthz /livez /readyz /metrics /debug).")] = "0.0.0.0",
+    secure_port: Annotated[int, typer.Option(min=0, max=65535, help="HTTPS port, as kube-scheduler's (0: serve nothing).")] = 10259,
+    tls_cert_file: Annotated[
+        str | None, typer.Option(help="Serving certificate (PEM); without one, a self-signed certificate is made at start.")
+    ] = None,
+    tls_private_key_file: Annotated[str | None, typer.Option(help="The serving certificate's key (PEM).")] = None,
+    client_ca_file: Annotated[
+        str | None,
+        typer.Option(help="CA of client certificates (default: the API server's, from kube-system/extension-apiserver-authentication)."),
+    ] = None,
+    authorization_always_allow_paths: Annotated[
+        str, typer.Option(help="Comma-separated paths served without authorization.")
+    ] = "/healthz,/readyz,/livez",
+    advertise_address: Annotated[
+        str | None, typer.Option(help="Address the leader publishes on its Lease for `kubesched explain` (default: $POD_IP).")
+    ] = None,
     log_level: Annotated[
         str,
         typer.Option(
@@ -367,7 +381,12 @@ def run(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         try:
-            sched = KubeScheduler(RunOptions(cfg, kubeconfig, bind_address, port))
+            options = RunOptions(
+                cfg, kubeconfig, bind_address, secure_port, tls_cert_file=tls_cert_file, tls_private_key_file=tls_private_key_file,
+                client_ca_file=client_ca_file, advertise_address=advertise_address,
+                always_allow_paths=tuple(p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()),
+            )
+            sched = KubeScheduler(options)
         except KubeConfigError as exc:
             raise fail(str(exc)) from None
         try:

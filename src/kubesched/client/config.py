@@ -287,6 +287,9 @@ class ConnectionConfig:
     tls_server_name: str | None = None
     proxy_url: str | None = None
     source: str = ""
+    # The kubeconfig's client certificate and key (PEM), also loaded into `ssl`: a client of
+    # another server (the leader's debug endpoint) presents the same identity.
+    client_cert: tuple[bytes, bytes] | None = None
     _file_token: str | None = field(default=None, init=False, repr=False)
     _file_token_read_at: float | None = field(default=None, init=False, repr=False)
     _exec_cert: tuple[str, str] | None = field(default=None, init=False, repr=False)
@@ -482,11 +485,12 @@ class _KubeConfig:
         source = f"{f} (context {_q(name)})"
 
         ssl_ctx: ssl.SSLContext | bool = False
+        client_cert: tuple[bytes, bytes] | None = None
         if parts.scheme == "https":
             if insecure and (ca_data or ca_file):
                 raise KubeConfigError(f"{where}: certificate-authority(-data) cannot be combined with insecure-skip-tls-verify")
             ssl_ctx = self._ssl(cluster, where, ca_data, ca_file, insecure)
-            self._client_cert(ssl_ctx, user, uwhere)
+            client_cert = self._client_cert(ssl_ctx, user, uwhere)
         elif any(user.get(k) for k in ("client-certificate", "client-certificate-data")):
             raise KubeConfigError(f"{uwhere}: a client certificate needs an https server (cluster {_q(cluster_name)} has {_q(server)})")
 
@@ -513,6 +517,7 @@ class _KubeConfig:
             tls_server_name=tls_server_name,
             proxy_url=proxy_url,
             source=source,
+            client_cert=client_cert,
         )
 
     def _ssl(self, cluster: Mapping[str, Any], where: str, ca_data: Any, ca_file: str | None, insecure: bool) -> ssl.SSLContext:
@@ -541,7 +546,7 @@ class _KubeConfig:
             ctx.verify_mode = ssl.CERT_NONE
         return ctx
 
-    def _client_cert(self, ctx: ssl.SSLContext, user: Mapping[str, Any], where: str) -> None:
+    def _client_cert(self, ctx: ssl.SSLContext, user: Mapping[str, Any], where: str) -> tuple[bytes, bytes] | None:
         cert: bytes | None = None
         key: bytes | None = None
         if user.get("client-certificate-data"):
@@ -553,7 +558,7 @@ class _KubeConfig:
         elif (key_file := self._str(user, "client-key", where)) is not None:
             key = self._read(key_file, where, "client-key")
         if cert is None and key is None:
-            return
+            return None
         if cert is None:
             raise KubeConfigError(f"{where}: client-key(-data) is set but client-certificate(-data) is not")
         if key is None:
@@ -564,6 +569,7 @@ class _KubeConfig:
             raise KubeConfigError(
                 f"{where}: client-certificate(-data)/client-key(-data) do not form a valid PEM certificate and key ({exc})"
             ) from None
+        return cert, key
 
     def _exec(
         self,

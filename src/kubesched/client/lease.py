@@ -126,6 +126,9 @@ class LeaderElector:
         self.became_leader = asyncio.Event()
         self.lost = asyncio.Event()
         self.transitions = 0  # times this elector became leader
+        # Annotations the holder keeps on the Lease while it leads (where to reach it), removed
+        # when it writes a record for someone else or releases.
+        self.annotations: dict[str, str] = {}
 
         self._lease: dict[str, Any] | None = None  # the Lease as last read or written (resourceVersion for PUT)
         self._observed: LeaderElectionRecord | None = None
@@ -328,12 +331,10 @@ class LeaderElector:
         return True
 
     async def _create(self, record: LeaderElectionRecord) -> None:
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": record.apply_to({}),
-        }
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if record.holder_identity == self.identity and self.annotations:
+            metadata["annotations"] = dict(self.annotations)
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": record.apply_to({})}
         created = await self.client.post(self.collection_path, body)
         self._lease = created if isinstance(created, dict) else None
 
@@ -343,6 +344,16 @@ class LeaderElector:
         body = copy.copy(self._lease)
         spec = body.get("spec")
         body["spec"] = record.apply_to(spec if isinstance(spec, dict) else {})
+        if self.annotations:
+            metadata = dict(body.get("metadata") or {})
+            annotations = dict(metadata.get("annotations") or {})
+            for key, value in self.annotations.items():
+                if record.holder_identity == self.identity:
+                    annotations[key] = value
+                else:
+                    annotations.pop(key, None)
+            metadata["annotations"] = annotations
+            body["metadata"] = metadata
         updated = await self.client.put(self.path, body)
         if isinstance(updated, dict):
             self._lease = updated

@@ -6,7 +6,9 @@ rolling update), and what they check is read from the API server, never from its
 
 from __future__ import annotations
 
+import base64
 import itertools
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -28,14 +30,25 @@ class Kubesched:
     process: ManagedProcess
     config_file: Path
     port: int
+    # The client certificate and key files of the kubeconfig kubesched runs with: /metrics and
+    # /debug need an authorized user, and that one (the admin) is.
+    client_cert: tuple[Path, Path] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"https://127.0.0.1:{self.port}"
 
-    def get(self, path: str) -> tuple[int, str]:
+    def get(self, path: str, *, token: str | None = None, anonymous: bool = False) -> tuple[int, str]:
+        """(status, body) of a GET on the secure port (self-signed certificate): as the admin
+        (client certificate), with a bearer `token` instead, or with no credential at all."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        if self.client_cert is not None and token is None and not anonymous:
+            ctx.load_cert_chain(*self.client_cert)
+        request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {token}"} if token else {})
         try:
-            with urllib.request.urlopen(self.url + path, timeout=5) as resp:
+            with urllib.request.urlopen(request, context=ctx, timeout=5) as resp:
                 return resp.status, resp.read().decode(errors="replace")
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")
@@ -44,7 +57,8 @@ class Kubesched:
         """The value of one sample of /metrics (0 when absent)."""
         from prometheus_client.parser import text_string_to_metric_families
 
-        _, text = self.get("/metrics")
+        code, text = self.get("/metrics")
+        assert code == 200, f"/metrics answered {code}: {text[:300]}"
         for family in text_string_to_metric_families(text):
             for s in family.samples:
                 if s.name == metric_name and all(s.labels.get(k) == v for k, v in labels.items()):
@@ -59,6 +73,24 @@ class Kubesched:
 
     def log(self) -> str:
         return self.process.log_tail(200)
+
+
+def _client_cert_files(config: dict[str, Any], workdir: Path, n: int) -> tuple[Path, Path] | None:
+    """The client certificate of the configuration's kubeconfig, as files."""
+    kubeconfig = (config.get("clientConnection") or {}).get("kubeconfig")
+    if not kubeconfig:
+        return None
+    doc = yaml.safe_load(Path(kubeconfig).read_text())
+    user = (doc.get("users") or [{}])[0].get("user") or {}
+    if user.get("client-certificate") and user.get("client-key"):
+        return Path(user["client-certificate"]), Path(user["client-key"])
+    if user.get("client-certificate-data") and user.get("client-key-data"):
+        cert, key = workdir / f"kubesched-{n}-client.crt", workdir / f"kubesched-{n}-client.key"
+        cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+        key.write_bytes(base64.b64decode(user["client-key-data"]))
+        key.chmod(0o600)
+        return cert, key
+    return None
 
 
 def kubesched_config(
@@ -91,18 +123,22 @@ def kubesched_config(
 
 
 @contextmanager
-def run_kubesched(workdir: Path, config: dict[str, Any], *, wait_ready: bool = True, log_level: str = "info") -> Iterator[Kubesched]:
-    """Starts `kubesched run` with this configuration (and --log-level); stops it (SIGTERM, then SIGKILL) afterwards."""
+def run_kubesched(
+    workdir: Path, config: dict[str, Any], *, wait_ready: bool = True, log_level: str = "info",
+    reader_cert: tuple[Path, Path] | None = None,
+) -> Iterator[Kubesched]:
+    """Starts `kubesched run` with this configuration (and --log-level); stops it (SIGTERM, then SIGKILL) afterwards.
+    `Kubesched.get` authenticates with `reader_cert` (default: the configuration's own client certificate)."""
     n = next(_counter)
     workdir.mkdir(parents=True, exist_ok=True)
     config_file = workdir / f"kubesched-{n}.yaml"
     config_file.write_text(yaml.safe_dump(config))
     port = free_port()
     argv = [sys.executable, "-m", "kubesched.cli", "run", "--config", str(config_file),
-            "--bind-address", "127.0.0.1", "--port", str(port), "--log-level", log_level]
+            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--log-level", log_level]
     process = ManagedProcess(f"kubesched-{n}", argv, workdir / f"kubesched-{n}.log")
     process.start()
-    ks = Kubesched(process, config_file, port)
+    ks = Kubesched(process, config_file, port, reader_cert or _client_cert_files(config, workdir, n))
     try:
         if wait_ready:
             ks.wait_ready()

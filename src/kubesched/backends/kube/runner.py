@@ -1,7 +1,7 @@
 """`kubesched run`: the scheduler on a real cluster, top to bottom.
 
 1. Connect (kubeconfig or the in-cluster service account) with the configured QPS/burst.
-2. Serve /healthz /livez /readyz /metrics.
+2. Serve /healthz /livez /readyz /metrics /debug over HTTPS on the secure port (observe.server).
 3. Start the informers and wait until every list has been delivered to the cache.
 4. With leader election, wait for the Lease; standbys keep their caches warm meanwhile.
 5. Schedule until told to stop (SIGTERM) or until leadership is lost. Losing it ends the
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import uuid
 from dataclasses import dataclass, field
@@ -23,15 +24,19 @@ from kubesched.backends.kube.backend import KubeBackend
 from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import Informers, build_informers
 from kubesched.client import ApiClient, LeaderElector, load_connection
+from kubesched.client.debug import DEBUG_CERT_ANNOTATION, DEBUG_ENDPOINT_ANNOTATION
 from kubesched.clock import RealClock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
+from kubesched.observe.auth import ALWAYS_ALLOW_PATHS, ApiReviewer, DelegatingAuth
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.server import HealthServer
+from kubesched.observe.tls import CertificateError, load_serving_cert, self_signed, server_context
 from kubesched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
+CLIENT_CA_CONFIGMAP = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
 SYNC_LOG_EVERY = 10.0
 DRAIN_TIMEOUT = 10.0
 EXIT_LEADERSHIP_LOST = 1
@@ -46,9 +51,14 @@ class RunOptions:
     config: SchedulerConfig
     kubeconfig: str | None = None
     bind_address: str = "0.0.0.0"
-    port: int = 10251
+    secure_port: int = 10259  # kube-scheduler's; 0: no serving at all
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4()}")
     registry: Registry | None = None
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    client_ca_file: str | None = None
+    always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
+    advertise_address: str | None = None
 
 
 class KubeScheduler:
@@ -77,7 +87,9 @@ class KubeScheduler:
                 retry_period=le.retry_period,
                 on_new_leader=lambda who: log.info("the leader is now %s", who),
             )
-        self.server = HealthServer(self.metrics.registry())
+        self.server = HealthServer(
+            self.metrics.registry(), DelegatingAuth(ApiReviewer(self.client), options.always_allow_paths), debug=self.scheduler
+        )
         self._register_observability()
         self.leading = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -137,11 +149,7 @@ class KubeScheduler:
         """Runs until `stop` is set (exit code 0) or leadership is lost (exit code 1)."""
         loop = asyncio.get_running_loop()
         try:
-            try:
-                await self.server.start(self.options.bind_address, self.options.port)
-            except OSError as exc:
-                where = f"{self.options.bind_address}:{self.options.port}"
-                raise RunError(f"cannot serve /healthz and /metrics on {where}: {exc.strerror or exc}") from None
+            await self._serve()
             self.events.start()
             if not self.options.config.delay_cache_until_active:
                 self._start_informers()
@@ -175,6 +183,69 @@ class KubeScheduler:
             return 0
         finally:
             await self._shutdown()
+
+    async def _serve(self) -> None:
+        """HTTPS on the secure port; the leader's Lease then says where to reach it."""
+        options = self.options
+        if options.secure_port == 0:
+            return
+        address = options.bind_address
+        try:
+            if options.tls_cert_file or options.tls_private_key_file:
+                if not (options.tls_cert_file and options.tls_private_key_file):
+                    raise RunError("--tls-cert-file and --tls-private-key-file go together")
+                cert = load_serving_cert(options.tls_cert_file, options.tls_private_key_file)
+            else:
+                cert = self_signed([socket.gethostname(), "localhost", "127.0.0.1", *self._specific(address)])
+            context = server_context(cert, await self._client_ca())
+        except CertificateError as exc:
+            raise RunError(str(exc)) from None
+        try:
+            await self.server.start(address, options.secure_port, context)
+        except OSError as exc:
+            raise RunError(f"cannot serve the secure port on {address}:{options.secure_port}: {exc.strerror or exc}") from None
+        if self.elector is not None:
+            host = self._advertised()
+            url = f"https://{f'[{host}]' if ':' in host else host}:{self.server.port}"
+            self.elector.annotations = {DEBUG_ENDPOINT_ANNOTATION: url, DEBUG_CERT_ANNOTATION: cert.sha256}
+
+    @staticmethod
+    def _specific(address: str) -> list[str]:
+        return [] if address in ("", "0.0.0.0", "::") else [address]
+
+    def _advertised(self) -> str:
+        """Where other processes reach this one: --advertise-address, the pod's IP (downward API),
+        the bind address if it is a specific one, else the host's own address."""
+        options = self.options
+        if options.advertise_address:
+            return options.advertise_address
+        if os.environ.get("POD_IP"):
+            return os.environ["POD_IP"]
+        specific = self._specific(options.bind_address)
+        if specific:
+            return specific[0]
+        try:
+            return socket.gethostbyname(socket.gethostname())
+        except OSError:
+            return "127.0.0.1"
+
+    async def _client_ca(self) -> bytes | None:
+        """The CA that signs client certificates: --client-ca-file, else the one the API server
+        publishes for delegated authentication (kube-system/extension-apiserver-authentication)."""
+        if self.options.client_ca_file:
+            try:
+                with open(self.options.client_ca_file, "rb") as f:
+                    return f.read()
+            except OSError as exc:
+                raise RunError(f"--client-ca-file {self.options.client_ca_file}: {exc.strerror}") from None
+        try:
+            cm = await self.client.get(CLIENT_CA_CONFIGMAP)
+        except Exception as exc:
+            log.warning("client certificates will not be accepted on the secure port: cannot read %s: %s", CLIENT_CA_CONFIGMAP, exc)
+            return None
+        data = cm.get("data") if isinstance(cm, dict) else None
+        ca = data.get("client-ca-file") if isinstance(data, dict) else None
+        return ca.encode() if isinstance(ca, str) and ca.strip() else None
 
     def _start_informers(self) -> None:
         loop = asyncio.get_running_loop()

@@ -92,4 +92,119 @@ def test_explain_refuses_a_missing_pod_in_one_line(control_plane: ControlPlane, 
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"pod {namespace}/ghost: not found" in done.stderr
     assert time.monotonic() - started < 30
-    _ = wait_bound  # used by the leader tests below
+
+
+# --- the leader's debug endpoint ------------------------------------------------------------------------
+
+
+def debugger_role(kube: Kube, namespace: str, sa: str) -> str:
+    """A ClusterRole allowing GET on /debug/* and /metrics, bound to the ServiceAccount, and a Role
+    to read the Lease where the leader says where it serves (deploy/rbac.yaml's kubesched-debugger);
+    returns the ClusterRole's name."""
+    kube.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "lease-reader"},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["kubesched"], "verbs": ["get"]}]})
+    kube.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "lease-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]})
+    name = f"kubesched-debugger-{namespace}"
+    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+        "rules": [{"nonResourceURLs": ["/debug/*", "/metrics"], "verbs": ["get"]}]})
+    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]})
+    return name
+
+
+def test_the_leader_explains_over_its_secure_port(
+    control_plane: ControlPlane, kube: Kube, namespace: str, make_node: Callable[..., JSON], tmp_path: Path
+) -> None:
+    import asyncio
+
+    from kubesched.client.config import load_connection
+    from kubesched.client.debug import DEBUG_CERT_ANNOTATION, DEBUG_ENDPOINT_ANNOTATION, LeaderUnreachable, get
+
+    tag = secrets.token_hex(3)
+    names = three_reason_cluster(make_node, kube, namespace, tag)
+    config = kubesched_config(control_plane.admin_kubeconfig, leader_elect=True, lease_namespace=namespace)
+    config_file = tmp_path / "explain.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "viewer"}})
+    token = kube.token_for(namespace, "viewer", 600)
+    role = None
+    try:
+        with run_kubesched(tmp_path, config) as ks:
+            create_pod(kube, "web", namespace, cpu="1", scheduler_name=SCHEDULER, extra_spec={"nodeSelector": {"disk": tag}})
+            create_pod(kube, "api", namespace, cpu="100m", scheduler_name=SCHEDULER)
+            node = wait_bound(kube, namespace, "api")
+            kube.wait_for(f"/api/v1/namespaces/{namespace}/pods/web",
+                          lambda p: any(c.get("reason") == "Unschedulable" for c in p.get("status", {}).get("conditions", [])))
+            lease = kube.wait_for(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/kubesched",
+                                  lambda lease: DEBUG_ENDPOINT_ANNOTATION in (lease["metadata"].get("annotations") or {}))
+            annotations = lease["metadata"]["annotations"]
+            assert annotations[DEBUG_ENDPOINT_ANNOTATION].endswith(f":{ks.port}")
+
+            # Authentication and authorization, as kube components do on their secure port.
+            path = f"/debug/explain/{namespace}/web"
+            assert ks.get("/healthz", anonymous=True)[0] == 200
+            code, body = ks.get(path, anonymous=True)
+            assert code == 403 and json.loads(body)["message"] == f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            assert ks.get(path, token="not-a-token")[0] == 401
+            code, body = ks.get(path, token=token)
+            assert code == 403, body
+            assert json.loads(body)["reason"] == "Forbidden"
+            assert "viewer" in json.loads(body)["message"]
+            assert ks.get("/metrics", token=token)[0] == 403
+            role = debugger_role(kube, namespace, "viewer")
+            # Denials are cached for 10 s, as kube's delegating authorizer caches them.
+            deadline = time.monotonic() + 30
+            while (code := ks.get(path, token=token)[0]) != 200 and time.monotonic() < deadline:
+                time.sleep(1)
+            assert code == 200
+            assert ks.get("/metrics", token=token)[0] == 200
+            code, body = ks.get("/debug/decisions?limit=5", token=token)
+            assert code == 200 and 1 <= len(json.loads(body)) <= 5
+            assert ks.get("/debug/decisions?limit=0", token=token)[0] == 400
+            assert ks.get(f"/debug/explain/{namespace}/ghost", token=token)[0] == 404
+
+            # `kubesched explain` finds the leader through its Lease (the admin kubeconfig: a client certificate).
+            done = explain_cli(f"{namespace}/web", "--config", str(config_file), "-o", "json")
+            assert done.returncode == 0, done.stderr
+            assert "no answer from the leader" not in done.stderr
+            pending = json.loads(done.stdout)
+            assert pending["record"] is not None and pending["record"]["result"] == "unschedulable"
+            first = {n: g["plugin"] for g in pending["filter"]["rejected"] for n in g["nodes"]}
+            assert first[names["cpu"]] == "NodeResourcesFit" and first[names["taint"]] == "TaintToleration"
+            assert first[names["label"]] == "NodeAffinity"
+            assert pending["filter"]["nearest"][0]["failed"][0]["detail"] == "needs 700m more cpu"
+
+            # A token with the role, through a kubeconfig of its own.
+            token_kubeconfig = kube.kubeconfig_for_token(token, tmp_path / "viewer.kubeconfig")
+            done = explain_cli(f"{namespace}/api", "--config", str(config_file), "--kubeconfig", str(token_kubeconfig), "-o", "json")
+            assert done.returncode == 0, done.stderr
+            scheduled = json.loads(done.stdout)
+            scores = scheduled["scores"]
+            assert scheduled["status"] == "scheduled" and scheduled["node"] == node
+            assert scores["source"] == "record" and scores["chosen"] == node
+            for entry in scores["nodes"]:
+                assert sum(p["weighted"] for p in entry["plugins"].values()) == entry["total"]
+            assert scores["nodes"][0]["node"] == node
+            assert scores["nodes"][0]["total"] == max(n["total"] for n in scores["nodes"])
+
+            # A wrong fingerprint: nothing is sent.
+            connection = load_connection(str(control_plane.admin_kubeconfig))
+            wrong = "0" * 64
+            try:
+                asyncio.run(get(connection, annotations[DEBUG_ENDPOINT_ANNOTATION], path, pin=wrong, timeout=5))
+                raise AssertionError("a wrong fingerprint was accepted")
+            except LeaderUnreachable as exc:
+                assert "not the one the leader published" in str(exc)
+            assert annotations[DEBUG_CERT_ANNOTATION] != wrong
+    finally:
+        if role is not None:
+            kube.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}", missing_ok=True)
+            kube.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}", missing_ok=True)

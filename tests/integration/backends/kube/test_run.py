@@ -270,7 +270,8 @@ def test_runs_with_only_the_deploy_rbac(
     assert as_sa.whoami()["username"] == "system:serviceaccount:kubesched-system:kubesched"
     node = make_node(cpu="1")["metadata"]["name"]
     config = kubesched_config(kubeconfig, leader_elect=True, lease_namespace="kubesched-system")
-    with run_kubesched(tmp_path, config) as ks:
+    admin = (control_plane.admin_cert.cert_file, control_plane.admin_cert.key_file)
+    with run_kubesched(tmp_path, config, reader_cert=admin) as ks:
         create_pod(kube, "low", namespace, cpu="600m", scheduler_name=SCHEDULER, priority_class=_priority(kube, "low", 10))
         wait_bound(kube, namespace, "low")
         create_pod(kube, "too-big", namespace, cpu="4", scheduler_name=SCHEDULER)
