@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration conformance fuzz k8s-bin prometheus-bin lint typecheck bench bench-kube clean
+.PHONY: demo test unit integration conformance fuzz k8s-bin prometheus-bin chromium-bin lint typecheck bench bench-kube clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,14 +17,15 @@ demo: $(STAMP)
 
 # The whole suite, integration tests included: they run against a real etcd, kube-apiserver and
 # kube-scheduler, which k8s-bin builds once (Go, through the module proxy) into ~/.cache/kubesched,
-# and a real Prometheus server, which prometheus-bin installs (the Debian package) if missing.
-test: $(STAMP) lint typecheck k8s-bin prometheus-bin
+# a real Prometheus server, which prometheus-bin installs (the Debian package) if missing, and a real
+# headless Chromium for the HTML report, which chromium-bin installs (Debian packages) if missing.
+test: $(STAMP) lint typecheck k8s-bin prometheus-bin chromium-bin
 	$(BIN)/python -m pytest
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
-integration: $(STAMP) k8s-bin prometheus-bin
+integration: $(STAMP) k8s-bin prometheus-bin chromium-bin
 	$(BIN)/python -m pytest tests/integration
 
 # The differential conformance suite on CONFORMANCE_SCENARIOS generated scenarios (default 300, from
@@ -52,6 +53,11 @@ endif
 # root with apt-get, installs the Debian package prometheus if not; otherwise says what to install and fails.
 prometheus-bin:
 	@tools/prometheus/ensure.sh
+
+# Makes sure Chromium and chromedriver are there for the report's browser tests (tests/integration/observe);
+# as root with apt-get, installs the Debian packages chromium and chromium-driver if not.
+chromium-bin:
+	@tools/chromium/ensure.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

@@ -157,6 +157,9 @@ def simulate(
     explain_pods: Annotated[
         list[str] | None, typer.Option("--explain", help="Explain this pod (namespace/name) after the run; repeatable.")
     ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report (utilization, pending times, decisions).")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run the scheduler on a simulated cluster, once per --config, and compare.
@@ -169,6 +172,7 @@ def simulate(
     from kubesched.backends.sim.scenarios import DEFAULT_SCENARIO, load_refs
 
     _check_writable(json_out, "--json")
+    _check_writable(report, "--report")
     explain_refs = [_pod_ref(ref, "default") for ref in explain_pods or []]
     try:
         configs = _load_configs(config)
@@ -188,6 +192,16 @@ def simulate(
         raise fail(str(exc)) from None
     _print_results(cluster, results)
     _explain_simulated(sims, results, explain_refs)
+    if report is not None:
+        from kubesched.observe import report as html_report
+
+        configs_data = [html_report.config_report(r.profile, sim, r) for sim, r in zip(sims, results, strict=True)]
+        page = html_report.render(cluster.name, configs_data)
+        try:
+            report.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise fail(f"--report {report}: cannot write: {exc.strerror}") from None
+        console.print(f"wrote {report}")
     if json_out is not None:
         data = {"scenario": cluster.name, "seed": seed,
                 "results": [r.as_dict() | {"explanations": _saved_explanations(sim, r)} for sim, r in zip(sims, results, strict=True)],
