@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration conformance fuzz k8s-bin prometheus-bin chromium-bin lint typecheck bench bench-kube clean
+.PHONY: demo test unit integration conformance fuzz k8s-bin prometheus-bin chromium-bin otelcol-bin lint typecheck bench bench-kube clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,13 +19,13 @@ demo: $(STAMP)
 # kube-scheduler, which k8s-bin builds once (Go, through the module proxy) into ~/.cache/kubesched,
 # a real Prometheus server, which prometheus-bin installs (the Debian package) if missing, and a real
 # headless Chromium for the HTML report, which chromium-bin installs (Debian packages) if missing.
-test: $(STAMP) lint typecheck k8s-bin prometheus-bin chromium-bin
+test: $(STAMP) lint typecheck k8s-bin prometheus-bin chromium-bin otelcol-bin
 	$(BIN)/python -m pytest
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
-integration: $(STAMP) k8s-bin prometheus-bin chromium-bin
+integration: $(STAMP) k8s-bin prometheus-bin chromium-bin otelcol-bin
 	$(BIN)/python -m pytest tests/integration
 
 # The differential conformance suite on CONFORMANCE_SCENARIOS generated scenarios (default 300, from
@@ -58,6 +58,11 @@ prometheus-bin:
 # as root with apt-get, installs the Debian packages chromium and chromium-driver if not.
 chromium-bin:
 	@tools/chromium/ensure.sh
+
+# Builds the OpenTelemetry Collector the tracing tests export to (OTLP receiver and debug exporter only),
+# with Go through the module proxy, into ~/.cache/kubesched/otelcol-<version>/ (about a minute, once).
+otelcol-bin:
+	@tools/otelcol/build.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

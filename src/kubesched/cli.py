@@ -114,11 +114,13 @@ def _load_configs(paths: list[Path] | None) -> list[tuple[str, SchedulerConfig]]
 
 
 def _run_simulations(
-    cluster: Any, configs: list[tuple[str, SchedulerConfig]], seed: int, quiet: bool, keep: list[Any] | None = None
+    cluster: Any, configs: list[tuple[str, SchedulerConfig]], seed: int, quiet: bool, keep: list[Any] | None = None,
+    tracing: Any = None,
 ) -> list[Any]:
     """Runs one simulation per configuration; the Simulations themselves go to `keep` if given
     (their schedulers can still explain their decisions)."""
     from kubesched.backends.sim.engine import Simulation
+    from kubesched.observe.tracing import Tracer
 
     results = []
     owned_hint = sum(1 for p in cluster.pods if not p.pod.spec.node_name)
@@ -137,7 +139,8 @@ def _run_simulations(
             def update(done: int, total: int, task: Any = task) -> None:
                 progress.update(task, completed=done, total=total or None)
 
-            sim = Simulation(cluster, cfg, seed=seed, progress=update, label=label)
+            tracer = Tracer(tracing, service=f"kubesched-simulate-{label}") if tracing is not None else None
+            sim = Simulation(cluster, cfg, seed=seed, progress=update, label=label, tracer=tracer)
             results.append(asyncio.run(sim.run()))
             if keep is not None:
                 keep.append(sim)
@@ -160,6 +163,9 @@ def simulate(
     report: Annotated[
         Path | None, typer.Option("--report", help="Write a self-contained HTML report (utilization, pending times, decisions).")
     ] = None,
+    tracing_config_file: Annotated[
+        Path | None, typer.Option(help="TracingConfiguration (endpoint, samplingRatePerMillion): export cycles as OTLP spans.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run the scheduler on a simulated cluster, once per --config, and compare.
@@ -174,6 +180,7 @@ def simulate(
     _check_writable(json_out, "--json")
     _check_writable(report, "--report")
     explain_refs = [_pod_ref(ref, "default") for ref in explain_pods or []]
+    tracing = _tracing(tracing_config_file)
     try:
         configs = _load_configs(config)
         cluster = load_refs(scenario or [DEFAULT_SCENARIO], keep_going=True)
@@ -187,7 +194,7 @@ def simulate(
         raise fail("nothing left to simulate: every node and pod was refused (see above)")
     sims: list[Any] = []
     try:
-        results = _run_simulations(cluster, configs, seed, quiet, keep=sims)
+        results = _run_simulations(cluster, configs, seed, quiet, keep=sims, tracing=tracing)
     except LimitError as exc:
         raise fail(str(exc)) from None
     _print_results(cluster, results)
@@ -218,6 +225,17 @@ def simulate(
 # Explanations kept in `simulate --json` per configuration: every pending pod's first, then the
 # scheduled pods' in the order of the input, up to this many (about 2 kB each).
 SAVED_EXPLANATIONS = 2000
+
+
+def _tracing(path: Path | None) -> Any:
+    from kubesched.observe.tracing import TracingConfigError, load_tracing_config
+
+    if path is None:
+        return None
+    try:
+        return load_tracing_config(path)
+    except TracingConfigError as exc:
+        raise fail(f"--tracing-config-file {exc}") from None
 
 
 def _saved_explanations(sim: Any, result: Any) -> dict[str, Any]:
@@ -362,6 +380,9 @@ def run(
     advertise_address: Annotated[
         str | None, typer.Option(help="Address the leader publishes on its Lease for `kubesched explain` (default: $POD_IP).")
     ] = None,
+    tracing_config_file: Annotated[
+        Path | None, typer.Option(help="TracingConfiguration (endpoint, samplingRatePerMillion): export cycles as OTLP spans.")
+    ] = None,
     log_level: Annotated[
         str,
         typer.Option(
@@ -388,6 +409,7 @@ def run(
         cfg = load_config(config)
     except ConfigError as exc:
         raise fail(str(exc)) from None
+    tracing = _tracing(tracing_config_file)
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -397,7 +419,7 @@ def run(
         try:
             options = RunOptions(
                 cfg, kubeconfig, bind_address, secure_port, tls_cert_file=tls_cert_file, tls_private_key_file=tls_private_key_file,
-                client_ca_file=client_ca_file, advertise_address=advertise_address,
+                client_ca_file=client_ca_file, advertise_address=advertise_address, tracing=tracing,
                 always_allow_paths=tuple(p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()),
             )
             sched = KubeScheduler(options)

@@ -48,6 +48,7 @@ from kubesched.framework.waiting import PodAtPermit
 from kubesched.observe.explain import explain_pod
 from kubesched.observe.metrics import TIE, DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message, score_margin
+from kubesched.observe.tracing import CycleTrace, Tracer
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
 
@@ -105,12 +106,15 @@ class Scheduler:
         recorder: Recorder | None = None,
         metrics: SchedulerMetrics | None = None,
         shared: Iterable[object] = (),
+        tracer: Tracer | None = None,
     ) -> None:
         """`shared` holds objects the plugins share that the backend provides in advance (the
         simulator's Prometheus, say: see framework.shared)."""
         self.config = config
         self.backend = backend
         self.clock = clock
+        self.tracer = tracer or Tracer(None)
+        self._traces: dict[str, CycleTrace] = {}  # sampled pods whose binding cycle is still to report
         self.cache = Cache()
         self.recorder = recorder or Recorder()
         self.metrics = metrics or SchedulerMetrics()
@@ -347,6 +351,7 @@ class Scheduler:
         fwk.plugin_metrics = self.metrics if pod_cycle % PLUGIN_METRICS_EVERY == 1 else None
         record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
         self.current_record = record
+        trace = fwk.trace = self.tracer.start() if self.tracer.enabled else None
         result = self._schedule_pod(fwk, state, pi, record)
         if result.node is not None:
             self._assume_and_bind(fwk, state, qpi, record, result.node, pod_cycle)
@@ -357,6 +362,11 @@ class Scheduler:
             assert result.failure is not None
             self._fail(fwk, qpi, record, result.failure, _rejector(result.failure), pod_cycle)
         self.metrics.outcome(fwk.name, record.rejections, _decided_by(record))
+        if trace is not None:
+            fwk.trace = None
+            self.tracer.finish(trace, record, time.perf_counter())
+            if record.result == "scheduled":
+                self._traces[pi.uid] = trace
         record.duration = time.perf_counter() - started
         self.stats.cycle_seconds.observe(record.duration)
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
@@ -521,6 +531,8 @@ class Scheduler:
         pi = qpi.pi
         status: Status | None = None
         rejected_by: list[str] = []  # only a Permit rejection names plugins to wait for (kube's FitError)
+        bind_started = time.perf_counter()
+        trace = self._traces.pop(pi.uid, None) if self._traces else None
         try:
             waiting = self.waiting.get(pi.uid)
             if waiting is not None:
@@ -535,6 +547,10 @@ class Scheduler:
         except Exception as exc:  # a plugin or backend bug must not kill the scheduler
             log.exception("binding %s to %s failed", pi.key, node)
             status = Status.error(f"binding failed: {exc}")
+        if trace is not None:
+            failed = status is not None and status.code != Code.SUCCESS
+            result = status.message()[:256] if status is not None and failed else "bound"
+            self.tracer.binding(trace, bind_started, time.perf_counter(), node, result)
         if status is None or status.code == Code.SUCCESS:
             self.queue.done(pi.uid)
             self.in_flight.pop(pi.uid, None)
@@ -565,6 +581,7 @@ class Scheduler:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Schedules pods as they become active until `stop` is set (the kube backend's loop)."""
+        self.tracer.start_export()
         while not stop.is_set():
             if not self.schedule_one():
                 self.wakeup.clear()
@@ -617,8 +634,10 @@ class Scheduler:
         return waiting is not None and not waiting.future.done()
 
     async def close(self) -> None:
-        """Releases what the plugins' shared objects hold open (Prometheus connections)."""
+        """Releases what the plugins' shared objects hold open (Prometheus connections), and
+        sends the spans still buffered."""
         await self.shared.close()
+        await self.tracer.close()
 
     # --- what a backend may read (backends.base.SchedulerPort) ---------------------------------------------
 

@@ -52,6 +52,7 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.observe import decisions
+from kubesched.observe.tracing import CycleTrace
 
 if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
@@ -226,6 +227,7 @@ class Framework:
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
         self.next_start_row = 0
         self.dry_run = False  # see dry()
+        self.trace: CycleTrace | None = None  # the sampled cycle being traced, set by the scheduler
 
     # --- queueing ---------------------------------------------------------------------------
 
@@ -282,18 +284,22 @@ class Framework:
     def _point(self, point: str, status: Status | None, started: float) -> None:
         if self.dry_run:
             return
-        self.metrics.extension_point(point, status_label(status), self.name, perf_counter() - started)
+        ended = perf_counter()
+        label = status_label(status)
+        self.metrics.extension_point(point, label, self.name, ended - started)
+        if self.trace is not None:
+            self.trace.point(point, started, ended, label)
 
     @contextlib.contextmanager
     def dry(self) -> Iterator[None]:
         """Runs the block as a dry run: extension points and plugins are neither timed nor counted,
         so an explanation asked for leaves the scheduler's metrics as they were."""
-        saved = self.plugin_metrics, self.dry_run
-        self.plugin_metrics, self.dry_run = None, True
+        saved = self.plugin_metrics, self.dry_run, self.trace
+        self.plugin_metrics, self.dry_run, self.trace = None, True, None
         try:
             yield
         finally:
-            self.plugin_metrics, self.dry_run = saved
+            self.plugin_metrics, self.dry_run, self.trace = saved
 
     def filter_verdicts(self, state: CycleState, pi: PodInfo, rows: np.ndarray) -> list[FilterVerdict]:
         """Every Filter plugin on every row of the mask `rows`, none narrowing the rows for the

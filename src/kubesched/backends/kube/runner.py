@@ -32,6 +32,7 @@ from kubesched.observe.auth import ALWAYS_ALLOW_PATHS, ApiReviewer, DelegatingAu
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.server import HealthServer
 from kubesched.observe.tls import CertificateError, load_serving_cert, self_signed, server_context
+from kubesched.observe.tracing import Tracer, TracingConfig
 from kubesched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class RunOptions:
     client_ca_file: str | None = None
     always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
     advertise_address: str | None = None
+    tracing: TracingConfig | None = None
 
 
 class KubeScheduler:
@@ -72,7 +74,9 @@ class KubeScheduler:
         self.metrics = SchedulerMetrics()
         self.events = EventRecorder(self.client, controller="kubesched", instance=options.identity)
         self.backend = KubeBackend(self.client, self.events)
-        self.scheduler: SchedulerPort = Scheduler(cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics)
+        self.scheduler: SchedulerPort = Scheduler(
+            cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics, tracer=Tracer(options.tracing)
+        )
         self.informers: Informers = build_informers(self.client, self.scheduler, self.events.forget_pod)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None

@@ -31,6 +31,7 @@ from kubesched.backends.sim.usage import UsageModel, varying_usage
 from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
+from kubesched.observe.tracing import Tracer
 from kubesched.scheduler import Scheduler
 from kubesched.usage.service import UsageService, UsageTransport
 
@@ -82,6 +83,7 @@ class Simulation:
         registry: Registry | None = None,
         progress: Callable[[int, int], None] | None = None,
         label: str = "",
+        tracer: Tracer | None = None,
     ) -> None:
         self.input = cluster
         self.config = config
@@ -89,6 +91,7 @@ class Simulation:
         self.registry = registry
         self.progress = progress
         self.label = label
+        self.tracer = tracer
 
     async def run(self) -> SimResult:
         """Runs the simulation; LimitError (before anything runs) if the input is over one of the
@@ -118,6 +121,7 @@ class Simulation:
             registry=self.registry,
             seed=self.seed,
             shared=[UsageTransport(lambda args: prometheus)],
+            tracer=self.tracer,
         )
         service = sched.shared.find(UsageService)
         check_refreshes(self.input, SETTLE_SECONDS, [p.args.refresh_interval for p in service.providers.values()] if service else [])
@@ -125,6 +129,8 @@ class Simulation:
         # The scrape timers are the clock's own, not cluster changes: the run still ends when
         # only they are left.
         usage.start()
+        if self.tracer is not None:
+            self.tracer.start_export()
         self._load(sim, sched)
         owned = [p.pod for p in self.input.pods if not p.pod.spec.node_name and sched.responsible_for(p.pod)]
         total = len(owned)
@@ -182,6 +188,8 @@ class Simulation:
             clock.advance_to(nxt)
         await self._release_permit_holds(sched)
         usage.stop()
+        if self.tracer is not None:
+            await self.tracer.close()  # the spans still buffered are sent before the result
         wall = time.perf_counter() - started
         if self.progress is not None:
             self.progress(sim.binds, total)
