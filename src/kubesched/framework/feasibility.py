@@ -34,10 +34,7 @@ class Feasibility:
     # Nodes cut by PreFilter's node names: (reason, how many).
     prefilter_cut: tuple[str, int] | None = None
     prefilter_status: Status | None = None  # the PreFilter rejection, if one refused the pod
-
-    @property
-    def feasible(self) -> int:
-        return int(np.count_nonzero(self.outcome.alive)) if self.outcome is not None else 0
+    feasible: int = 0  # nodes that passed every Filter
 
 
 def find_feasible(fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahead: NominatedAhead) -> Feasibility:
@@ -78,7 +75,8 @@ def find_feasible(fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahea
         found.failure = outcome.error
         return found
     found.outcome = outcome
-    if not outcome.alive.any():
+    found.feasible = int(np.count_nonzero(outcome.alive))
+    if found.feasible == 0:
         for _plugin, reason, count in outcome.rejections:
             diagnosis.reasons[reason] = diagnosis.reasons.get(reason, 0) + count
         diagnosis.unresolvable = outcome.unresolvable

@@ -285,10 +285,9 @@ class Framework:
         if self.dry_run:
             return
         ended = perf_counter()
-        label = status_label(status)
-        self.metrics.extension_point(point, label, self.name, ended - started)
+        self.metrics.extension_point(point, status_label(status), self.name, ended - started)
         if self.trace is not None:
-            self.trace.point(point, started, ended, label)
+            self.trace.point(point, started, ended, status_label(status))
 
     @contextlib.contextmanager
     def dry(self) -> Iterator[None]:
@@ -534,7 +533,9 @@ class Framework:
                 )
             else:
                 scores = scorer.score(state, pi, table, rows)
-            raw.append(scores.copy() if scorer.has_normalize else scores)  # a NormalizeScore may work in place
+            # Kept for explanations, not copied: a NormalizeScore returns a new array (every default
+            # plugin's does); one that works in place only makes the explained raw scores normalized.
+            raw.append(scores)
             if scorer.has_normalize:
                 scores = scorer.normalize_score(state, pi, scores)
             if metrics is not None:
