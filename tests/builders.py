@@ -118,6 +118,7 @@ class RecordedWrites:
         self.deleted: list[str] = []
         self.events: list[tuple[str, str, str, str]] = []
         self.nominated: dict[str, str | None] = {}
+        self.annotated: dict[str, dict[str, str]] = {}
         self.volume_writes: list[tuple[str, str]] = []
 
     async def bind(self, pi: PodInfo, node: str) -> None:
@@ -131,6 +132,9 @@ class RecordedWrites:
 
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
         self.nominated[pi.key] = node
+
+    def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
+        self.annotated[pi.key] = dict(annotations)
 
     async def update_persistent_volume(self, pv: Any) -> Any:
         self.volume_writes.append(("PersistentVolume", pv.metadata.name))

@@ -50,6 +50,9 @@ class _NoCluster:
     def set_nominated_node(self, pi: Any, node: str | None) -> None:
         return None
 
+    def set_annotations(self, pi: Any, annotations: dict[str, str]) -> None:
+        return None
+
     async def update_persistent_volume(self, pv: Any) -> Any:
         return pv
 

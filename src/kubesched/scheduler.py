@@ -30,6 +30,7 @@ from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
+from kubesched.framework.detail import SUCCESS, CycleDetail
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -67,6 +68,21 @@ class Stats:
     victims: int = 0
     # A histogram, not a list: a list gains an entry every cycle of a run that lasts months.
     cycle_seconds: DurationHistogram = field(default_factory=DurationHistogram)
+
+
+def _late_results(fwk: Framework, status: Status | None) -> dict[str, dict[str, str]]:
+    """The binding cycle's results by extension point, in kube-scheduler-simulator's words."""
+    if status is not None and status.code != Code.SUCCESS:
+        failed = {status.plugin or "unknown": status.message()}
+        return {"bind": failed}
+    binder = fwk.binders[0].name if fwk.binders else ""
+    return {
+        "reserve": {p.name: SUCCESS for p in fwk.reserve},
+        "permit": {p.name: SUCCESS for p in fwk.permit},
+        "permit-timeout": {p.name: "0s" for p in fwk.permit},
+        "prebind": {p.name: SUCCESS for p in fwk.pre_bind},
+        "bind": {binder: SUCCESS} if binder else {},
+    }
 
 
 def _decided_by(record: DecisionRecord) -> str | None:
@@ -115,6 +131,7 @@ class Scheduler:
         self.clock = clock
         self.tracer = tracer or Tracer(None)
         self._traces: dict[str, CycleTrace] = {}  # sampled pods whose binding cycle is still to report
+        self._details: dict[str, CycleDetail] = {}  # results to publish when the binding cycle ends
         self.cache = Cache()
         self.recorder = recorder or Recorder()
         self.metrics = metrics or SchedulerMetrics()
@@ -352,6 +369,7 @@ class Scheduler:
         record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
         self.current_record = record
         trace = fwk.trace = self.tracer.start() if self.tracer.enabled else None
+        detail = fwk.detail = CycleDetail() if fwk.records_detail else None
         result = self._schedule_pod(fwk, state, pi, record)
         if result.node is not None:
             self._assume_and_bind(fwk, state, qpi, record, result.node, pod_cycle)
@@ -362,6 +380,8 @@ class Scheduler:
             assert result.failure is not None
             self._fail(fwk, qpi, record, result.failure, _rejector(result.failure), pod_cycle)
         self.metrics.outcome(fwk.name, record.rejections, _decided_by(record))
+        if detail is not None:
+            self._publish(fwk, pi, detail, record)
         if trace is not None:
             fwk.trace = None
             self.tracer.finish(trace, record, time.perf_counter())
@@ -440,6 +460,16 @@ class Scheduler:
             for i in top.tolist()
         ]
         return table.name_of(int(scored.rows[pick]))
+
+    def _publish(self, fwk: Framework, pi: PodInfo, detail: CycleDetail, record: DecisionRecord) -> None:
+        """A profile that publishes its results: a failed attempt's now, a placed pod's when its
+        binding cycle ends (with the binding's own results), as kube-scheduler-simulator does."""
+        fwk.detail = None
+        detail.selected_node = record.chosen or ""
+        if record.result == "scheduled":
+            self._details[pi.uid] = detail
+        else:
+            self.backend.set_annotations(pi, detail.annotations(self.cache.table))
 
     def _post_filter(
         self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, diagnosis: Diagnosis
@@ -551,6 +581,9 @@ class Scheduler:
             failed = status is not None and status.code != Code.SUCCESS
             result = status.message()[:256] if status is not None and failed else "bound"
             self.tracer.binding(trace, bind_started, time.perf_counter(), node, result)
+        published = self._details.pop(pi.uid, None) if self._details else None
+        if published is not None:
+            self.backend.set_annotations(pi, published.annotations(self.cache.table, _late_results(fwk, status)))
         if status is None or status.code == Code.SUCCESS:
             self.queue.done(pi.uid)
             self.in_flight.pop(pi.uid, None)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
+from kubesched.framework.detail import CycleDetail
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -228,6 +229,10 @@ class Framework:
         self.next_start_row = 0
         self.dry_run = False  # see dry()
         self.trace: CycleTrace | None = None  # the sampled cycle being traced, set by the scheduler
+        # Every plugin's verdict per node, for a profile with a plugin that asks for it (see
+        # framework.detail); set by the scheduler for each cycle of such a profile.
+        self.detail: CycleDetail | None = None
+        self.records_detail = any(getattr(p, "wants_cycle_detail", False) for p in self.instances.values())
 
     # --- queueing ---------------------------------------------------------------------------
 
@@ -263,6 +268,11 @@ class Framework:
             pname = plugin.name
             if metrics is not None:
                 metrics.plugin(pname, "PreFilter", status_label(status), perf_counter() - t0)
+            if self.detail is not None:
+                self.detail.pre_filter_status[pname] = status.message() if status is not None and status.code != Code.SUCCESS \
+                    else "success"
+                if isinstance(result, PreFilterResult) and result.node_names is not None:
+                    self.detail.pre_filter_result[pname] = sorted(result.node_names)
             if status is not None:
                 if status.code == Code.SKIP:
                     state.skip_filter.add(pname)
@@ -293,12 +303,12 @@ class Framework:
     def dry(self) -> Iterator[None]:
         """Runs the block as a dry run: extension points and plugins are neither timed nor counted,
         so an explanation asked for leaves the scheduler's metrics as they were."""
-        saved = self.plugin_metrics, self.dry_run, self.trace
-        self.plugin_metrics, self.dry_run, self.trace = None, True, None
+        saved = self.plugin_metrics, self.dry_run, self.trace, self.detail
+        self.plugin_metrics, self.dry_run, self.trace, self.detail = None, True, None, None
         try:
             yield
         finally:
-            self.plugin_metrics, self.dry_run, self.trace = saved
+            self.plugin_metrics, self.dry_run, self.trace, self.detail = saved
 
     def filter_verdicts(self, state: CycleState, pi: PodInfo, rows: np.ndarray) -> list[FilterVerdict]:
         """Every Filter plugin on every row of the mask `rows`, none narrowing the rows for the
@@ -338,6 +348,9 @@ class Framework:
                 result: FilterResult | None = self.filter_adapters[pname].run(state, pi, table, alive)
             else:
                 result = plugin.filter(state, pi, table)
+            if self.detail is not None and explain:
+                self.detail.add_filter(pname, alive.copy(), None if result is None else result.codes[: table.size].copy(),
+                                       None if result is None else result.describe)
             if result is None:
                 if metrics is not None:
                     metrics.plugin(pname, "Filter", "Success", perf_counter() - t0)
@@ -487,6 +500,8 @@ class Framework:
                 self.plugin_metrics.plugin(plugin.name, "PostFilter", status_label(status), perf_counter() - t0)
             if status is None or status.code == Code.SUCCESS:
                 self._point("PostFilter", None, started)
+                if self.detail is not None and result is not None and result.nominated_node:
+                    self.detail.post_filter = (plugin.name, result.nominated_node)
                 return result, status  # a success may carry a message for the FitError text
             last_result = result or last_result
             if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
@@ -507,6 +522,9 @@ class Framework:
             status = plugin.pre_score(state, pi, table, rows)
             if metrics is not None:
                 metrics.plugin(plugin.name, "PreScore", status_label(status), perf_counter() - t0)
+            if self.detail is not None:
+                self.detail.pre_score[plugin.name] = status.message() if status is not None and status.code not in (
+                    Code.SUCCESS, Code.SKIP) else "success"
             if status is not None:
                 if status.code == Code.SKIP:
                     state.skip_score.add(plugin.name)
@@ -561,6 +579,9 @@ class Framework:
         self._point("Score", None, started)
         if not self.dry_run and decisions.log.isEnabledFor(logging.DEBUG):  # kube: -v=10 "Calculated node's final score for pod"
             decisions.log_final_scores(pi.key, table, rows, totals)
+        if self.detail is not None:
+            self.detail.scored_rows = rows
+            self.detail.scores = [(name, r, w, weight) for (name, w), r, weight in zip(by_plugin, raw, weights, strict=True)]
         return ScoreOutcome(rows, totals, by_plugin, raw, weights)
 
     # --- reserve, permit and the binding cycle ------------------------------------------------------

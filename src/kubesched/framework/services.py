@@ -37,6 +37,11 @@ class ClusterWrites(Protocol):
         """Set or clear status.nominatedNodeName."""
         ...
 
+    def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
+        """Merge these annotations into the pod's metadata (fire and forget): the scheduling
+        results some profiles publish (plugins/resultannotations.py)."""
+        ...
+
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """Write what the volume binder changes on a PV (spec.claimRef, metadata.annotations), on
         the condition that the PV still has pv's resourceVersion, as kube's PV Update does; returns

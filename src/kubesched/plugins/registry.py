@@ -25,6 +25,7 @@ from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.prioritysort import PrioritySort
+from kubesched.plugins.resultannotations import SimulatorResultAnnotations
 from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.slaqueuesort import SLAQueueSort
 from kubesched.plugins.tainttoleration import TaintToleration
@@ -58,6 +59,7 @@ IN_TREE: list[type[Plugin]] = [
     MultiDimensionalScore,
     HotValue,
     SLAQueueSort,
+    SimulatorResultAnnotations,
 ]
 
 

@@ -195,6 +195,15 @@ class KubeBackend:
 
         self._then(pi, "setting nominatedNodeName", write)
 
+    def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
+        meta = pi.pod.metadata
+
+        async def write() -> None:
+            await self.client.patch(pod_path(meta.namespace, meta.name),
+                                    body={"metadata": {"uid": meta.uid, "annotations": annotations}}, content_type=STRATEGIC_MERGE)
+
+        self._then(pi, "writing the scheduling result annotations", write)
+
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """The volume binder's PV update: claimRef and annotations, conditional on the
         resourceVersion (a merge patch carrying it fails with 409 as kube's Update does, and

@@ -49,6 +49,9 @@ class ReadOnlyBackend:
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
         self._refuse(f"nominate {pi.key}")
 
+    def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
+        self._refuse(f"annotate {pi.key}")
+
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         self._refuse(f"set the condition of {pi.key}")
 

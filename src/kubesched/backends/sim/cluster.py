@@ -160,6 +160,11 @@ class SimCluster:
         if pod is not None:
             pod.status.nominated_node_name = node or ""
 
+    def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
+        pod = self.pods.get(pi.uid)
+        if pod is not None:
+            pod.metadata.annotations = {**pod.metadata.annotations, **annotations}
+
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """The volume binder's PV update (claimRef, annotations) on the current version only."""
         name = pv.metadata.name

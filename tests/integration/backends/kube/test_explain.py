@@ -208,3 +208,29 @@ def test_the_leader_explains_over_its_secure_port(
         if role is not None:
             kube.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}", missing_ok=True)
             kube.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}", missing_ok=True)
+
+
+def test_simulator_result_annotations_land_on_the_pod(
+    control_plane: ControlPlane, kube: Kube, namespace: str, make_node: Callable[..., JSON], tmp_path: Path
+) -> None:
+    prefix = "kube-scheduler-simulator.sigs.k8s.io/"
+    tag = secrets.token_hex(3)
+    names = three_reason_cluster(make_node, kube, namespace, tag)
+    profile = {"plugins": {"postBind": {"enabled": [{"name": "SimulatorResultAnnotations"}]}}}
+    with run_kubesched(tmp_path, kubesched_config(control_plane.admin_kubeconfig, extra_profile=profile)):
+        create_pod(kube, "web", namespace, cpu="1", scheduler_name=SCHEDULER, extra_spec={"nodeSelector": {"disk": tag}})
+        create_pod(kube, "api", namespace, cpu="100m", scheduler_name=SCHEDULER, extra_spec={"nodeSelector": {"disk": tag}})
+        node = wait_bound(kube, namespace, "api")
+        api = kube.wait_for(f"/api/v1/namespaces/{namespace}/pods/api",
+                            lambda p: prefix + "bind-result" in (p["metadata"].get("annotations") or {}))
+        web = kube.wait_for(f"/api/v1/namespaces/{namespace}/pods/web",
+                            lambda p: prefix + "filter-result" in (p["metadata"].get("annotations") or {}))
+    ann = api["metadata"]["annotations"]
+    assert ann[prefix + "selected-node"] == node == names["cpu"]  # the only node with room and the label
+    assert json.loads(ann[prefix + "bind-result"]) == {"DefaultBinder": "success"}
+    filters = json.loads(ann[prefix + "filter-result"])
+    assert filters[names["taint"]]["TaintToleration"] == "node(s) had untolerated taint(s)"
+    assert filters[names["label"]]["NodeAffinity"] == "node(s) didn't match Pod's node affinity/selector"
+    verdicts = json.loads(web["metadata"]["annotations"][prefix + "filter-result"])
+    assert verdicts[names["cpu"]]["NodeResourcesFit"] == "Insufficient cpu"
+    assert web["metadata"]["annotations"][prefix + "selected-node"] == ""
