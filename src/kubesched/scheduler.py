@@ -160,6 +160,8 @@ class Scheduler:
         )
         registry = registry or in_tree_registry()
         self.frameworks: dict[str, Framework] = {p.scheduler_name: Framework(p, registry, services) for p in config.profiles}
+        for fwk in self.frameworks.values():
+            fwk.tracing = self.tracer.enabled
         first = next(iter(self.frameworks.values()))
         if first.queue_sort is None:
             raise ValueError(f"profile {first.name} has no queueSort plugin")
@@ -561,8 +563,8 @@ class Scheduler:
         pi = qpi.pi
         status: Status | None = None
         rejected_by: list[str] = []  # only a Permit rejection names plugins to wait for (kube's FitError)
-        bind_started = time.perf_counter()
         trace = self._traces.pop(pi.uid, None) if self._traces else None
+        binding = self.tracer.binding_started(trace) if trace is not None else None
         try:
             waiting = self.waiting.get(pi.uid)
             if waiting is not None:
@@ -577,10 +579,10 @@ class Scheduler:
         except Exception as exc:  # a plugin or backend bug must not kill the scheduler
             log.exception("binding %s to %s failed", pi.key, node)
             status = Status.error(f"binding failed: {exc}")
-        if trace is not None:
+        if binding is not None:
             failed = status is not None and status.code != Code.SUCCESS
             result = status.message()[:256] if status is not None and failed else "bound"
-            self.tracer.binding(trace, bind_started, time.perf_counter(), node, result)
+            self.tracer.binding(binding, time.perf_counter(), node, result)
         published = self._details.pop(pi.uid, None) if self._details else None
         if published is not None:
             self.backend.set_annotations(pi, published.annotations(self.cache.table, _late_results(fwk, status)))

@@ -53,7 +53,7 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.observe import decisions
-from kubesched.observe.tracing import CycleTrace
+from kubesched.observe.tracing import BINDING, CycleTrace
 
 if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
@@ -229,6 +229,7 @@ class Framework:
         self.next_start_row = 0
         self.dry_run = False  # see dry()
         self.trace: CycleTrace | None = None  # the sampled cycle being traced, set by the scheduler
+        self.tracing = False  # tracing on: set by the scheduler; a binding cycle's trace is tracing.BINDING's
         # Every plugin's verdict per node, for a profile with a plugin that asks for it (see
         # framework.detail); set by the scheduler for each cycle of such a profile.
         self.detail: CycleDetail | None = None
@@ -296,8 +297,10 @@ class Framework:
             return
         ended = perf_counter()
         self.metrics.extension_point(point, status_label(status), self.name, ended - started)
-        if self.trace is not None:
-            self.trace.point(point, started, ended, status_label(status))
+        if self.tracing:
+            trace = self.trace if self.trace is not None else BINDING.get()
+            if trace is not None:
+                trace.point(point, started, ended, status_label(status))
 
     @contextlib.contextmanager
     def dry(self) -> Iterator[None]:

@@ -2,7 +2,7 @@
 
 A sampled cycle is one span ("SchedulingCycle") with a child span per extension point the cycle
 ran (PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit) and, when the pod was
-assumed, a "BindingCycle" span for its binding. Attributes name the pod, its uid, the profile,
+assumed, a "BindingCycle" span for its binding, with its own extension points (PreBind, Bind) as children. Attributes name the pod, its uid, the profile,
 the attempt, the result, the chosen and nominated node, the nodes (total, feasible), the nodes
 each Filter plugin rejected (`kubesched.rejected.<Plugin>`) and the failure message.
 
@@ -28,6 +28,7 @@ import os
 import random
 import time
 from collections import deque
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,12 +115,18 @@ class CycleTrace:
     start_ns: int
     perf_start: float
     points: list[tuple[str, float, float, str]] = field(default_factory=list)  # name, perf start, perf end, status
+    parent_id: str = ""  # a binding cycle's: the span of the scheduling cycle that assumed the pod
 
     def point(self, name: str, started: float, ended: float, status: str) -> None:
         self.points.append((name, started, ended, status))
 
     def unix_ns(self, perf: float) -> int:
         return self.start_ns + int((perf - self.perf_start) * 1e9)
+
+
+# The binding cycle being traced in the current asyncio task: binding cycles run concurrently, so the
+# runtime finds theirs here, where the one scheduling cycle at a time is the framework's `trace`.
+BINDING: ContextVar[CycleTrace | None] = ContextVar("kubesched_binding_trace", default=None)
 
 
 def _attr(key: str, value: Any) -> dict[str, Any]:
@@ -174,17 +181,29 @@ class Tracer:
         status = {"code": STATUS_ERROR, "message": record.message[:256]} if record.result == "error" else {"code": STATUS_OK}
         end = trace.unix_ns(ended)
         self._add(self._span(trace.trace_id, trace.span_id, "", "SchedulingCycle", trace.start_ns, end, attributes, status))
+        self._points(trace)
+
+    def _points(self, trace: CycleTrace) -> None:
         for name, started, stopped, point_status in trace.points:
             code = STATUS_ERROR if point_status == "Error" else STATUS_OK
             self._add(self._span(trace.trace_id, os.urandom(8).hex(), trace.span_id, name, trace.unix_ns(started),
                                  trace.unix_ns(stopped), [_attr("kubesched.status", point_status)], {"code": code}))
 
-    def binding(self, trace: CycleTrace, started: float, ended: float, node: str, result: str) -> None:
-        """The binding cycle of a sampled pod, a child of its scheduling cycle's span."""
+    def binding_started(self, cycle: CycleTrace) -> CycleTrace:
+        """The binding cycle of a sampled pod, beginning now in the current asyncio task: a child
+        of its scheduling cycle's span, and the parent of the extension points it runs (PreBind, Bind)."""
+        binding = CycleTrace(cycle.trace_id, os.urandom(8).hex(), time.time_ns(), time.perf_counter(), parent_id=cycle.span_id)
+        BINDING.set(binding)
+        return binding
+
+    def binding(self, binding: CycleTrace, ended: float, node: str, result: str) -> None:
+        """Sends the binding cycle's span and its extension points' spans."""
+        BINDING.set(None)
         attributes = [_attr("kubesched.node", node), _attr("kubesched.result", result)]
         status = {"code": STATUS_OK if result == "bound" else STATUS_ERROR}
-        self._add(self._span(trace.trace_id, os.urandom(8).hex(), trace.span_id, "BindingCycle", trace.unix_ns(started),
-                             trace.unix_ns(ended), attributes, status))
+        self._add(self._span(binding.trace_id, binding.span_id, binding.parent_id, "BindingCycle", binding.start_ns,
+                             binding.unix_ns(ended), attributes, status))
+        self._points(binding)
 
     @staticmethod
     def _span(trace_id: str, span_id: str, parent: str, name: str, start: int, end: int,

@@ -34,9 +34,13 @@ def test_cycles_arrive_as_spans_at_a_real_collector(tmp_path: Path) -> None:
     by_id = {s.span_id: s for s in cycles}
     children = Counter(s.name for s in spans if s.parent_id in by_id)
     assert {"PreFilter", "Filter", "BindingCycle"} <= set(children)
+    bindings = {s.span_id: s for s in spans if s.name == "BindingCycle"}
     for s in spans:
-        if s.name != "SchedulingCycle":
+        if s.name in ("PreBind", "Bind"):  # the binding cycle's extension points
+            assert s.parent_id in bindings and bindings[s.parent_id].trace_id == s.trace_id
+        elif s.name != "SchedulingCycle":
             assert s.parent_id in by_id and by_id[s.parent_id].trace_id == s.trace_id
+    assert {"PreBind", "Bind"} <= {s.name for s in spans if s.parent_id in bindings}
     results = Counter(s.attributes["kubesched.result"] for s in cycles)
     assert results["scheduled"] > 0 and results["unschedulable"] > 0  # the scenario preempts
     failed = next(s for s in cycles if s.attributes["kubesched.result"] == "unschedulable")
