@@ -2,9 +2,10 @@
 
 A sampled cycle is one span ("SchedulingCycle") with a child span per extension point the cycle
 ran (PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Permit) and, when the pod was
-assumed, a "BindingCycle" span for its binding, with its own extension points (PreBind, Bind) as children. Attributes name the pod, its uid, the profile,
-the attempt, the result, the chosen and nominated node, the nodes (total, feasible), the nodes
-each Filter plugin rejected (`kubesched.rejected.<Plugin>`) and the failure message.
+assumed, a "BindingCycle" span for its binding, whose own extension points (PreBind, Bind) are
+its children. Attributes name the pod, its uid, the profile, the attempt, the result, the chosen
+and nominated node, the nodes (total, feasible), the nodes each Filter plugin rejected
+(`kubesched.rejected.<Plugin>`) and the failure message.
 
 Configured as kube components configure tracing, with a TracingConfiguration file
 (`--tracing-config-file`; apiVersion apiserver.config.k8s.io/v1, v1beta1 or v1alpha1): `endpoint`
