@@ -301,6 +301,9 @@ def bench(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration (default profile if omitted).")] = None,
     seed: Annotated[int, typer.Option(min=0, help="Tie-break seed.")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON.")] = None,
+    tracing_config_file: Annotated[
+        Path | None, typer.Option(help="TracingConfiguration: measure with cycles exported as OTLP spans.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """scheduler_perf's SchedulingBasic on the simulator: wall-clock pods/s and cycle latency."""
@@ -308,13 +311,14 @@ def bench(
     from kubesched.bench import explain_latency, scheduling_basic
 
     _check_writable(json_out, "--json")
+    tracing = _tracing(tracing_config_file)
     try:
         configs = _load_configs([config] if config else None)
         cluster = scheduling_basic(nodes, pods)
     except (ConfigError, LimitError) as exc:
         raise fail(str(exc)) from None
     sims: list[Any] = []
-    result = _run_simulations(cluster, configs, seed, quiet, keep=sims)[0]
+    result = _run_simulations(cluster, configs, seed, quiet, keep=sims, tracing=tracing)[0]
     figures = {
         "workload": "SchedulingBasic",
         "nodes": nodes,

@@ -12,7 +12,7 @@ import ssl
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,9 +125,9 @@ def kubesched_config(
 @contextmanager
 def run_kubesched(
     workdir: Path, config: dict[str, Any], *, wait_ready: bool = True, log_level: str = "info",
-    reader_cert: tuple[Path, Path] | None = None,
+    reader_cert: tuple[Path, Path] | None = None, args: Sequence[str] = (),
 ) -> Iterator[Kubesched]:
-    """Starts `kubesched run` with this configuration (and --log-level); stops it (SIGTERM, then SIGKILL) afterwards.
+    """Starts `kubesched run` with this configuration (and --log-level, and `args`); stops it (SIGTERM, then SIGKILL) afterwards.
     `Kubesched.get` authenticates with `reader_cert` (default: the configuration's own client certificate)."""
     n = next(_counter)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +135,7 @@ def run_kubesched(
     config_file.write_text(yaml.safe_dump(config))
     port = free_port()
     argv = [sys.executable, "-m", "kubesched.cli", "run", "--config", str(config_file),
-            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--log-level", log_level]
+            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--log-level", log_level, *args]
     process = ManagedProcess(f"kubesched-{n}", argv, workdir / f"kubesched-{n}.log")
     process.start()
     ks = Kubesched(process, config_file, port, reader_cert or _client_cert_files(config, workdir, n))
