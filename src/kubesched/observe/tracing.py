@@ -117,6 +117,7 @@ class CycleTrace:
     perf_start: float
     points: list[tuple[str, float, float, str]] = field(default_factory=list)  # name, perf start, perf end, status
     parent_id: str = ""  # a binding cycle's: the span of the scheduling cycle that assumed the pod
+    dropped: bool = False  # no room in the buffer for the scheduling cycle: its binding is dropped too
 
     def point(self, name: str, started: float, ended: float, status: str) -> None:
         self.points.append((name, started, ended, status))
@@ -148,6 +149,7 @@ class Tracer:
         self._resource = {"attributes": [_attr("service.name", service), _attr("service.instance.id", instance)]}
         self.buffer: deque[dict[str, Any]] = deque()
         self.dropped = 0
+        self._dropped_told = 0
         self.exported = 0
         self.failed = 0
         self._wake = asyncio.Event()
@@ -163,6 +165,9 @@ class Tracer:
         return CycleTrace(os.urandom(16).hex(), os.urandom(8).hex(), time.time_ns(), time.perf_counter())
 
     def finish(self, trace: CycleTrace, record: DecisionRecord, ended: float) -> None:
+        if not self._room(1 + len(trace.points)):  # a cycle is sent whole or not at all
+            trace.dropped = True
+            return
         attributes = [
             _attr("k8s.pod.name", record.pod.partition("/")[2]), _attr("k8s.namespace.name", record.pod.partition("/")[0]),
             _attr("kubesched.pod", record.pod), _attr("k8s.pod.uid", record.uid), _attr("kubesched.profile", record.profile),
@@ -193,13 +198,19 @@ class Tracer:
     def binding_started(self, cycle: CycleTrace) -> CycleTrace:
         """The binding cycle of a sampled pod, beginning now in the current asyncio task: a child
         of its scheduling cycle's span, and the parent of the extension points it runs (PreBind, Bind)."""
-        binding = CycleTrace(cycle.trace_id, os.urandom(8).hex(), time.time_ns(), time.perf_counter(), parent_id=cycle.span_id)
+        binding = CycleTrace(cycle.trace_id, os.urandom(8).hex(), time.time_ns(), time.perf_counter(), parent_id=cycle.span_id,
+                             dropped=cycle.dropped)
         BINDING.set(binding)
         return binding
 
     def binding(self, binding: CycleTrace, ended: float, node: str, result: str) -> None:
         """Sends the binding cycle's span and its extension points' spans."""
         BINDING.set(None)
+        if binding.dropped:
+            self.dropped += 1 + len(binding.points)
+            return
+        if not self._room(1 + len(binding.points)):
+            return
         attributes = [_attr("kubesched.node", node), _attr("kubesched.result", result)]
         status = {"code": STATUS_OK if result == "bound" else STATUS_ERROR}
         self._add(self._span(binding.trace_id, binding.span_id, binding.parent_id, "BindingCycle", binding.start_ns,
@@ -215,6 +226,12 @@ class Tracer:
         if parent:
             span["parentSpanId"] = parent
         return span
+
+    def _room(self, spans: int) -> bool:
+        if len(self.buffer) + spans <= BUFFER_SPANS:
+            return True
+        self.dropped += spans
+        return False
 
     def _add(self, span: dict[str, Any]) -> None:
         if len(self.buffer) >= BUFFER_SPANS:
@@ -241,6 +258,10 @@ class Tracer:
         while self.buffer:
             batch = [self.buffer.popleft() for _ in range(min(BATCH_SPANS, len(self.buffer)))]
             await self._send(batch)
+        if self.dropped > self._dropped_told:
+            log.warning("%d spans dropped: the trace buffer (%d spans) was full, the cycles sampled make spans faster than "
+                        "they are sent (lower samplingRatePerMillion)", self.dropped - self._dropped_told, BUFFER_SPANS)
+            self._dropped_told = self.dropped
 
     async def _send(self, spans: list[dict[str, Any]]) -> None:
         assert self.config is not None

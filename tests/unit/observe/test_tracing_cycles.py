@@ -175,3 +175,20 @@ def test_the_sampling_rate_is_per_cycle() -> None:
     bindings = [s for s in tracer.sent if s["name"] == "BindingCycle"]
     assert len(bindings) == len(cycles)  # a sampled cycle's binding is traced too, and only theirs
     assert {b["parentSpanId"] for b in bindings} == {c["spanId"] for c in cycles}
+
+
+def test_a_full_buffer_drops_whole_cycles_and_says_so(monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    import kubesched.observe.tracing as tracing
+
+    monkeypatch.setattr(tracing, "BUFFER_SPANS", 40)
+    monkeypatch.setattr(tracing, "BATCH_SPANS", 1000)  # nothing is sent before close(): the buffer fills
+    tracer = CollectingTracer(1_000_000)
+    objects = [node(f"n{i}") for i in range(3)] + [pod(f"p{i}", cpu="10m") for i in range(30)]
+    with caplog.at_level("WARNING", logger="kubesched.observe.tracing"):
+        result, _ = simulate(objects, tracer)
+    assert result.pods_scheduled == 30 and tracer.dropped > 0 and len(tracer.sent) <= 40
+    cycles = {s["spanId"] for s in tracer.sent if s["name"] == "SchedulingCycle"}
+    bindings = {s["spanId"] for s in tracer.sent if s["name"] == "BindingCycle"}
+    assert cycles and all(s["parentSpanId"] in cycles | bindings for s in tracer.sent if s["spanId"] not in cycles)
+    assert all(s["parentSpanId"] in cycles for s in tracer.sent if s["name"] == "BindingCycle")  # no orphans
+    assert f"{tracer.dropped} spans dropped" in caplog.text
