@@ -12,12 +12,16 @@ Configured as kube components configure tracing, with a TracingConfiguration fil
 and `samplingRatePerMillion` (default 0: off). kube exports OTLP over gRPC; kubesched exports
 OTLP over HTTP with the JSON encoding (the OTLP specification's other transport, accepted by the
 OpenTelemetry Collector and every OTLP backend), so it needs no gRPC stack: the endpoint is
-`host:port` of an OTLP/HTTP receiver (default localhost:4318), or a full http(s):// URL.
+`host:port` of an OTLP/HTTP receiver (default localhost:4318), or a full http(s):// URL. The
+standard OTEL_* variables are read as OTLP exporters read them (the signal's own
+OTEL_EXPORTER_OTLP_TRACES_* first): HEADERS, TIMEOUT, CERTIFICATE, CLIENT_CERTIFICATE and
+CLIENT_KEY, ENDPOINT when the file has none, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
+OTEL_SDK_DISABLED; a bad one is named like a bad field.
 
 Cost: off, a cycle checks one attribute; sampled out, it draws one random number. A sampled
 cycle's spans are built after the cycle from timings the runtime keeps anyway, into a bounded
-buffer that a background task sends in batches; a full buffer drops spans (counted), and an
-unreachable receiver never slows scheduling.
+buffer that a background task sends in batches; a full buffer drops whole cycles (counted, and
+logged), and an unreachable receiver never slows scheduling (logged once a minute).
 """
 
 from __future__ import annotations
@@ -27,12 +31,15 @@ import contextlib
 import logging
 import os
 import random
+import ssl
 import time
 from collections import deque
+from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import aiohttp
 import yaml
@@ -49,6 +56,7 @@ BUFFER_SPANS = 8192
 BATCH_SPANS = 512
 EXPORT_INTERVAL = 2.0
 EXPORT_TIMEOUT = 5.0
+FAILURE_LOG_INTERVAL = 60.0
 SPAN_KIND_INTERNAL = 1
 STATUS_OK, STATUS_ERROR = 1, 2
 
@@ -59,16 +67,87 @@ class TracingConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TracingConfig:
+    """The file's two fields, and what the exporter takes from the standard OTEL_* variables."""
+
     endpoint: str = DEFAULT_ENDPOINT
     sampling_rate_per_million: int = 0
+    exact_url: bool = False  # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: the URL as given, no /v1/traces added
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout: float = EXPORT_TIMEOUT
+    ca_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    service_name: str | None = None
+    resource: tuple[tuple[str, str], ...] = ()
 
     @property
     def url(self) -> str:
+        if self.exact_url:
+            return self.endpoint
         base = self.endpoint if "://" in self.endpoint else f"http://{self.endpoint}"
         return base.rstrip("/") + ("" if base.rstrip("/").endswith("/v1/traces") else "/v1/traces")
 
 
-def load_tracing_config(path: str | Path) -> TracingConfig:
+def _otel(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
+    """(variable, value) of OTEL_EXPORTER_OTLP_TRACES_<name>, else OTEL_EXPORTER_OTLP_<name>, if set."""
+    for var in (f"OTEL_EXPORTER_OTLP_TRACES_{name}", f"OTEL_EXPORTER_OTLP_{name}"):
+        if env.get(var, "").strip():
+            return var, env[var].strip()
+    return None
+
+
+def _pairs(var: str, text: str) -> tuple[tuple[str, str], ...]:
+    """`k1=v1,k2=v2` with percent-encoded values (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES)."""
+    out = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise TracingConfigError(f"{var}: Invalid value: {item.strip()!r}: must be key=value pairs separated by commas")
+        out.append((key.strip(), unquote(value.strip())))
+    return tuple(out)
+
+
+def _from_env(config: TracingConfig, endpoint_in_file: bool, env: Mapping[str, str]) -> TracingConfig:
+    """The exporter settings of the OpenTelemetry environment variables, as OTLP exporters read them.
+    The file's endpoint wins over the variables' (kube passes it to its exporter explicitly)."""
+    changes: dict[str, Any] = {}
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        changes["sampling_rate_per_million"] = 0
+    if not endpoint_in_file:
+        if (given := env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()):
+            changes.update(endpoint=given, exact_url=True)
+        elif (given := env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()):
+            changes["endpoint"] = given.rstrip("/") + "/v1/traces"
+        if changes.get("endpoint") and not changes["endpoint"].startswith(("http://", "https://")):
+            var = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" if changes.get("exact_url") else "OTEL_EXPORTER_OTLP_ENDPOINT"
+            raise TracingConfigError(f"{var}: Invalid value: {given!r}: must be an http(s) URL")
+    if (found := _otel(env, "HEADERS")):
+        changes["headers"] = _pairs(*found)
+    if (found := _otel(env, "TIMEOUT")):
+        var, text = found
+        if not text.isdigit() or int(text) == 0:
+            raise TracingConfigError(f"{var}: Invalid value: {text!r}: must be a positive number of milliseconds")
+        changes["timeout"] = int(text) / 1000
+    for name, key in (("CERTIFICATE", "ca_file"), ("CLIENT_CERTIFICATE", "client_cert"), ("CLIENT_KEY", "client_key")):
+        if (found := _otel(env, name)):
+            var, path = found
+            if not os.access(path, os.R_OK):
+                raise TracingConfigError(f"{var}: Invalid value: {path!r}: not a readable file")
+            changes[key] = path
+    if bool(changes.get("client_cert")) != bool(changes.get("client_key")):
+        raise TracingConfigError("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY: set both or neither")
+    if env.get("OTEL_RESOURCE_ATTRIBUTES", "").strip():
+        changes["resource"] = _pairs("OTEL_RESOURCE_ATTRIBUTES", env["OTEL_RESOURCE_ATTRIBUTES"])
+    if env.get("OTEL_SERVICE_NAME", "").strip():
+        changes["service_name"] = env["OTEL_SERVICE_NAME"].strip()
+    return replace(config, **changes) if changes else config
+
+
+def load_tracing_config(path: str | Path, env: Mapping[str, str] | None = None) -> TracingConfig:
+    """The TracingConfiguration file at `path`, with the OTEL_* variables of `env` (default: the
+    process environment) that OTLP exporters read: headers, timeout, certificates, resource."""
     where = str(path)
     try:
         doc = yaml.safe_load(Path(path).read_text())
@@ -104,7 +183,8 @@ def load_tracing_config(path: str | Path) -> TracingConfig:
         raise TracingConfigError(f"{where}: endpoint: Invalid value: {endpoint!r}: must be host:port or an http(s) URL")
     if "://" in endpoint and not endpoint.startswith(("http://", "https://")):
         raise TracingConfigError(f"{where}: endpoint: Invalid value: {endpoint!r}: unsupported scheme: OTLP/HTTP needs http or https")
-    return TracingConfig(endpoint.strip(), rate)
+    return _from_env(TracingConfig(endpoint.strip(), rate), doc.get("endpoint") is not None,
+                     os.environ if env is None else env)
 
 
 @dataclass(slots=True)
@@ -145,11 +225,16 @@ class Tracer:
         self.enabled = config is not None and config.sampling_rate_per_million > 0
         self._ratio = (config.sampling_rate_per_million / MAX_RATE) if config is not None else 0.0
         self._rng = rng or random.Random()
-        instance = f"{os.uname().nodename}-{os.getpid()}"
-        self._resource = {"attributes": [_attr("service.name", service), _attr("service.instance.id", instance)]}
+        resource = {"service.name": service, "service.instance.id": f"{os.uname().nodename}-{os.getpid()}"}
+        if config is not None:  # OTEL_SERVICE_NAME wins over a service.name in OTEL_RESOURCE_ATTRIBUTES
+            resource.update(config.resource)
+            resource["service.name"] = config.service_name or dict(config.resource).get("service.name") or service
+        self._resource = {"attributes": [_attr(k, v) for k, v in resource.items()]}
         self.buffer: deque[dict[str, Any]] = deque()
         self.dropped = 0
         self._dropped_told = 0
+        self._failing = False
+        self._failure_told = 0.0
         self.exported = 0
         self.failed = 0
         self._wake = asyncio.Event()
@@ -267,16 +352,32 @@ class Tracer:
         assert self.config is not None
         body = {"resourceSpans": [{"resource": self._resource,
                                    "scopeSpans": [{"scope": {"name": "kubesched"}, "spans": spans}]}]}
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=EXPORT_TIMEOUT))
         try:
+            if self._session is None:
+                self._session = self._new_session(self.config)
             async with self._session.post(self.config.url, json=body) as resp:
                 if resp.status >= 300:
                     raise aiohttp.ClientResponseError(resp.request_info, (), status=resp.status, message=await resp.text())
             self.exported += len(spans)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if self._failing:
+                log.warning("trace export to %s works again (%d spans were lost)", self.config.url, self.failed)
+                self._failing = False
+        except (aiohttp.ClientError, TimeoutError, OSError, ssl.SSLError) as exc:
             self.failed += len(spans)
-            log.warning("trace export to %s failed (%d spans dropped): %s", self.config.url, len(spans), exc)
+            now = time.monotonic()
+            if not self._failing or now - self._failure_told >= FAILURE_LOG_INTERVAL:  # not every batch: a minute apart
+                log.warning("trace export to %s failed (%d spans lost so far): %s", self.config.url, self.failed, exc)
+                self._failing, self._failure_told = True, now
+
+    @staticmethod
+    def _new_session(config: TracingConfig) -> aiohttp.ClientSession:
+        tls: ssl.SSLContext | None = None
+        if config.ca_file or config.client_cert:
+            tls = ssl.create_default_context(cafile=config.ca_file)
+            if config.client_cert and config.client_key:
+                tls.load_cert_chain(config.client_cert, config.client_key)
+        return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=config.timeout), headers=dict(config.headers),
+                                     connector=aiohttp.TCPConnector(ssl=tls) if tls is not None else None)
 
     async def close(self) -> None:
         if self._task is not None:

@@ -64,12 +64,15 @@ class Collector:
 
 
 @contextmanager
-def run_collector(workdir: Path) -> Iterator[Collector]:
+def run_collector(workdir: Path, *, tls: tuple[Path, Path, Path] | None = None) -> Iterator[Collector]:
+    """`tls`: (certificate, key, client CA) to serve OTLP/HTTPS and require client certificates."""
     binary = find_otelcol()
     port = free_port()
     config = workdir / "otelcol.yaml"
+    served = (f"        tls:\n          cert_file: {tls[0]}\n          key_file: {tls[1]}\n          client_ca_file: {tls[2]}\n"
+              if tls else "")
     config.write_text(
-        f"receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n"
+        f"receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n{served}"
         "exporters:\n  debug:\n    verbosity: detailed\n"
         "service:\n  telemetry:\n    metrics:\n      level: none\n"
         "  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\n"
