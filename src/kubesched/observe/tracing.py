@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import aiohttp
+import msgspec
 import yaml
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ BATCH_SPANS = 512
 EXPORT_INTERVAL = 2.0
 EXPORT_TIMEOUT = 5.0
 FAILURE_LOG_INTERVAL = 60.0
+JSON_HEADERS = {"Content-Type": "application/json"}
+_encode = msgspec.json.Encoder().encode
 SPAN_KIND_INTERNAL = 1
 STATUS_OK, STATUS_ERROR = 1, 2
 
@@ -355,7 +358,8 @@ class Tracer:
         try:
             if self._session is None:
                 self._session = self._new_session(self.config)
-            async with self._session.post(self.config.url, json=body) as resp:
+            data = _encode(body)  # msgspec: a fifth of the json module's time for a batch of spans
+            async with self._session.post(self.config.url, data=data, headers=JSON_HEADERS) as resp:
                 if resp.status >= 300:
                     raise aiohttp.ClientResponseError(resp.request_info, (), status=resp.status, message=await resp.text())
             self.exported += len(spans)
