@@ -24,5 +24,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if in_ci():
                 continue  # the tests fail on their own, naming what is missing
             for item in ours:
-                if item.path.stem == module:
+                if item.path.stem.startswith(module):  # test_tracing, test_tracing_run, ...
                     item.add_marker(pytest.mark.skip(reason=str(e)))
