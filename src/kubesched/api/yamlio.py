@@ -274,6 +274,11 @@ def _syntax_error(exc: yaml.YAMLError) -> YamlError:
     if context and problem.startswith("but "):
         problem = f"{context}, {problem}"
     problem = str(problem).splitlines()[0] if str(problem).strip() else "syntax error"
+    if "maximum nesting depth" in problem:
+        # libyaml (0.2.6+, under PyYAML 6.0.3+) stops deep nesting itself, scanning ahead of the
+        # events that would have met our own limit: the same refusal, in our words.
+        located = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        return YamlError(f"nesting deeper than {MAX_DEPTH} levels", *located)
     if mark is None:
         return YamlError(f"invalid YAML: {problem}")
     return YamlError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1)
