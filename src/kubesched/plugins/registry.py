@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from kubesched.framework.interface import Plugin
 from kubesched.framework.registry import Registry
+from kubesched.plugins.celfilter import CELFilter
+from kubesched.plugins.celscore import CELScore
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.hotvalue import HotValue
@@ -60,6 +62,8 @@ IN_TREE: list[type[Plugin]] = [
     HotValue,
     SLAQueueSort,
     SimulatorResultAnnotations,
+    CELFilter,
+    CELScore,
 ]
 
 
