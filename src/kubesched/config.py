@@ -30,8 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from kubesched.api.yamlio import InputFileError, YamlError, load_one, read_text
+from kubesched.api.yamlio import InputFileError, YamlError, load_all, read_text
 from kubesched.configcheck import check_numbers
+from kubesched.configext import EXT_API_VERSION, EXT_KIND, KubeschedSettings
 from kubesched.configmerge import (
     ConfigError,
     Entry,
@@ -210,9 +211,17 @@ class SchedulerConfig:
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
     delay_cache_until_active: bool = False
+    # The optional second document (configext): reload, the SLO guard, shadow profiles.
+    kubesched: KubeschedSettings = field(default_factory=KubeschedSettings)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
+
+    @property
+    def live_profiles(self) -> list[Profile]:
+        """The profiles that schedule pods: every one but the shadows."""
+        shadows = {s.scheduler_name for s in self.kubesched.shadow_profiles}
+        return [p for p in self.profiles if p.scheduler_name not in shadows]
 
 
 # --- entry points -------------------------------------------------------------------------------
@@ -223,14 +232,38 @@ def read_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     `simulate` load through kubesched.configload.load_config, which also builds the scheduler."""
     if path is None:
         return default_config(registry)
+    return parse_config_text(read_config_text(path), str(path), registry)
+
+
+def read_config_text(path: str | Path) -> str:
+    """The file's text, bounded; ConfigError if it cannot be read."""
     try:
-        text = read_text(Path(path), MAX_CONFIG_BYTES, "configuration file")
+        return read_text(Path(path), MAX_CONFIG_BYTES, "configuration file")
     except InputFileError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    data = _parse_yaml(text, str(path))
-    if data is None:
-        raise ConfigError(f"{path}: the file is empty; expected a {KIND}")
-    return parse_config(data, registry)
+
+
+def parse_config_text(text: str, source: str, registry: Registry | None = None) -> SchedulerConfig:
+    """A configuration file's text: the KubeSchedulerConfiguration document, and optionally a
+    KubeschedConfiguration document (configext) in the same file, in either order."""
+    docs = _parse_yaml(text, source)
+    if not docs:
+        raise ConfigError(f"{source}: the file is empty; expected a {KIND}")
+    main: Any = None
+    ext: Any = None
+    for index, data in docs:
+        kind = data.get("kind") if isinstance(data, Mapping) else None
+        if kind == EXT_KIND:
+            if ext is not None:
+                raise ConfigError(f"{source}: document {index}: a second {EXT_KIND}; give one at most")
+            ext = data
+        elif main is None:
+            main = data
+        else:
+            raise ConfigError(f"{source}: document {index}: a second {KIND}; give one, and at most one {EXT_KIND} beside it")
+    if main is None:
+        raise ConfigError(f"{source}: no {KIND} document (only a {EXT_KIND})")
+    return parse_config(main, registry, ext)
 
 
 def default_config(registry: Registry | None = None) -> SchedulerConfig:
@@ -238,8 +271,9 @@ def default_config(registry: Registry | None = None) -> SchedulerConfig:
     return parse_config({"apiVersion": API_VERSION, "kind": KIND}, registry)
 
 
-def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig:
-    """Decode, default and validate a configuration already parsed from YAML/JSON."""
+def parse_config(data: Any, registry: Registry | None = None, ext: Any = None) -> SchedulerConfig:
+    """Decode, default and validate a configuration already parsed from YAML/JSON (`ext`: the
+    KubeschedConfiguration document, if any)."""
     if registry is None:
         # Imported here: only a caller that passes no registry needs every in-tree plugin loaded.
         from kubesched.plugins.registry import in_tree_registry
@@ -275,17 +309,48 @@ def parse_config(data: Any, registry: Registry | None = None) -> SchedulerConfig
     for i, raw in enumerate(raw_profiles):
         cfg.profiles.append(_profile(raw, f"profiles[{i}]", registry, single=len(raw_profiles) == 1))
     _check_profiles_agree(cfg.profiles)
+    if ext is not None:
+        cfg.kubesched = _kubesched_settings(ext, cfg.profiles)
     return cfg
+
+
+def _kubesched_settings(data: Any, profiles: list[Profile]) -> KubeschedSettings:
+    """The KubeschedConfiguration document, checked against the profiles it names."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{EXT_KIND}: must be a mapping, got {_show(data)}")
+    body = dict(data)
+    api_version = body.pop("apiVersion", None)
+    if api_version != EXT_API_VERSION:
+        raise ConfigError(f"{EXT_KIND}.apiVersion: must be {EXT_API_VERSION}, got {_show(api_version)}")
+    body.pop("kind", None)
+    settings = _validate_args(KubeschedSettings, body, EXT_KIND)
+    assert isinstance(settings, KubeschedSettings)
+    names = [p.scheduler_name for p in profiles]
+    shadows = {s.scheduler_name for s in settings.shadow_profiles}
+    seen: set[str] = set()
+    for i, shadow in enumerate(settings.shadow_profiles):
+        where = f"{EXT_KIND}.shadowProfiles[{i}]"
+        if shadow.scheduler_name in seen:
+            raise ConfigError(f"{where}.schedulerName: {_show(shadow.scheduler_name)} is marked shadow twice")
+        seen.add(shadow.scheduler_name)
+        for key, name in (("schedulerName", shadow.scheduler_name), ("shadowOf", shadow.shadow_of)):
+            if name not in names:
+                raise ConfigError(f"{where}.{key}: Not found: {_show(name)}: no such profile (profiles: {', '.join(names)})")
+        if shadow.shadow_of in shadows:
+            raise ConfigError(f"{where}.shadowOf: {_show(shadow.shadow_of)} is itself a shadow profile; name a live one")
+    if len(shadows) == len(names):
+        raise ConfigError(f"{EXT_KIND}.shadowProfiles: every profile is a shadow; at least one must schedule pods")
+    return settings
 
 
 # --- YAML ---------------------------------------------------------------------------------------
 
 
-def _parse_yaml(text: str, source: str) -> Any:
-    """The file's single document through the shared bounded reader (duplicate keys refused,
+def _parse_yaml(text: str, source: str) -> list[tuple[int, Any]]:
+    """The file's non-empty documents through the shared bounded reader (duplicate keys refused,
     alias expansion and depth limited), its errors in this module's forms."""
     try:
-        return load_one(text)
+        return [(index, data) for index, data in load_all(text) if data is not None]
     except YamlError as exc:
         if exc.problem.startswith("invalid YAML") and exc.line is not None:
             raise ConfigError(f"{source}:{exc.line}:{exc.column}: {exc.problem}") from None

@@ -34,12 +34,14 @@ from kubesched.framework.detail import SUCCESS, CycleDetail
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
+    CONFIGURATION_CHANGE,
     NODE_ADD,
     NODE_DELETE,
     node_changes,
     pod_changes,
 )
 from kubesched.framework.feasibility import find_feasible
+from kubesched.framework.generation import Generation, build_generation, configuration_digest
 from kubesched.framework.interface import ASSIGNED_POD, ActionType, ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
@@ -52,6 +54,7 @@ from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
 from kubesched.observe.tracing import CycleTrace, Tracer
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
+from kubesched.shadow import ShadowRunner
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,18 @@ def _decided_by(record: DecisionRecord) -> str | None:
     if margin is None:
         return None
     return plugin if margin > 0 and plugin is not None else TIE
+
+
+def _queue_sort(gen: Generation) -> Callable[[QueuedPodInfo], Any]:
+    """The queue's sort key: the first live profile's QueueSort (configuration made them agree)."""
+    first = next(iter(gen.frameworks.values()))
+    if first.queue_sort is None:
+        raise ValueError(f"profile {first.name} has no queueSort plugin")
+    return first.queue_sort.sort_key
+
+
+def _registrations(gen: Generation) -> dict[str, Any]:
+    return {name: fwk.events_by_plugin() for name, fwk in gen.frameworks.items()}
 
 
 def _rejector(status: Status) -> list[str]:
@@ -158,22 +173,21 @@ class Scheduler:
             cluster_event=self._cluster_event,
             record_preemption=self.record_preemption,
         )
-        registry = registry or in_tree_registry()
-        self.frameworks: dict[str, Framework] = {p.scheduler_name: Framework(p, registry, services) for p in config.profiles}
-        for fwk in self.frameworks.values():
-            fwk.tracing = self.tracer.enabled
-        first = next(iter(self.frameworks.values()))
-        if first.queue_sort is None:
-            raise ValueError(f"profile {first.name} has no queueSort plugin")
+        self.services = services
+        self.registry = registry or in_tree_registry()
+        self.generation = build_generation(1, config, self.registry, services, digest=configuration_digest(config))
+        self.frameworks: dict[str, Framework] = self.generation.frameworks  # the live profiles
+        self._set_tracing(self.generation)
         self.queue = SchedulingQueue(
             clock,
-            sort_key=first.queue_sort.sort_key,
+            sort_key=_queue_sort(self.generation),
             pre_enqueue=self._pre_enqueue,
-            registrations={name: fwk.events_by_plugin() for name, fwk in self.frameworks.items()},
+            registrations=_registrations(self.generation),
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self.wakeup.set,
         )
+        self.shadows = ShadowRunner(self.metrics, seed)
         self.metrics.add_gauge(
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means "
@@ -189,6 +203,41 @@ class Scheduler:
             ["queue", "event"],
             lambda: {key: float(n) for key, n in self.queue.incoming.items()},
         )
+
+    # --- configuration generations: a reload or a rollback, between two scheduling cycles ---------
+
+    def build_generation(self, config: SchedulerConfig, registry: Registry, *, digest: str, origin: str) -> Generation:
+        """A generation of `config` built beside the running one, sharing its cache, queue hooks and
+        shared objects; unchanged plugin instances carry over. Not yet in force: see activate."""
+        gen = build_generation(self.generation.number + 1, config, registry, self.services, self.generation,
+                               digest=digest, origin=origin)
+        _queue_sort(gen)  # refuses a generation without one before anything changes
+        return gen
+
+    def activate(self, gen: Generation) -> Generation:
+        """Puts `gen` in force and returns the generation it replaces. Called between two
+        scheduling cycles (the loop and this run on one thread). The cache, the queue and every
+        pod in it, pods held at Permit and binding cycles in flight stay as they are: a binding
+        cycle finishes with the framework that started it. Pending pods of a profile that is gone
+        leave the queue; pods waiting in the pool or gated are retried under the new
+        configuration, which may judge them differently."""
+        old = self.generation
+        gen.adopt()
+        self.generation, self.config, self.frameworks = gen, gen.config, gen.frameworks
+        self._set_tracing(gen)
+        self.queue.reconfigure(_queue_sort(gen), _registrations(gen), gen.config.pod_initial_backoff_seconds,
+                               gen.config.pod_max_backoff_seconds)
+        for qpi in self.queue.pending():
+            if qpi.pi.scheduler_name not in self.frameworks:
+                self.queue.delete(qpi.pi.uid)
+                self.nominator.remove(qpi.pi.uid)
+        self.queue.move_all(CONFIGURATION_CHANGE)
+        self.wakeup.set()
+        return old
+
+    def _set_tracing(self, gen: Generation) -> None:
+        for fwk in gen.frameworks.values():
+            fwk.tracing = self.tracer.enabled
 
     def _cluster_event(self, event: ClusterEvent) -> None:
         self._move(event, None, None)
@@ -373,6 +422,13 @@ class Scheduler:
         trace = fwk.trace = self.tracer.start() if self.tracer.enabled else None
         detail = fwk.detail = CycleDetail() if fwk.records_detail else None
         result = self._schedule_pod(fwk, state, pi, record)
+        shadows = self.generation.shadows.get(fwk.name) if self.generation.shadows else None
+        shadow_seconds = 0.0
+        if shadows and (result.failure is None or result.failure.code != Code.ERROR):
+            decided, shadow_seconds = self.shadows.decide(
+                fwk.name, shadows, pi, result.node, functools.partial(self.nominated_ahead, pi)
+            )
+            record.shadow = tuple(decided)
         if result.node is not None:
             self._assume_and_bind(fwk, state, qpi, record, result.node, pod_cycle)
         elif result.diagnosis is not None:
@@ -390,6 +446,8 @@ class Scheduler:
             if record.result == "scheduled":
                 self._traces[pi.uid] = trace
         record.duration = time.perf_counter() - started
+        if shadows:
+            self.shadows.live_cycle(fwk.name, shadows, record.duration - shadow_seconds)
         self.stats.cycle_seconds.observe(record.duration)
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
             self.metrics.attempt(record.result, fwk.name, record.duration)
@@ -681,6 +739,10 @@ class Scheduler:
         return bool(self.background)
 
     @property
+    def pending(self) -> SchedulingQueue:
+        return self.queue
+
+    @property
     def profile_names(self) -> list[str]:
         return list(self.frameworks)
 
@@ -698,6 +760,9 @@ class Scheduler:
         """The explanation of a pod's placement (observe.explain's JSON form): its latest decision
         record and a fresh dry-run cycle on the current cache. None if no such pod is known."""
         return explain_pod(self, namespace, name)
+
+    def shadow_summary(self) -> dict[str, dict[str, int]]:
+        return self.shadows.summary()
 
     def decision_history(self, limit: int = 100) -> list[dict[str, Any]]:
         """The most recent decision records, newest first, at most `limit`."""

@@ -555,8 +555,9 @@ def test_duplicate_yaml_key_is_refused_like_strict_decoding(tmp_path: Path) -> N
 
 
 def test_several_yaml_documents_are_refused(tmp_path: Path) -> None:
+    # One KubeSchedulerConfiguration, and at most one KubeschedConfiguration beside it.
     path = write(tmp_path, f"apiVersion: {API_VERSION}\n---\nkind: {KIND}\n")
-    assert "expected a single document" in file_refused(path)
+    assert "document 2: a second KubeSchedulerConfiguration" in file_refused(path)
 
 
 def test_empty_file(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from kubesched.framework.interface import (
     ASSIGNED_POD,
     NODE,
     UNSCHEDULED_POD,
+    WILDCARD,
     ActionType,
     ClusterEvent,
 )
@@ -20,6 +21,9 @@ NODE_DELETE = ClusterEvent(NODE, ActionType.Delete)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.Add)
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.Delete)
 UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.Add)
+# A new configuration generation took over: no plugin's hint can judge it (the plugins that
+# rejected a pod may be configured differently, or gone), so every waiting pod is retried.
+CONFIGURATION_CHANGE = ClusterEvent(WILDCARD, ActionType.All, "SchedulerConfigurationChange")
 
 # Queue movements that are no cluster event, as kube labels them in its metrics.
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"

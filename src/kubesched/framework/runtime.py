@@ -188,7 +188,18 @@ class Framework:
     handle its plugins receive (interface.Handle, as kube's frameworkImpl is framework.Handle),
     made of the collaborators in `services`."""
 
-    def __init__(self, profile: Profile, registry: Registry, services: Services) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Registry,
+        services: Services,
+        *,
+        percentage_of_nodes_to_score: int | None = None,
+        reuse: Mapping[str, Plugin] | None = None,
+    ) -> None:
+        """`percentage_of_nodes_to_score`: the configuration's global value, for a profile that
+        sets none. `reuse`: plugin instances of an earlier generation of this profile; one whose
+        class and args are those configured now is kept, state and all, instead of built anew."""
         self.profile = profile
         self.services = services
         self.cache: Cache = services.cache
@@ -197,14 +208,24 @@ class Framework:
         # extension points are always timed. The scheduler sets this before each cycle.
         self.plugin_metrics: SchedulerMetrics | None = None
         self.name = profile.scheduler_name
-        self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.percentage_of_nodes_to_score = (
+            profile.percentage_of_nodes_to_score if profile.percentage_of_nodes_to_score is not None else percentage_of_nodes_to_score
+        )
         self.instances: dict[str, Plugin] = {}
+        self.reused: set[str] = set()
         handle: Handle = self
         for refs in profile.plugins.values():
             for ref in refs:
-                if ref.name not in self.instances:
-                    cls = registry.resolve(ref.name)
-                    self.instances[ref.name] = cls(profile.plugin_args.get(ref.name), handle)
+                if ref.name in self.instances:
+                    continue
+                cls = profile.plugin_classes.get(ref.name) or registry.resolve(ref.name)
+                args = profile.plugin_args.get(ref.name)
+                kept = (reuse or {}).get(ref.name)
+                if kept is not None and type(kept) is cls and kept.args == args:
+                    self.instances[ref.name] = kept
+                    self.reused.add(ref.name)
+                else:
+                    self.instances[ref.name] = cls(args, handle)
 
         def at(point: str) -> list[Plugin]:
             return [self.instances[r.name] for r in profile.plugins.get(point, [])]
@@ -234,6 +255,14 @@ class Framework:
         # framework.detail); set by the scheduler for each cycle of such a profile.
         self.detail: CycleDetail | None = None
         self.records_detail = any(getattr(p, "wants_cycle_detail", False) for p in self.instances.values())
+
+    def adopt(self) -> None:
+        """Makes this framework the handle of each of its plugins: an instance kept from an
+        earlier generation must run the filters of the profile it now serves (preemption asks
+        its handle to), and one handed back on a rollback those of the generation it returns to."""
+        for plugin in self.instances.values():
+            if plugin.handle is not None:
+                plugin.handle = self
 
     # --- queueing ---------------------------------------------------------------------------
 

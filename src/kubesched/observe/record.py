@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 
@@ -60,6 +61,8 @@ class DecisionRecord:
     victims: tuple[str, ...] = ()
     result: str = ""  # scheduled | unschedulable | error
     duration: float = 0.0
+    # What shadow profiles (kubesched.shadow) decided for the same pod on the same snapshot.
+    shadow: tuple[Any, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -82,6 +85,7 @@ class DecisionRecord:
             "nominated": self.nominated,
             "victims": list(self.victims),
             "duration_ms": round(self.duration * 1000, 3),
+            **({"shadow": [d.as_dict() for d in self.shadow]} if self.shadow else {}),
         }
 
 

@@ -384,6 +384,46 @@ class SchedulingQueue:
             self._events.append((event, old, new))
         return len(moving)
 
+    def reconfigure(
+        self,
+        sort_key: Callable[[QueuedPodInfo], Any],
+        registrations: Mapping[str, Registrations],
+        initial_backoff: float,
+        max_backoff: float,
+    ) -> None:
+        """A new configuration generation: its queue sort, its plugins' events and hints, its
+        backoff. Pods keep their place and history; the heaps are re-sorted by the new key."""
+        self._sort_key = sort_key
+        self.hints = HintMap(registrations)
+        if (initial_backoff, max_backoff) != (self.initial_backoff, self.max_backoff):
+            self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
+            for qpi in self.pods.values():
+                qpi.backoff_expiry = None
+        live = [e for e in self._active if e[-1].where == "active" and e[-1].version == e[-2]]
+        self._active = [(sort_key(e[-1]), e[1], e[2], e[3]) for e in live]
+        heapq.heapify(self._active)
+        backoff = [e for e in self._backoff if e[-1].where == "backoff" and e[-1].version == e[-2]]
+        self._backoff = [(self._backoff_expiry(e[-1]), sort_key(e[-1]), e[2], e[3], e[4]) for e in backoff]
+        heapq.heapify(self._backoff)
+        errors = [e for e in self._error_backoff if e[-1].where == "backoff" and e[-1].version == e[-2]]
+        self._error_backoff = [(self._backoff_expiry(e[-1]), e[1], e[2], e[3]) for e in errors]
+        heapq.heapify(self._error_backoff)
+        firsts: list[float] = [heap[0][0] for heap in (self._backoff, self._error_backoff) if heap]
+        if firsts:
+            self._arm_backoff_timer(min(firsts) + BACKOFF_WINDOW)
+
+    def move_all(self, event: ClusterEvent) -> int:
+        """Every pooled and gated pod goes back to activeQ or backoffQ, PreEnqueue run again (kube's
+        MoveAllToActiveOrBackoffQueue for an event every plugin is taken to care about): after a
+        configuration change, what rejected them may no longer be configured."""
+        self._move_request_cycle = self.scheduling_cycle
+        moving = [*self._unschedulable.values(), *self._gated.values()]
+        for qpi in moving:
+            self._requeue(qpi, Strategy.AFTER_BACKOFF, event.label)
+        if self._in_flight:
+            self._events.append((event, None, None))
+        return len(moving)
+
     def activate(self, uids: Iterable[str]) -> None:
         """Pods a plugin asks to retry now (kube's Activate): out of the pool or backoff."""
         for uid in uids:
