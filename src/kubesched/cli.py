@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import os
 import platform
 import re
@@ -193,6 +194,9 @@ def simulate(
     if cluster.errors and not cluster.nodes and not cluster.pods:
         raise fail("nothing left to simulate: every node and pod was refused (see above)")
     sims: list[Any] = []
+    # Reloads of the scenario's configuration changes are reported with the results, not logged.
+    logging.getLogger("kubesched.reload").addHandler(logging.NullHandler())
+    logging.getLogger("kubesched.reload").propagate = False
     try:
         results = _run_simulations(cluster, configs, seed, quiet, keep=sims, tracing=tracing)
     except LimitError as exc:
@@ -285,6 +289,13 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
         table.add_row(label, *[str(attr(r) if callable(attr) else getattr(r, attr)) for r in results])
     console.print(table)
     for r in results:
+        for shadow, outcomes in r.shadows.items():
+            total = sum(outcomes.values())
+            parts = ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in sorted(outcomes.items(), key=lambda kv: -kv[1]))
+            console.print(f"[bold]{r.profile}[/]: shadow profile {shadow} decided {total} of the cycles: {parts}", highlight=False)
+        for change in r.reloads:
+            console.print(f"[bold]{r.profile}[/]: at {change['time']:g}s configuration {change['result'].replace('_', ' ')}: "
+                          f"{change['message']}", highlight=False, markup=False)
         if not r.unschedulable:
             continue
         why = Counter(r.unschedulable.values())
@@ -409,8 +420,13 @@ def run(
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name, logger_level in per_logger.items():
         logging.getLogger(name).setLevel(logger_level)
+    from kubesched.config import read_config_text
+    from kubesched.configload import load_config_text
+
     try:
-        cfg = load_config(config)
+        # Read once: the text is what later changes of the file are compared with.
+        text = read_config_text(config) if config is not None else ""
+        cfg = load_config_text(text, str(config)) if config is not None else load_config(None)
     except ConfigError as exc:
         raise fail(str(exc)) from None
     tracing = _tracing(tracing_config_file)
@@ -425,10 +441,13 @@ def run(
                 cfg, kubeconfig, bind_address, secure_port, tls_cert_file=tls_cert_file, tls_private_key_file=tls_private_key_file,
                 client_ca_file=client_ca_file, advertise_address=advertise_address, tracing=tracing,
                 always_allow_paths=tuple(p.strip() for p in authorization_always_allow_paths.split(",") if p.strip()),
+                config_path=config, config_text=text,
             )
             sched = KubeScheduler(options)
         except KubeConfigError as exc:
             raise fail(str(exc)) from None
+        # SIGHUP: evaluate the configuration file now, changed or not.
+        loop.add_signal_handler(signal.SIGHUP, sched.reload.request)
         try:
             return await sched.run(stop)
         except RunError as exc:
@@ -576,7 +595,9 @@ def config_validate(path: Annotated[Path, typer.Argument(help="KubeSchedulerConf
     except ConfigError as exc:
         raise fail(str(exc)) from None
     for profile in cfg.profiles:
-        console.print(f"[green]ok[/] profile [bold]{profile.scheduler_name}[/]")
+        shadow = cfg.kubesched.shadow(profile.scheduler_name)
+        note = f" (shadow of {shadow.shadow_of}, {shadow.sampling_percentage:g}% of its cycles)" if shadow else ""
+        console.print(f"[green]ok[/] profile [bold]{profile.scheduler_name}[/]{note}", highlight=False)
         for point, refs in profile.plugins.items():
             if refs:
                 names = ", ".join(f"{r.name}({r.weight})" if point == "score" else r.name for r in refs)

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.clock import VirtualClock
-from kubesched.config import SchedulerConfig, default_config, read_config
+from kubesched.config import SchedulerConfig, default_config, parse_config_text, read_config
 from kubesched.configmerge import ConfigError
 from kubesched.framework.registry import Registry
 from kubesched.scheduler import Scheduler
 from kubesched.usage.service import UsageTransport
 
-__all__ = ["build_check", "load_config"]
+__all__ = ["build_check", "load_config", "load_config_text"]
 
 
 def load_config(path: str | Path | None, registry: Registry | None = None) -> SchedulerConfig:
@@ -29,6 +29,13 @@ def load_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     if path is not None:
         # What simulate and run do next: build the scheduler. A plugin that cannot start fails here.
         build_check(cfg, registry)
+    return cfg
+
+
+def load_config_text(text: str, source: str, registry: Registry | None = None) -> SchedulerConfig:
+    """A configuration file's text, as load_config loads the file (what `run` watches for changes)."""
+    cfg = parse_config_text(text, source, registry)
+    build_check(cfg, registry)
     return cfg
 
 

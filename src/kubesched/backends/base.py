@@ -19,6 +19,7 @@ from kubesched.api.selectors import Selector
 from kubesched.framework.interface import WaitingPod
 from kubesched.framework.services import ClusterWrites
 from kubesched.framework.shared import SharedObjects
+from kubesched.reload.target import ReloadTarget
 
 if TYPE_CHECKING:
     from kubesched.clock import Timer
@@ -59,7 +60,7 @@ class QueueState(Protocol):
     def defer_pool_flush(self, until: float) -> None: ...
 
 
-class SchedulerPort(Protocol):
+class SchedulerPort(ReloadTarget, Protocol):
     # --- cluster events a backend delivers (kube's informer event handlers)
     def on_pod_add(self, pod: Pod) -> None: ...
 
@@ -125,6 +126,10 @@ class SchedulerPort(Protocol):
 
     def decision_history(self, limit: int = 100) -> list[dict[str, Any]]:
         """The most recent decision records, newest first."""
+        ...
+
+    def shadow_summary(self) -> dict[str, dict[str, int]]:
+        """Per shadow profile, how many of its decisions compared with the live ones each way."""
         ...
 
     @property

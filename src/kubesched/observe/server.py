@@ -1,12 +1,13 @@
-"""The secure port: /healthz, /livez, /readyz, /metrics and /debug, as kube-scheduler serves
-its own (HTTPS, delegated authentication and authorization; see observe.auth).
+"""The secure port: /healthz, /livez, /readyz, /metrics, /configz and /debug, as kube-scheduler
+serves its own (HTTPS, delegated authentication and authorization; see observe.auth).
 
 Each health endpoint runs named checks and answers 200 "ok" when all pass, 500
 otherwise; `?verbose` lists every check as `[+]name ok` / `[-]name failed: why`,
 the format of Kubernetes components. /metrics is the Prometheus text exposition.
 /debug/explain/{namespace}/{name} and /debug/decisions?limit=N answer JSON from the
 scheduler (DebugSource), on the event loop between scheduling cycles, so they read one
-consistent cache.
+consistent cache. /configz answers the configuration in force as JSON, as kube components do
+(`{"componentconfig": ...}`), with kubesched's reload state beside it.
 """
 
 from __future__ import annotations
@@ -52,10 +53,17 @@ def _status(code: int, message: str) -> web.Response:
 
 
 class HealthServer:
-    def __init__(self, registry: CollectorRegistry, auth: DelegatingAuth | None = None, debug: DebugSource | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        auth: DelegatingAuth | None = None,
+        debug: DebugSource | None = None,
+        configz: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.registry = registry
         self.auth = auth
         self.debug = debug
+        self.configz = configz
         self.live_checks: dict[str, Check] = {"ping": lambda: None}
         self.ready_checks: dict[str, Check] = {"ping": lambda: None}
         self._runner: web.AppRunner | None = None
@@ -78,7 +86,13 @@ class HealthServer:
         if self.debug is not None:
             app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
             app.router.add_get("/debug/decisions", self._decisions)
+        if self.configz is not None:
+            app.router.add_get("/configz", self._configz)
         return app
+
+    async def _configz(self, request: web.Request) -> web.Response:
+        assert self.configz is not None
+        return web.json_response(self.configz())
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
         self._runner = web.AppRunner(self.app(), access_log=None)

@@ -117,28 +117,40 @@ class EventRecorder:
         self.series[key] = _Series(pi.namespace, "", now, now, 1, now, 1)
         self._keys_of.setdefault(pi.uid, set()).add(key)
         pod = pi.pod
-        reporter = controller or self.controller
-        body = {
+        regarding = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": pi.namespace,
+            "name": pod.metadata.name,
+            "uid": pod.metadata.uid,
+            "resourceVersion": pod.metadata.resource_version,
+        }
+        action = "Binding" if reason == "Scheduled" else "Scheduling"
+        body = self._body(regarding, type_, reason, note, action, controller or self.controller, now)
+        self._enqueue(_Pending(key, pi.namespace, body))
+
+    def record_about(self, regarding: dict[str, str], type_: str, reason: str, message: str, action: str) -> None:
+        """A one-off event about another object (the scheduler's own pod, say): no series."""
+        now = time.time()
+        namespace = regarding.get("namespace") or "default"
+        body = self._body(regarding, type_, reason, truncate_note(message), action, self.controller, now)
+        self._enqueue(_Pending(("", type_, reason, body["note"]), namespace, body))
+
+    def _body(self, regarding: dict[str, str], type_: str, reason: str, note: str, action: str, reporter: str,
+              now: float) -> dict[str, Any]:
+        return {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{pod.metadata.name}.{time.time_ns():x}", "namespace": pi.namespace},
+            "metadata": {"name": f"{regarding['name']}.{time.time_ns():x}", "namespace": regarding.get("namespace") or "default"},
             "eventTime": micro_time(now),
             "reportingController": reporter,
             "reportingInstance": f"{reporter}-{self.instance}",
-            "action": "Binding" if reason == "Scheduled" else "Scheduling",
+            "action": action,
             "reason": reason,
             "type": type_,
             "note": note,
-            "regarding": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": pi.namespace,
-                "name": pod.metadata.name,
-                "uid": pod.metadata.uid,
-                "resourceVersion": pod.metadata.resource_version,
-            },
+            "regarding": regarding,
         }
-        self._enqueue(_Pending(key, pi.namespace, body))
 
     def _enqueue(self, item: _Pending) -> None:
         try:

@@ -7,6 +7,8 @@
 5. Schedule until told to stop (SIGTERM) or until leadership is lost. Losing it ends the
    process with a non-zero code, as kube-scheduler does: a fresh start rebuilds
    everything from the API rather than trusting a cache another leader has moved past.
+   Meanwhile the leader watches its configuration file and reloads it (reload.controller):
+   on a change, on SIGHUP, and once as it takes over (a standby may have missed a change).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.backend import KubeBackend
@@ -33,6 +37,7 @@ from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.server import HealthServer
 from kubesched.observe.tls import CertificateError, load_serving_cert, self_signed, server_context
 from kubesched.observe.tracing import Tracer, TracingConfig
+from kubesched.reload.controller import ReloadController
 from kubesched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -61,6 +66,9 @@ class RunOptions:
     always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
     advertise_address: str | None = None
     tracing: TracingConfig | None = None
+    # The configuration file, watched for changes, and the text `config` was loaded from.
+    config_path: Path | None = None
+    config_text: str = ""
 
 
 class KubeScheduler:
@@ -78,6 +86,10 @@ class KubeScheduler:
             cfg, self.backend, RealClock(), registry=options.registry, metrics=self.metrics, tracer=Tracer(options.tracing)
         )
         self.informers: Informers = build_informers(self.client, self.scheduler, self.events.forget_pod)
+        self.reload = ReloadController(self.scheduler, path=options.config_path, post_event=self._config_event,
+                                       on_profiles_added=self._deliver_pending)
+        if options.config_text:
+            self.reload.start_from_file(options.config_text)
         le = cfg.leader_election
         self.elector: LeaderElector | None = None
         if le.leader_elect:
@@ -92,7 +104,8 @@ class KubeScheduler:
                 on_new_leader=lambda who: log.info("the leader is now %s", who),
             )
         self.server = HealthServer(
-            self.metrics.registry(), DelegatingAuth(ApiReviewer(self.client), options.always_allow_paths), debug=self.scheduler
+            self.metrics.registry(), DelegatingAuth(ApiReviewer(self.client), options.always_allow_paths), debug=self.scheduler,
+            configz=self.reload.configz,
         )
         self._register_observability()
         self.leading = asyncio.Event()
@@ -120,6 +133,9 @@ class KubeScheduler:
         self.server.add_live_check("leaderElection", leader_healthy)
         self.server.add_ready_check("sched-handler-sync", informers_synced)
         self.server.add_ready_check("leaderElection-known", leadership_known)
+        # Not ready while the running configuration is not the file's (a refused reload, a
+        # rollback): scheduling goes on, but `kubectl get pods` and alerts on readiness show it.
+        self.server.add_ready_check("config-reload", lambda: self.reload.problem)
         name = self.options.config.leader_election.resource_name
         self.metrics.add_gauge(
             "leader_election_master_status",
@@ -146,6 +162,30 @@ class KubeScheduler:
             lambda: {("posted",): float(self.events.posted), ("dropped",): float(self.events.dropped),
                      ("failed",): float(self.events.failed)},
         )
+
+    # --- configuration reloads -----------------------------------------------------------------------------
+
+    def _config_event(self, type_: str, reason: str, message: str) -> None:
+        """An event about the configuration: regarding this scheduler's own Pod when the downward
+        API names it (POD_NAME, POD_NAMESPACE), else its leader election Lease."""
+        name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+        if name and namespace:
+            regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+        else:
+            le = self.options.config.leader_election
+            regarding = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "namespace": le.resource_namespace,
+                         "name": le.resource_name}
+        self.events.record_about(regarding, type_, reason, message, "Reload")
+
+    def _deliver_pending(self, profiles: set[str]) -> None:
+        """A reload added profiles: the pending pods that name them, which the scheduler has been
+        ignoring, are handed over from the informer's store."""
+        pods: Any = next((r for r in self.informers.reflectors if r.name == "pods"), None)
+        if pods is None:
+            return
+        for pod in list(pods.store.values()):
+            if not pod.spec.node_name and (pod.spec.scheduler_name or "default-scheduler") in profiles:
+                self.scheduler.on_pod_add(pod)
 
     # --- lifecycle ----------------------------------------------------------------------------------------
 
@@ -176,10 +216,13 @@ class KubeScheduler:
                 return EXIT_LEADERSHIP_LOST if lost.is_set() else 0
             halt = asyncio.Event()
             relay = loop.create_task(_relay(halt, stop, lost))
+            await self.reload.check_file()  # a change a standby did not apply
+            self._tasks.append(loop.create_task(self.reload.watch(halt), name="config-reload"))
             try:
                 await self.scheduler.run(halt)
             finally:
                 relay.cancel()
+                self.reload.guard.stop()
             if lost.is_set():
                 log.error("leader election lost: stopping so that a fresh start rebuilds from the API")
                 return EXIT_LEADERSHIP_LOST

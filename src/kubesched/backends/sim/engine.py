@@ -32,6 +32,8 @@ from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.observe.tracing import Tracer
+from kubesched.plugins.registry import in_tree_registry
+from kubesched.reload.controller import ReloadController
 from kubesched.scheduler import Scheduler
 from kubesched.usage.service import UsageService, UsageTransport
 
@@ -68,6 +70,11 @@ class SimResult:
     node_cpu_util_p99: float = 0.0
     node_cpu_util_stddev: float = 0.0
     pending_seconds_p99: float = 0.0
+    # The scenario's configuration changes as the reload controller took them (reload.controller:
+    # applied, unchanged, refused, rolled_back, confirmed), in time order.
+    reloads: list[dict[str, Any]] = field(default_factory=list)
+    # Per shadow profile (kubesched.shadow): how its decisions compared with the live ones.
+    shadows: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -131,6 +138,7 @@ class Simulation:
         usage.start()
         if self.tracer is not None:
             self.tracer.start_export()
+        self.reload = self._reloads(sim, sched) if self.input.config_changes else None
         self._load(sim, sched)
         owned = [p.pod for p in self.input.pods if not p.pod.spec.node_name and sched.responsible_for(p.pod)]
         total = len(owned)
@@ -188,6 +196,8 @@ class Simulation:
             clock.advance_to(nxt)
         await self._release_permit_holds(sched)
         usage.stop()
+        if self.reload is not None:
+            self.reload.guard.stop()
         if self.tracer is not None:
             await self.tracer.close()  # the spans still buffered are sent before the result
         wall = time.perf_counter() - started
@@ -203,6 +213,20 @@ class Simulation:
             plugin = min(waiting.pending, default="")
             waiting.reject(plugin, f"still waiting at Permit plugin {plugin} when the simulation ended")
         await sched.drain_bindings()
+
+    def _reloads(self, sim: SimCluster, core: SchedulerPort) -> ReloadController:
+        """The scenario's configuration changes, each at its time through the reload controller
+        `kubesched run` uses; the SLO guard samples from the start, for its baseline."""
+        registry = self.registry
+        controller = ReloadController(
+            core,
+            registry_factory=(lambda: registry) if registry is not None else in_tree_registry,
+            on_profiles_added=lambda names: _deliver_pending(sim, core, names),
+        )
+        controller.guard.start()
+        for change in self.input.config_changes:
+            sim.at(change.at, lambda c=change: controller.apply_text(c.text, c.origin))
+        return controller
 
     def _load(self, sim: SimCluster, sched: SchedulerPort) -> None:
         for ns in self.input.namespaces:
@@ -275,4 +299,13 @@ class Simulation:
             node_cpu_util_p99=load.node_cpu_util_p99 if load else 0.0,
             node_cpu_util_stddev=load.node_cpu_util_stddev if load else 0.0,
             pending_seconds_p99=round(float(np.percentile(pending, 99)), 3) if pending else 0.0,
+            reloads=[r.as_dict() for r in self.reload.history] if self.reload is not None else [],
+            shadows=sched.shadow_summary(),
         )
+
+
+def _deliver_pending(sim: SimCluster, sched: SchedulerPort, profiles: set[str]) -> None:
+    """Profiles a configuration change added: their pending pods, ignored so far, are delivered."""
+    for pod in list(sim.pods.values()):
+        if not pod.spec.node_name and (pod.spec.scheduler_name or "default-scheduler") in profiles:
+            sched.on_pod_add(pod)

@@ -117,6 +117,7 @@ from kubesched.api.validation.field import invalid
 from kubesched.api.validation.meta import name_is_dns_subdomain
 from kubesched.backends.sim import limits
 from kubesched.backends.sim import workloads as wl
+from kubesched.backends.sim.configchanges import ConfigChange, is_config_change, read_change
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
 
@@ -249,6 +250,8 @@ class ClusterInput:
     # StorageClasses first, then the rest in document order, a StatefulSet's claims after its
     # other objects (arriving with its first pod).
     storage: list[tuple[str, Any, float]] = field(default_factory=list)
+    # Scheduler configuration changes in virtual time (backends.sim.configchanges), in time order.
+    config_changes: list[ConfigChange] = field(default_factory=list)
 
 
 # --- reading files -------------------------------------------------------------------------------
@@ -490,6 +493,7 @@ class _Loader:
         self.bound: dict[str, dict[str, int]] = {}
         self.storage: list[tuple[str, Any, float]] = []
         self.default_storage_class: str | None = None
+        self.config_changes: list[ConfigChange] = []
 
     def refuse(self, exc: ManifestError) -> None:
         """One object is refused: raise, or with keep_going note it and carry on without it."""
@@ -521,6 +525,9 @@ class _Loader:
         if (kind == "ConfigMap" and group == "" and isinstance(meta_raw, dict)
                 and meta_raw.get("name") == SIM_CONFIGMAP):
             self._simulation_settings(origin, raw)
+            return
+        if group == "" and is_config_change(raw):
+            self._config_change(origin, raw)
             return
         if kind not in _GROUPS or group not in _GROUPS[kind]:
             label = f"{_cut(kind)} ({_cut(api_version)})"
@@ -608,6 +615,19 @@ class _Loader:
             except FieldError as exc:
                 raise doc.error(exc) from None
 
+    def _config_change(self, origin: Origin, raw: dict[str, Any]) -> None:
+        meta = raw["metadata"]
+        doc = _Doc(origin, raw, "ConfigMap", str(meta.get("namespace") or "default"), str(meta.get("name") or ""),
+                   ObjectMeta(name=str(meta.get("name") or "")))
+        arrival = meta["annotations"].get(SIM_ARRIVAL, "0")
+        try:
+            at = _seconds(str(arrival), f"metadata.annotations[{SIM_ARRIVAL}]")
+            self.config_changes.append(read_change(raw, str(origin), at))
+        except FieldError as exc:
+            raise doc.error(exc) from None
+        except ValueError as exc:
+            raise doc.error(str(exc)) from None
+
     # pass 2: build the cluster ----------------------------------------------------------------
 
     def build(self) -> ClusterInput:
@@ -671,6 +691,7 @@ class _Loader:
             background=self.background,
             settings=self.settings,
             storage=self.storage,
+            config_changes=sorted(self.config_changes, key=lambda c: c.at),
         )
 
     def _over_run_limits(self) -> dict[int, ManifestError]:
