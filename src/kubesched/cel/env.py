@@ -45,8 +45,8 @@ VARIABLES: dict[str, tuple[Any, str]] = {
     "node.allocatable": (_INT_MAP, "status.allocatable per resource"),
     "node.requested": (_INT_MAP, "the requests of the pods on the node (assumed ones included)"),
     "node.free": (_INT_MAP, "allocatable - requested per resource"),
-    "namespace.name": (T.STRING, "the pod's namespace"),
-    "namespace.labels": (_STR_MAP, "the namespace's labels ({} if the scheduler has not seen it)"),
+    "namespaceObject.name": (T.STRING, "the pod's namespace"),
+    "namespaceObject.labels": (_STR_MAP, "the namespace's labels ({} if the scheduler has not seen it)"),
     "usage": (T.Map(T.STRING, T.DOUBLE), "the node's utilization per resource, 0..1, where fresh metrics exist"),
 }
 # Maps keyed by resource name: they hold every resource the cluster's nodes have and every one a

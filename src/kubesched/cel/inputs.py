@@ -26,7 +26,7 @@ def resource_keys(table: NodeTable, named: Iterable[str]) -> list[str]:
 
 
 def pod_data(pi: PodInfo, namespace_labels: Mapping[str, str], keys: Iterable[str], wanted: frozenset[str]) -> dict[str, Any]:
-    """The per-cycle variables (pod.*, namespace.*) that are read."""
+    """The per-cycle variables (pod.*, namespaceObject.*) that are read."""
     pod = pi.pod
     values: dict[str, Any] = {}
     for name in wanted:
@@ -48,9 +48,9 @@ def pod_data(pi: PodInfo, namespace_labels: Mapping[str, str], keys: Iterable[st
             values[name] = dict(pod.spec.node_selector)
         elif name == "pod.requests":
             values[name] = {k: int(pi.requests.get(k, 0)) for k in keys}
-        elif name == "namespace.name":
+        elif name == "namespaceObject.name":
             values[name] = pi.namespace
-        elif name == "namespace.labels":
+        elif name == "namespaceObject.labels":
             values[name] = dict(namespace_labels)
     return values
 

@@ -95,7 +95,7 @@ class Inputs:
             self.reader = LoadReader(handle, usage, EstimationArgs(), sorted(usage.prometheus.queries))
 
     def namespace_labels(self, pi: PodInfo) -> Mapping[str, str]:
-        if self.handle is None or "namespace.labels" not in self.ruleset.variables:
+        if self.handle is None or "namespaceObject.labels" not in self.ruleset.variables:
             return {}
         return self.handle.cache.namespace_labels.get(pi.namespace, {})
 

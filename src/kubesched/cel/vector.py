@@ -4,7 +4,7 @@ table at once with numpy, with the same results as the library evaluating it nod
 The subset (anything else is evaluated node by node by the library):
 
 - literals: bool, int, double, string;
-- variables: every pod.* and namespace.* variable (the same on every row of a cycle),
+- variables: every pod.* and namespaceObject.* variable (the same on every row of a cycle),
   `node.name`, `node.unschedulable`, and entries of `node.labels`, `node.allocatable`,
   `node.requested`, `node.free` and `usage` (by index, `m["k"]`, or field, `m.k`) whose key is a
   literal or a pod/namespace string;
@@ -36,8 +36,8 @@ INT_MIN = -(2**63)
 INT_MAX = 2**63 - 1
 TWO_63 = float(2**63)
 
-STRING_SCALARS = frozenset({"pod.name", "pod.namespace", "pod.priorityClassName", "pod.schedulerName", "namespace.name"})
-SCALAR_MAPS = frozenset({"pod.labels", "pod.annotations", "pod.nodeSelector", "namespace.labels", "pod.requests"})
+STRING_SCALARS = frozenset({"pod.name", "pod.namespace", "pod.priorityClassName", "pod.schedulerName", "namespaceObject.name"})
+SCALAR_MAPS = frozenset({"pod.labels", "pod.annotations", "pod.nodeSelector", "namespaceObject.labels", "pod.requests"})
 NODE_MAPS = frozenset({"node.labels", "node.allocatable", "node.requested", "node.free", "usage"})
 NUMERIC_MAPS = RESOURCE_MAPS | {"usage"}
 _ARITH = frozenset({"_+_", "_-_", "_*_", "_/_", "_%_"})
@@ -200,6 +200,29 @@ class Evaluator:
         self.checked = checked
         self.inp = inputs
         self.n = int(inputs.rows.size)
+        self.uniform = uniform_nodes(checked)
+
+    def scalar(self, node: Node) -> tuple[bool, bool]:
+        """A bool subtree that reads nothing of the node, evaluated once: (value, is an error)."""
+        one = Evaluator(self.checked, Inputs(self.inp.table, self.inp.rows[:1], self.inp.scalars, self.inp.resource_keys,
+                                             self.inp.usage, self.inp.names))
+        v = one.value(node)
+        return bool(v.val[0]), bool(v.err[0])
+
+    def junction(self, args: list[Node], *, conj: bool) -> Vec:
+        """&& / ||: a side that reads nothing of the node is evaluated once first, and when it
+        decides (false for &&, true for ||) the other side is not evaluated: exact, since CEL's
+        deciding side wins over an error on the other."""
+        first, second = args
+        if second.id in self.uniform and first.id not in self.uniform:
+            first, second = second, first
+        if first.id in self.uniform and self.n > 1:
+            value, err = self.scalar(first)
+            if not err:
+                if value != conj:
+                    return self.const(value)
+                return self.value(second)
+        return self.logic(self.value(first), self.value(second), conj=conj)
 
     # helpers
     def none(self) -> np.ndarray:
@@ -301,13 +324,17 @@ class Evaluator:
         if name == "@in":
             return self.has(self.var(args[1]), self.string(args[0]))
         if name == "_&&_":
-            return self.logic(self.value(args[0]), self.value(args[1]), conj=True)
+            return self.junction(args, conj=True)
         if name == "_||_":
-            return self.logic(self.value(args[0]), self.value(args[1]), conj=False)
+            return self.junction(args, conj=False)
         if name == "!_":
             v = self.value(args[0])
             return Vec(~v.val & ~v.err, v.err)
         if name == "_?_:_":
+            if args[0].id in self.uniform and self.n > 1:
+                value, err = self.scalar(args[0])
+                if not err:  # only the branch taken is evaluated, as CEL does
+                    return self.value(args[1] if value else args[2])
             cond = self.value(args[0])
             yes, no = self.value(args[1]), self.value(args[2])
             pick = cond.val & ~cond.err
@@ -477,6 +504,34 @@ class Evaluator:
             over = over | zero
         err = err | over
         return Vec(np.where(err, 0, r), err)
+
+
+_UNIFORM: dict[int, tuple[Checked, frozenset[int]]] = {}
+
+
+def uniform_nodes(checked: Checked) -> frozenset[int]:
+    """Ids of the subtrees that read nothing of the node (pod, namespace and literals only):
+    the same on every row of a cycle."""
+    hit = _UNIFORM.get(id(checked))
+    if hit is not None and hit[0] is checked:
+        return hit[1]
+    out: set[int] = set()
+
+    def walk(node: Node) -> bool:
+        kids = [walk(c) for c in node.children()]
+        if node.kind == "ident":
+            name = checked.references.get(node.id, node.name)
+            mine = not (name.startswith("node.") or name == "usage")
+        else:
+            mine = all(kids)
+        if mine:
+            out.add(node.id)
+        return mine
+
+    walk(checked.root)
+    frozen = frozenset(out)
+    _UNIFORM[id(checked)] = (checked, frozen)
+    return frozen
 
 
 _PARSERS: dict[str, Any] = {}
