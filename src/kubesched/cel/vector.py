@@ -332,9 +332,9 @@ class Evaluator:
             return Vec(~v.val & ~v.err, v.err)
         if name == "_?_:_":
             if args[0].id in self.uniform and self.n > 1:
-                value, err = self.scalar(args[0])
-                if not err:  # only the branch taken is evaluated, as CEL does
-                    return self.value(args[1] if value else args[2])
+                taken, failed = self.scalar(args[0])
+                if not failed:  # only the branch taken is evaluated, as CEL does
+                    return self.value(args[1] if taken else args[2])
             cond = self.value(args[0])
             yes, no = self.value(args[1]), self.value(args[2])
             pick = cond.val & ~cond.err
