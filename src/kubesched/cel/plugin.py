@@ -88,11 +88,13 @@ class Inputs:
     def __init__(self, handle: Handle | None, ruleset: RuleSet, usage: UsageArgs) -> None:
         self.handle = handle
         self.ruleset = ruleset
-        self.reader: Any = None
+        # One reader per resource: a node missing one resource's value still has the others.
+        self.readers: dict[str, Any] = {}
         if "usage" in ruleset.variables and handle is not None:
             from kubesched.usage.load import LoadReader  # only plugins reading usage start the service
 
-            self.reader = LoadReader(handle, usage, EstimationArgs(), sorted(usage.prometheus.queries))
+            for resource in sorted(usage.prometheus.queries):
+                self.readers[resource] = LoadReader(handle, usage, EstimationArgs(), [resource])
 
     def namespace_labels(self, pi: PodInfo) -> Mapping[str, str]:
         if self.handle is None or "namespaceObject.labels" not in self.ruleset.variables:
@@ -100,11 +102,15 @@ class Inputs:
         return self.handle.cache.namespace_labels.get(pi.namespace, {})
 
     def usage(self, state: CycleState, table: NodeTable, key: str) -> Mapping[str, np.ndarray] | None:
-        if self.reader is None:
+        """Per resource, each row's utilization (0..1; NaN where missing or stale): the last sample
+        plus the estimated usage of pods placed since, as LoadAware estimates it (the incoming pod
+        not included)."""
+        if not self.readers:
             return None
-        load = self.reader.cycle_load(state, table, key)
-        estimated: Mapping[str, np.ndarray] = load.estimated
-        return estimated
+        out: dict[str, np.ndarray] = {}
+        for resource, reader in self.readers.items():
+            out[resource] = reader.cycle_load(state, table, f"{key}/usage/{resource}").estimated[resource]
+        return out
 
 
 # What a node update must change for a rule reading each variable to answer differently.
