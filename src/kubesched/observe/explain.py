@@ -85,6 +85,8 @@ def explain_pod(sched: Scheduler, namespace: str, name: str) -> JSON | None:
     fwk = sched.frameworks.get(profile)
     if status in ("scheduled", "binding"):
         out["scores"] = scores_from_record(record, fwk) if record is not None else None
+        if out["scores"] and pi is not None and fwk is not None:
+            _score_notes(fwk, CycleState(), pi, sched.cache.table, out["scores"].get("nodes") or [])
         if record is None:
             out["note"] = "no decision record: placed before this scheduler started, or by another scheduler"
         return out
@@ -250,6 +252,7 @@ def _score_view(sched: Scheduler, fwk: Framework, state: CycleState, pi: PodInfo
         for i in top
     ]
     view.update(_decision(nodes, nodes[0][0]))
+    _score_notes(fwk, state, pi, table, view["nodes"])
     if sample < rows.size:
         view["why_sample"] = (
             f"a cycle scores {sample} of the {rows.size} feasible nodes, taken round-robin; "
@@ -259,6 +262,20 @@ def _score_view(sched: Scheduler, fwk: Framework, state: CycleState, pi: PodInfo
     if ties > 1:
         view["ties"] = ties
     return view
+
+
+def _score_notes(fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, nodes: list[JSON]) -> None:
+    """A listed node's "why" from each Score plugin that has the optional method
+    `explain_score(state, pi, table, row) -> str` (CELScore: the rules that matched), evaluated on
+    the cache as it is now (for a placed pod, its node counts it)."""
+    for plugin, _ in fwk.score:
+        explain = getattr(plugin, "explain_score", None)
+        if explain is None:
+            continue
+        for entry in nodes:
+            part, row = entry["plugins"].get(plugin.name), table.index.get(entry["node"])
+            if part is not None and row is not None:
+                part["why"] = str(explain(state, pi, table, row))
 
 
 def _top_rows(scored: ScoreOutcome) -> list[int]:

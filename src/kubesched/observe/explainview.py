@@ -96,6 +96,10 @@ def _scores(console: Console, scores: JSON) -> None:
         table.add_row(p, *cells)
     table.add_row(Text("total", style="bold"), *[Text(str(n.get("total")), style="bold") for n in nodes])
     console.print(table)
+    for n in nodes:
+        for p, part in (n.get("plugins") or {}).items():
+            if part.get("why"):
+                console.print(Text(f"{p} on {n.get('node')}: {part['why']}"))
     margin = scores.get("margin")
     if margin is None:
         return
