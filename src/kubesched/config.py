@@ -336,10 +336,9 @@ def _kubesched_settings(data: Any, profiles: list[Profile]) -> KubeschedSettings
         for key, name in (("schedulerName", shadow.scheduler_name), ("shadowOf", shadow.shadow_of)):
             if name not in names:
                 raise ConfigError(f"{where}.{key}: Not found: {_show(name)}: no such profile (profiles: {', '.join(names)})")
+        # A shadow of a live profile: so at least one profile is live.
         if shadow.shadow_of in shadows:
             raise ConfigError(f"{where}.shadowOf: {_show(shadow.shadow_of)} is itself a shadow profile; name a live one")
-    if len(shadows) == len(names):
-        raise ConfigError(f"{EXT_KIND}.shadowProfiles: every profile is a shadow; at least one must schedule pods")
     return settings
 
 

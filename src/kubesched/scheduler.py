@@ -176,6 +176,7 @@ class Scheduler:
         self.services = services
         self.registry = registry or in_tree_registry()
         self.generation = build_generation(1, config, self.registry, services, digest=configuration_digest(config))
+        self._built = 1  # generations built: each new one gets the next number, a rollback none
         self.frameworks: dict[str, Framework] = self.generation.frameworks  # the live profiles
         self._set_tracing(self.generation)
         self.queue = SchedulingQueue(
@@ -209,8 +210,8 @@ class Scheduler:
     def build_generation(self, config: SchedulerConfig, registry: Registry, *, digest: str, origin: str) -> Generation:
         """A generation of `config` built beside the running one, sharing its cache, queue hooks and
         shared objects; unchanged plugin instances carry over. Not yet in force: see activate."""
-        gen = build_generation(self.generation.number + 1, config, registry, self.services, self.generation,
-                               digest=digest, origin=origin)
+        self._built += 1
+        gen = build_generation(self._built, config, registry, self.services, self.generation, digest=digest, origin=origin)
         _queue_sort(gen)  # refuses a generation without one before anything changes
         return gen
 

@@ -62,3 +62,16 @@ class HoldAtPermit(Plugin, PermitPlugin, ReservePlugin):
         if pi.labels.get("permit") == "wait":
             return Status(Code.WAIT), 30.0
         return None, 0.0
+
+
+class Closing(Plugin, NodeScorePlugin):
+    """Scores every node alike, and notes when a reload's retirement closes it."""
+
+    name = "Closing"
+    closed: list[int] = []
+
+    def score_node(self, state, pi, node):
+        return 0
+
+    def close(self):
+        Closing.closed.append(id(self))

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
-from kubesched.config import default_config, parse_config
+from kubesched.config import default_config, parse_config, parse_config_text
 
 
 def node(name: str, cpu: str = "4", memory: str = "32Gi", *, labels=None, taints=None, unschedulable=False, extra=None):
@@ -52,8 +52,12 @@ def priority_classes(objects: list[dict]) -> list[dict]:
     ]
 
 
-def run(objects: list[dict], config: dict | None = None, seed: int = 0) -> tuple[SimResult, Simulation]:
-    cfg = parse_config(config) if config else default_config()
+def run(objects: list[dict], config: dict | str | None = None, seed: int = 0) -> tuple[SimResult, Simulation]:
+    """`config`: a KubeSchedulerConfiguration as a dict, or a configuration file's text."""
+    if isinstance(config, str):
+        cfg = parse_config_text(config, "config.yaml")
+    else:
+        cfg = parse_config(config) if config else default_config()
     objects = priority_classes(objects) + objects
     sim = Simulation(load_objects(objects), cfg, seed=seed)
     return asyncio.run(sim.run()), sim
@@ -62,3 +66,36 @@ def run(objects: list[dict], config: dict | None = None, seed: int = 0) -> tuple
 def profile_config(*profiles: dict, **top: Any) -> dict:
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
             "profiles": list(profiles), **top}
+
+
+def config_text(*profiles: dict, kubesched: dict | None = None, **top: Any) -> str:
+    """A configuration file's text: the KubeSchedulerConfiguration, and a KubeschedConfiguration
+    document when `kubesched` is given."""
+    import yaml
+
+    docs = [profile_config(*profiles, **top)]
+    if kubesched is not None:
+        docs.append({"apiVersion": "kubesched.io/v1alpha1", "kind": "KubeschedConfiguration", **kubesched})
+    return yaml.safe_dump_all(docs)
+
+
+def config_change(name: str, at: str, text: str) -> dict:
+    """A scenario's configuration change: the ConfigMap that brings `text` at virtual time `at`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "annotations": {"sim.kubesched.io/scheduler-config": "config.yaml",
+                                                    "sim.kubesched.io/arrival": at}},
+        "data": {"config.yaml": text},
+    }
+
+
+def stream(prefix: str, count: int, every: float, *, start: float = 0.0, duration: float | None = None, **kw: Any) -> list[dict]:
+    """`count` pods arriving every `every` virtual seconds from `start`, each running `duration`."""
+    out = []
+    for i in range(count):
+        annotations = {"sim.kubesched.io/arrival": f"{start + i * every:g}s"}
+        if duration is not None:
+            annotations["sim.kubesched.io/duration"] = f"{duration:g}s"
+        out.append(pod(f"{prefix}-{i}", annotations=annotations, **kw))
+    return out

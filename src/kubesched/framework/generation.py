@@ -85,22 +85,29 @@ def build_generation(
     frameworks: dict[str, Framework] = {}
     shadows: dict[str, list[Shadow]] = {}
     old = _frameworks_by_name(previous)
-    for profile in config.profiles:
-        before = old.get(profile.scheduler_name)
-        fwk = Framework(
-            profile,
-            registry,
-            services,
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-            reuse=before.instances if before is not None else None,
-        )
-        if before is not None:
-            fwk.next_start_row = before.next_start_row
-        settings = shadow_of.get(profile.scheduler_name)
-        if settings is None:
-            frameworks[profile.scheduler_name] = fwk
-        else:
-            shadows.setdefault(settings.shadow_of, []).append(Shadow(fwk, settings))
+    built: list[Framework] = []
+    try:
+        for profile in config.profiles:
+            before = old.get(profile.scheduler_name)
+            fwk = Framework(
+                profile,
+                registry,
+                services,
+                percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+                reuse=before.instances if before is not None else None,
+            )
+            built.append(fwk)
+            if before is not None:
+                fwk.next_start_row = before.next_start_row
+            settings = shadow_of.get(profile.scheduler_name)
+            if settings is None:
+                frameworks[profile.scheduler_name] = fwk
+            else:
+                shadows.setdefault(settings.shadow_of, []).append(Shadow(fwk, settings))
+    except Exception:
+        for fwk in built:
+            fwk.close_new()
+        raise
     return Generation(number, config, frameworks, shadows, digest, origin)
 
 

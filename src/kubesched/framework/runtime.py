@@ -214,18 +214,22 @@ class Framework:
         self.instances: dict[str, Plugin] = {}
         self.reused: set[str] = set()
         handle: Handle = self
-        for refs in profile.plugins.values():
-            for ref in refs:
-                if ref.name in self.instances:
-                    continue
-                cls = profile.plugin_classes.get(ref.name) or registry.resolve(ref.name)
-                args = profile.plugin_args.get(ref.name)
-                kept = (reuse or {}).get(ref.name)
-                if kept is not None and type(kept) is cls and kept.args == args:
-                    self.instances[ref.name] = kept
-                    self.reused.add(ref.name)
-                else:
-                    self.instances[ref.name] = cls(args, handle)
+        try:
+            for refs in profile.plugins.values():
+                for ref in refs:
+                    if ref.name in self.instances:
+                        continue
+                    cls = profile.plugin_classes.get(ref.name) or registry.resolve(ref.name)
+                    args = profile.plugin_args.get(ref.name)
+                    kept = (reuse or {}).get(ref.name)
+                    if kept is not None and type(kept) is cls and kept.args == args:
+                        self.instances[ref.name] = kept
+                        self.reused.add(ref.name)
+                    else:
+                        self.instances[ref.name] = cls(args, handle)
+        except Exception:
+            self.close_new()  # what the plugins built so far holds (a usage provider) is let go
+            raise
 
         def at(point: str) -> list[Plugin]:
             return [self.instances[r.name] for r in profile.plugins.get(point, [])]
@@ -255,6 +259,14 @@ class Framework:
         # framework.detail); set by the scheduler for each cycle of such a profile.
         self.detail: CycleDetail | None = None
         self.records_detail = any(getattr(p, "wants_cycle_detail", False) for p in self.instances.values())
+
+    def close_new(self) -> None:
+        """Closes the plugins this framework built itself (not those carried over)."""
+        for name, plugin in self.instances.items():
+            close = getattr(plugin, "close", None)
+            if name not in self.reused and callable(close):
+                with contextlib.suppress(Exception):
+                    close()
 
     def adopt(self) -> None:
         """Makes this framework the handle of each of its plugins: an instance kept from an

@@ -116,6 +116,10 @@ class LoadAware(Plugin, FilterPlugin, ScorePlugin, EnqueueExtensions):
         self._limits_key: tuple[int, int] = (-1, -1)
         self._limits: dict[str, np.ndarray] = {}
 
+    def close(self) -> None:
+        """A reload dropped this instance (framework.generation.retire): stop reading usage."""
+        self.reader.close()
+
     def events_to_register(self) -> list[ClusterEvent]:
         # New usage samples, a freed node, or a node's thresholds changing may let the pod in.
         return [

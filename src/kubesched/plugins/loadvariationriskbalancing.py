@@ -80,6 +80,10 @@ class LoadVariationRiskBalancing(Plugin, ScorePlugin):
         self.stddev = {r: Series(r, "stddev", a.window) for r in RESOURCES}
         self.reader = LoadReader(handle, a, a.estimation, RESOURCES, extra=list(self.stddev.values()))
 
+    def close(self) -> None:
+        """A reload dropped this instance (framework.generation.retire): stop reading usage."""
+        self.reader.close()
+
     def worst_risk(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         """The highest risk over cpu and memory for each of `rows` (NaN: no usable metrics)."""
         a: LoadVariationRiskBalancingArgs = self.args

@@ -126,6 +126,11 @@ class MultiDimensionalScore(Plugin, ScorePlugin):
         self._fail_open = a.missing_metrics == "FailOpen"
         self._latency_vocab: tuple[LabelColumn | None, np.ndarray] = (None, np.empty(0))
 
+    def close(self) -> None:
+        """A reload dropped this instance (framework.generation.retire): stop reading usage."""
+        if self.reader is not None:
+            self.reader.close()
+
     # --- dimensions: each returns scores for `rows`, or None when nothing is known -----------------
 
     def headroom(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> dict[str, np.ndarray]:

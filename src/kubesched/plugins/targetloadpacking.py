@@ -97,6 +97,10 @@ class TargetLoadPacking(Plugin, ScorePlugin):
         a: TargetLoadPackingArgs = self.args
         self.reader = LoadReader(handle, a, EstimationArgs.model_validate({"settleTime": a.settle_time}), [CPU])
 
+    def close(self) -> None:
+        """A reload dropped this instance (framework.generation.retire): stop reading usage."""
+        self.reader.close()
+
     def _predict(self, request: np.ndarray, limit: np.ndarray) -> np.ndarray:
         a: TargetLoadPackingArgs = self.args
         return predict_cpu(request, limit, a.default_requests_multiplier, float(a.default_requests.cpu))

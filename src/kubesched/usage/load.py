@@ -73,6 +73,10 @@ class LoadReader:
         self._inverse: dict[str, np.ndarray] = {}
         self._pod_cache: tuple[tuple[str, int, int], dict[str, np.ndarray]] | None = None
 
+    def close(self) -> None:
+        """The plugin reading is gone: the provider loses a reader (usage.service release)."""
+        self.service.release(self.usage.prometheus)
+
     def cycle_load(self, state: CycleState, table: NodeTable, plugin: str) -> NodeLoad:
         """`read` once per scheduling cycle: Filter and Score, PreScore and Score share it."""
         load: NodeLoad | None = state.read(plugin)

@@ -68,6 +68,7 @@ class UsageService:
         self._transport = transport or http_transport
         self._metrics = metrics
         self.providers: dict[str, UsageProvider] = {}  # by the source's args as JSON
+        self._users: dict[str, int] = {}  # readers of each provider
         self.fresh = FreshPods()
         self.wall_clock: Callable[[], float] = time.time
         # Placements are remembered only once a plugin needs them, so profiles without
@@ -83,7 +84,9 @@ class UsageService:
         self.horizon = max(self.horizon, settle + 60.0)
 
     def provider(self, args: PrometheusArgs) -> UsageProvider:
+        """The provider of this source, shared by every plugin that reads it: one more user."""
         key = args.model_dump_json()
+        self._users[key] = self._users.get(key, 0) + 1
         p = self.providers.get(key)
         if p is None:
             if not self.providers and self._metrics is not None:
@@ -94,6 +97,21 @@ class UsageService:
             if self._started:
                 p.start()  # first refresh now (when the clock runs), then every refreshInterval
         return p
+
+    def release(self, args: PrometheusArgs) -> None:
+        """A plugin reading this source is gone (a reload dropped it): the provider stops
+        refreshing once nobody reads it, instead of querying Prometheus for a configuration
+        no longer in force."""
+        key = args.model_dump_json()
+        users = self._users.get(key, 0) - 1
+        if users > 0:
+            self._users[key] = users
+            return
+        self._users.pop(key, None)
+        p = self.providers.pop(key, None)
+        if p is not None:
+            p.stop()
+            self._spawn(p.transport.close(), f"closing the usage connection to {args.address}")
 
     def track_placements(self) -> FreshPods:
         """For plugins that count recent placements without reading Prometheus: old ones are
