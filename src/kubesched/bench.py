@@ -1,4 +1,5 @@
-"""scheduler_perf's SchedulingBasic shape on the simulator: plain nodes, pause pods."""
+"""scheduler_perf's SchedulingBasic shape on the simulator: plain nodes, pause pods; and what a
+dry-run explanation and a configuration reload cost at that scale."""
 
 from __future__ import annotations
 
@@ -92,3 +93,43 @@ def explain_latency(sched: SchedulerPort, repeats: int = 7) -> dict[str, float]:
             times.append(time.perf_counter() - started)
         out[label] = round(statistics.median(times) * 1000, 2)
     return out
+
+
+def reload_latency(sched: SchedulerPort, pending: int = 10_000, repeats: int = 7) -> dict[str, float]:
+    """Milliseconds (median of `repeats`) of a configuration reload on the cluster the bench left,
+    with `pending` pods waiting in the queue (added, never scheduled): the whole reload (re-import,
+    parse, the scheduler built once to check it, the new generation built and put in force) and the
+    part of it during which scheduling stands still (building and putting in force). The reloads
+    alternate NodeResourcesFit's scoring strategy, so each one changes the configuration."""
+    from kubesched.reload.controller import ReloadController
+
+    for i in range(pending):
+        sched.on_pod_add(_probe(f"waiting-{i}", "100m"))
+    controller = ReloadController(sched)
+    totals, paused = [], []
+    for i in range(repeats):
+        strategy = "MostAllocated" if i % 2 == 0 else "LeastAllocated"
+        text = _RELOAD_TEXT.format(strategy=strategy)
+        record = controller.apply_text(text, "bench")
+        if record.result != "applied":
+            raise RuntimeError(f"the bench's reload was {record.result}: {record.message}")
+        totals.append(record.seconds)
+        paused.append(record.paused)
+    return {"reload_ms": round(statistics.median(totals) * 1000, 2), "reload_paused_ms": round(statistics.median(paused) * 1000, 2)}
+
+
+_RELOAD_TEXT = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: {strategy}
+---
+apiVersion: kubesched.io/v1alpha1
+kind: KubeschedConfiguration
+sloGuard:
+  enabled: false
+"""

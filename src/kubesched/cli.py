@@ -315,11 +315,14 @@ def bench(
     tracing_config_file: Annotated[
         Path | None, typer.Option(help="TracingConfiguration: measure with cycles exported as OTLP spans.")
     ] = None,
+    reload: Annotated[
+        bool, typer.Option("--reload", help="Also measure a configuration reload at this scale, with --pods pods pending.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """scheduler_perf's SchedulingBasic on the simulator: wall-clock pods/s and cycle latency."""
     from kubesched.backends.sim.limits import LimitError
-    from kubesched.bench import explain_latency, scheduling_basic
+    from kubesched.bench import explain_latency, reload_latency, scheduling_basic
 
     _check_writable(json_out, "--json")
     tracing = _tracing(tracing_config_file)
@@ -342,12 +345,17 @@ def bench(
         "machine": f"{platform.machine()} {platform.processor() or ''} python {platform.python_version()}".strip(),
         **explain_latency(sims[0].scheduler),
     }
+    for shadow, outcomes in result.shadows.items():
+        figures[f"shadow_{shadow}_decisions"] = sum(outcomes.values())
+        figures[f"shadow_{shadow}_same_node"] = outcomes.get("same_node", 0)
+    if reload:
+        figures.update(reload_latency(sims[0].scheduler, pending=pods))
     table = Table(title=f"SchedulingBasic {nodes} nodes / {pods} pods", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in ("pods_scheduled", "wall_seconds", "pods_per_second", "cycle_ms_p50", "cycle_ms_p99",
-                "explain_ms_unschedulable", "explain_ms_feasible"):
-        table.add_row(key, str(figures[key]))
+    for key, value in figures.items():
+        if key not in ("workload", "nodes", "pods", "machine"):
+            table.add_row(key, str(value))
     console.print(table)
     if json_out is not None:
         _write_json(json_out, figures, "--json")

@@ -228,10 +228,11 @@ class Scheduler:
         self._set_tracing(gen)
         self.queue.reconfigure(_queue_sort(gen), _registrations(gen), gen.config.pod_initial_backoff_seconds,
                                gen.config.pod_max_backoff_seconds)
-        for qpi in self.queue.pending():
-            if qpi.pi.scheduler_name not in self.frameworks:
-                self.queue.delete(qpi.pi.uid)
-                self.nominator.remove(qpi.pi.uid)
+        if set(old.frameworks) - set(gen.frameworks):
+            for qpi in self.queue.pending():
+                if qpi.pi.scheduler_name not in self.frameworks:
+                    self.queue.delete(qpi.pi.uid)
+                    self.nominator.remove(qpi.pi.uid)
         self.queue.move_all(CONFIGURATION_CHANGE)
         self.wakeup.set()
         return old

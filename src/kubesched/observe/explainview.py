@@ -34,6 +34,21 @@ def render(console: Console, data: JSON) -> None:
         _preemption(console, data["preemption"])
     if data.get("scores"):
         _scores(console, data["scores"])
+    for shadow in (record or {}).get("shadow") or []:
+        _shadow(console, shadow)
+
+
+def _shadow(console: Console, d: JSON) -> None:
+    """What a shadow profile decided for the same pod on the same snapshot (kubesched.shadow)."""
+    outcome = str(d.get("outcome", "")).replace("_", " ")
+    line = f"shadow profile {d.get('profile')}: {outcome}"
+    if d.get("node"):
+        line += f", would choose {d['node']}"
+    if d.get("gap") is not None:
+        line += f" (it scores its choice {d['gap']} above the live node)"
+    if d.get("message"):
+        line += f": {d['message']}"
+    console.print(Text(line))
 
 
 def _filter(console: Console, filtered: JSON, total: int) -> None:

@@ -392,13 +392,17 @@ class SchedulingQueue:
         max_backoff: float,
     ) -> None:
         """A new configuration generation: its queue sort, its plugins' events and hints, its
-        backoff. Pods keep their place and history; the heaps are re-sorted by the new key."""
-        self._sort_key = sort_key
+        backoff. Pods keep their place and history; the heaps are re-sorted when the key or the
+        backoff changed (the same QueueSort instance carried over is the same key)."""
         self.hints = HintMap(registrations)
-        if (initial_backoff, max_backoff) != (self.initial_backoff, self.max_backoff):
+        backoff_changed = (initial_backoff, max_backoff) != (self.initial_backoff, self.max_backoff)
+        if backoff_changed:
             self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
             for qpi in self.pods.values():
                 qpi.backoff_expiry = None
+        if sort_key == self._sort_key and not backoff_changed:
+            return
+        self._sort_key = sort_key
         live = [e for e in self._active if e[-1].where == "active" and e[-1].version == e[-2]]
         self._active = [(sort_key(e[-1]), e[1], e[2], e[3]) for e in live]
         heapq.heapify(self._active)
