@@ -2,10 +2,13 @@
 
 Python imports a module once; a reload that should pick up an edited plugin file must import it
 again. Each user module's source is hashed when it is first seen and at every reload; a module
-whose source changed is re-imported (importlib.reload) before the new configuration is parsed, so
-the configuration resolves the new class. Frameworks of the running generation keep the classes
-they were built with until the new generation replaces them; a plugin whose class did not change
-keeps its instance, one whose module was re-imported gets a new one.
+whose source changed is imported again, as a new module object that replaces the old one in
+sys.modules, before the new configuration is parsed, so the configuration resolves the new class.
+The old module object is left as it was (importlib.reload would execute the new source in the old
+namespace, under the feet of the classes still running): the frameworks in force keep their
+classes, with the globals those were written against, until a new generation replaces them, and
+a refused reload leaves them untouched. A plugin whose class did not change keeps its instance,
+one whose module was imported again gets a new one.
 
 Only the modules the configuration names are watched, not what they import themselves.
 """
@@ -14,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import logging
 import sys
 from collections.abc import Iterable
+from types import ModuleType
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +59,35 @@ def refresh(names: Iterable[str]) -> list[str]:
         if now == before or not now:
             continue
         try:
-            importlib.reload(module)
+            _import_again(name, module)
         except Exception as exc:  # a syntax error, an import that fails: the running classes stay
             raise ModuleError(f"plugin module {name!r} changed but cannot be imported again: {type(exc).__name__}: {exc}") from None
         _loaded[name] = now
         reloaded.append(name)
         log.info("re-imported plugin module %s: its source changed", name)
     return reloaded
+
+
+def _import_again(name: str, old: ModuleType) -> None:
+    """Executes the module's current source in a new module object that takes the old one's place
+    in sys.modules (and in its parent package); the old object is put back if it fails."""
+    spec = old.__spec__
+    if spec is None or spec.origin is None or spec.loader is None:
+        raise ModuleError(f"plugin module {name!r} has no source file to import again")
+    fresh_spec = importlib.util.spec_from_file_location(name, spec.origin,
+                                                        submodule_search_locations=spec.submodule_search_locations)
+    if fresh_spec is None or fresh_spec.loader is None:
+        raise ModuleError(f"plugin module {name!r}: cannot load {spec.origin}")
+    fresh = importlib.util.module_from_spec(fresh_spec)
+    sys.modules[name] = fresh
+    try:
+        fresh_spec.loader.exec_module(fresh)
+    except BaseException:
+        sys.modules[name] = old
+        raise
+    parent, _, child = name.rpartition(".")
+    if parent and parent in sys.modules:
+        setattr(sys.modules[parent], child, fresh)
 
 
 def digests(names: Iterable[str]) -> dict[str, str]:

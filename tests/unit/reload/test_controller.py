@@ -99,12 +99,14 @@ def test_configz_serves_the_configuration_in_force_with_its_defaults(tmp_path: P
 PLUGIN = """
 from kubesched.framework.interface import NodeScorePlugin, Plugin
 
+PREFERRED = {node!r}
+
 
 class Prefer(Plugin, NodeScorePlugin):
     name = "Prefer"
 
     def score_node(self, state, pi, node):
-        return 100 if node.name == {node!r} else 0
+        return 100 if node.name == PREFERRED else 0
 """
 
 
@@ -133,6 +135,9 @@ def test_an_edited_plugin_module_is_imported_again(tmp_path: Path, monkeypatch: 
     assert record is not None and record.result == REFUSED
     assert "plugin module 'reload_prefer_plugin' changed but cannot be imported again: SyntaxError" in record.message
     assert ctl.scheduler.frameworks["default-scheduler"].instances["reload_prefer_plugin:Prefer"] is after
+    # Neither import touched what runs: the first class still reads the globals it was written against.
+    assert before.score_node(None, None, type("N", (), {"name": "a"})()) == 100
+    assert after.score_node(None, None, type("N", (), {"name": "b"})()) == 100
     sys.modules.pop("reload_prefer_plugin", None)
 
 
