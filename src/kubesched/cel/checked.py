@@ -91,6 +91,10 @@ class Node:
     loop_step: Node | None = None
     result: Node | None = None
 
+    def __repr__(self) -> str:
+        what = repr(self.value) if self.kind == "const" else self.name
+        return f"Node({self.id}, {self.kind} {what}, {len(self.children())} children)"
+
     def children(self) -> list[Node]:
         parts = [self.target, *self.args, self.iter_range, self.accu_init, self.loop_condition, self.loop_step, self.result]
         return [p for p in parts if p is not None]
