@@ -68,12 +68,20 @@ def _spelled_out() -> dict[str, Any]:
     }
 
 
+def _documents() -> list[dict[str, Any]]:
+    return [doc for p in sorted((ROOT / "examples" / "profiles").glob("*.yaml")) for doc in yaml.safe_load_all(p.read_text()) if doc]
+
+
 def _seeds() -> list[dict[str, Any]]:
-    seeds = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "examples" / "profiles").glob("*.yaml"))]
-    return [*seeds, _spelled_out()]
+    return [*(d for d in _documents() if d.get("kind") != "KubeschedConfiguration"), _spelled_out()]
 
 
 SEEDS = _seeds()
+# The examples' second documents (reload, sloGuard, shadowProfiles), mutated beside a configuration
+# whose profiles they can name.
+EXT_SEEDS = [d for d in _documents() if d.get("kind") == "KubeschedConfiguration"]
+EXT_BASE = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "binpack"}]}
 
 def mutated() -> st.SearchStrategy[dict[str, Any]]:
     return mutations_of(SEEDS)
@@ -131,6 +139,14 @@ def test_the_seeds_load_and_run(tmp_path: Path) -> None:
 @given(tree=mutated())
 def test_mutated_configs_load_or_are_refused_in_one_line(tmp_path_factory: pytest.TempPathFactory, tree: dict[str, Any]) -> None:
     _check(_write(tmp_path_factory.mktemp("cfg"), _dump(tree)))
+
+
+@settings(max_examples=examples(150))
+@given(tree=mutations_of(EXT_SEEDS))
+def test_mutated_kubesched_documents_load_or_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, tree: dict[str, Any]
+) -> None:
+    _check(_write(tmp_path_factory.mktemp("cfg"), _dump(EXT_BASE) + "---\n" + _dump(tree)))
 
 
 @st.composite
