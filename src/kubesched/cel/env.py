@@ -120,7 +120,10 @@ def _first_line(message: str) -> str:
     # column is in the message) and the trailing status tag.
     head = lines[0] if lines else text
     head = head.replace("ERROR: <input>:", "at ").replace(" (in container '')", "")
-    return head.removesuffix(" [INVALID_ARGUMENT]")
+    for status in ("INVALID_ARGUMENT", "CANCELLED"):
+        head = head.removeprefix(f"{status}: ").removesuffix(f" [{status}]")
+    # The source may hold anything: show control characters escaped, never raw.
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in head)
 
 
 def compile_expression(source: str) -> Compiled:
