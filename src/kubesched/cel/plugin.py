@@ -96,6 +96,12 @@ class Inputs:
             for resource in sorted(usage.prometheus.queries):
                 self.readers[resource] = LoadReader(handle, usage, EstimationArgs(), [resource])
 
+    def close(self) -> None:
+        """The plugin is dropped (a reload retired it): its usage readers let go of the provider."""
+        for reader in self.readers.values():
+            reader.close()
+        self.readers = {}
+
     def namespace_labels(self, pi: PodInfo) -> Mapping[str, str]:
         if self.handle is None or "namespaceObject.labels" not in self.ruleset.variables:
             return {}

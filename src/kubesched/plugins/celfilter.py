@@ -99,6 +99,10 @@ class CELFilter(Plugin, FilterPlugin, FilterMisses, EnqueueExtensions):
             code = Code.UNSCHEDULABLE if rule.compiled.variables & POD_DEPENDENT else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             self.verdicts.append((code, (spec.reason,)))
 
+    def close(self) -> None:
+        """A reload dropped this instance (framework.generation.retire): stop reading usage."""
+        self.inputs.close()
+
     def events_to_register(self) -> list[ClusterEventWithHint | ClusterEvent]:
         return events(self.ruleset, self.is_schedulable_after_node_change)
 

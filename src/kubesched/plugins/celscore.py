@@ -104,6 +104,10 @@ class CELScore(Plugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
         self.inputs = Inputs(handle, self.ruleset, args.usage)
         self._warned = -math.inf
 
+    def close(self) -> None:
+        """A reload dropped this instance (framework.generation.retire): stop reading usage."""
+        self.inputs.close()
+
     def events_to_register(self) -> list[ClusterEventWithHint | ClusterEvent]:
         # Scores change no pod's fate in the queue; the events are those CELFilter would use, so
         # a profile with both retries a pod for the same reasons.

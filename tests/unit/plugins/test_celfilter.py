@@ -223,3 +223,15 @@ def test_scheduler_fails_the_cycle_on_a_rule_error() -> None:
     assert result.placements["default/p"] is None
     message = result.unschedulable["default/p"]
     assert "CELFilter" in message and "rule 'zone' on node 'b'" in message
+
+
+def test_closing_lets_go_of_the_usage_provider() -> None:
+    """A reload that drops the plugin closes it: its readers (one per resource) release the
+    provider, which stops once nobody reads it; a plugin whose rules read no usage holds none."""
+    handle = UsageHandle(cluster())
+    args = {"rules": [{"name": "cool", "expression": "!has(usage.cpu) || usage.cpu < 0.8"}]}
+    p = CELFilter(CELFilterArgs.model_validate(args), handle)
+    assert len(handle.usage.providers) == 1
+    p.close()
+    assert handle.usage.providers == {}
+    plugin(cluster(), ZONE_A).close()  # nothing to let go of
