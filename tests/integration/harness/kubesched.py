@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import base64
 import itertools
+import os
 import ssl
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,17 +127,25 @@ def kubesched_config(
 def run_kubesched(
     workdir: Path, config: dict[str, Any], *, wait_ready: bool = True, log_level: str = "info",
     reader_cert: tuple[Path, Path] | None = None, args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None, config_path: Path | None = None,
 ) -> Iterator[Kubesched]:
     """Starts `kubesched run` with this configuration (and --log-level, and `args`); stops it (SIGTERM, then SIGKILL) afterwards.
-    `Kubesched.get` authenticates with `reader_cert` (default: the configuration's own client certificate)."""
+    `Kubesched.get` authenticates with `reader_cert` (default: the configuration's own client certificate).
+    `env`: variables added to this process's environment for it. `config_path`: a file the caller has
+    written (a ConfigMap volume's projection, say) given as --config instead of writing `config` to one;
+    `config` then only tells the client certificate."""
     n = next(_counter)
     workdir.mkdir(parents=True, exist_ok=True)
-    config_file = workdir / f"kubesched-{n}.yaml"
-    config_file.write_text(yaml.safe_dump(config))
+    if config_path is None:
+        config_file = workdir / f"kubesched-{n}.yaml"
+        config_file.write_text(yaml.safe_dump(config))
+    else:
+        config_file = config_path
     port = free_port()
     argv = [sys.executable, "-m", "kubesched.cli", "run", "--config", str(config_file),
             "--bind-address", "127.0.0.1", "--secure-port", str(port), "--log-level", log_level, *args]
-    process = ManagedProcess(f"kubesched-{n}", argv, workdir / f"kubesched-{n}.log")
+    process = ManagedProcess(f"kubesched-{n}", argv, workdir / f"kubesched-{n}.log",
+                             env=None if env is None else {**os.environ, **env})
     process.start()
     ks = Kubesched(process, config_file, port, reader_cert or _client_cert_files(config, workdir, n))
     try:
