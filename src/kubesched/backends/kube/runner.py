@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -214,6 +215,11 @@ class KubeScheduler:
                 self._start_informers()
             if not await self._wait_synced(stop, lost):
                 return EXIT_LEADERSHIP_LOST if lost.is_set() else 0
+            # What exists now (modules, the initial caches, the first generation) lives as long as the
+            # process: out of the collector's sight, a full collection scans only what came since, a few
+            # ms instead of about 50 (one stops every thread, holding the GIL: the loop too).
+            gc.collect()
+            gc.freeze()
             halt = asyncio.Event()
             relay = loop.create_task(_relay(halt, stop, lost))
             await self.reload.check_file()  # a change a standby did not apply
