@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from kubesched.config import ConfigError, SchedulerConfig
 from kubesched.configload import load_config
@@ -292,10 +293,13 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
         for shadow, outcomes in r.shadows.items():
             total = sum(outcomes.values())
             parts = ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in sorted(outcomes.items(), key=lambda kv: -kv[1]))
-            console.print(f"[bold]{r.profile}[/]: shadow profile {shadow} decided {total} of the cycles: {parts}", highlight=False)
+            line = Text(r.profile, style="bold")
+            line.append(f": shadow profile {shadow} decided {total} of the cycles: {parts}")
+            console.print(line, highlight=False)
         for change in r.reloads:
-            console.print(f"[bold]{r.profile}[/]: at {change['time']:g}s configuration {change['result'].replace('_', ' ')}: "
-                          f"{change['message']}", highlight=False, markup=False)
+            line = Text(r.profile, style="bold")
+            line.append(f": at {change['time']:g}s configuration {change['result'].replace('_', ' ')}: {change['message']}")
+            console.print(line, highlight=False)
         if not r.unschedulable:
             continue
         why = Counter(r.unschedulable.values())

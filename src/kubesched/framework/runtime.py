@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -86,6 +87,9 @@ STATUS_LABEL = {
 
 T = TypeVar("T")
 U = TypeVar("U")
+
+# Each plugin instance's registered events, kept while the instance lives.
+_REGISTERED: weakref.WeakKeyDictionary[Plugin, Sequence[ClusterEventWithHint | ClusterEvent]] = weakref.WeakKeyDictionary()
 
 
 def status_label(status: Status | None) -> str:
@@ -280,11 +284,16 @@ class Framework:
 
     def events_by_plugin(self) -> dict[str, Sequence[ClusterEventWithHint | ClusterEvent]]:
         """Each plugin's registered events with their queueing hints; a plugin that registers
-        none through EnqueueExtensions is asked about every event (kube's wildcard)."""
+        none through EnqueueExtensions is asked about every event (kube's wildcard). Asked once
+        per plugin instance: a reload that carries an instance over does not ask it again."""
         out: dict[str, Sequence[ClusterEventWithHint | ClusterEvent]] = {}
         for name, plugin in self.instances.items():
             if isinstance(plugin, _MAY_REJECT):  # only these can leave a pod waiting for events
-                out[name] = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else [WILDCARD_EVENT]
+                events = _REGISTERED.get(plugin)
+                if events is None:
+                    events = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else [WILDCARD_EVENT]
+                    _REGISTERED[plugin] = events
+                out[name] = events
         return out
 
     def run_pre_enqueue(self, pi: PodInfo) -> Status | None:
