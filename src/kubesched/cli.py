@@ -109,6 +109,16 @@ def _write_json(path: Path, data: Any, option: str) -> None:
         raise fail(f"{option} {path}: cannot write: {exc.strerror}") from None
 
 
+def _set_feature_gates(spec: str, *, over: bool = False) -> None:
+    """--feature-gates (or a scenario's featureGates over them): process-wide, as kube's are."""
+    from kubesched import features
+
+    try:
+        features.set_gates(features.parse(spec, features.current() if over else None))
+    except features.FeatureGateError as exc:
+        raise fail(f"--feature-gates: {exc}") from None
+
+
 def _load_configs(paths: list[Path] | None) -> list[tuple[str, SchedulerConfig]]:
     if not paths:
         return [("default", load_config(None))]
@@ -168,6 +178,9 @@ def simulate(
     tracing_config_file: Annotated[
         Path | None, typer.Option(help="TracingConfiguration (endpoint, samplingRatePerMillion): export cycles as OTLP spans.")
     ] = None,
+    feature_gates: Annotated[
+        str, typer.Option(help="kube's feature gates, e.g. GenericWorkload=true (pod groups); as kube-scheduler takes them.")
+    ] = "",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run the scheduler on a simulated cluster, once per --config, and compare.
@@ -183,9 +196,12 @@ def simulate(
     _check_writable(report, "--report")
     explain_refs = [_pod_ref(ref, "default") for ref in explain_pods or []]
     tracing = _tracing(tracing_config_file)
+    _set_feature_gates(feature_gates)
     try:
-        configs = _load_configs(config)
         cluster = load_refs(scenario or [DEFAULT_SCENARIO], keep_going=True)
+        if cluster.settings.feature_gates:  # the scenario's own, over the command line's
+            _set_feature_gates(cluster.settings.feature_gates, over=True)
+        configs = _load_configs(config)
     except (ConfigError, ManifestError, LimitError) as exc:
         raise fail(str(exc)) from None
     for warning in cluster.warnings:
@@ -322,6 +338,9 @@ def bench(
     reload: Annotated[
         bool, typer.Option("--reload", help="Also measure a configuration reload at this scale, with --pods pods pending.")
     ] = False,
+    feature_gates: Annotated[
+        str, typer.Option(help="kube's feature gates, e.g. GenericWorkload=true (pod groups); as kube-scheduler takes them.")
+    ] = "",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """scheduler_perf's SchedulingBasic on the simulator: wall-clock pods/s and cycle latency."""
@@ -330,6 +349,7 @@ def bench(
 
     _check_writable(json_out, "--json")
     tracing = _tracing(tracing_config_file)
+    _set_feature_gates(feature_gates)
     try:
         configs = _load_configs([config] if config else None)
         cluster = scheduling_basic(nodes, pods)
@@ -417,6 +437,9 @@ def run(
             "e.g. info,kubesched.decisions=debug (each scored cycle's feasible nodes and final scores)."
         ),
     ] = "info",
+    feature_gates: Annotated[
+        str, typer.Option(help="kube's feature gates, e.g. GenericWorkload=true (pod groups); as kube-scheduler takes them.")
+    ] = "",
 ) -> None:
     """Schedule the pods of a real cluster whose schedulerName names one of the profiles."""
     import logging
@@ -430,6 +453,7 @@ def run(
     except ValueError as exc:
         raise fail(f"--log-level: {exc}") from None
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _set_feature_gates(feature_gates)
     for name, logger_level in per_logger.items():
         logging.getLogger(name).setLevel(logger_level)
     from kubesched.config import read_config_text
@@ -600,8 +624,14 @@ def _explain_live(
 
 @config_app.command("validate")
 @interruptible
-def config_validate(path: Annotated[Path, typer.Argument(help="KubeSchedulerConfiguration YAML file.")]) -> None:
+def config_validate(
+    path: Annotated[Path, typer.Argument(help="KubeSchedulerConfiguration YAML file.")],
+    feature_gates: Annotated[
+        str, typer.Option(help="kube's feature gates, e.g. GenericWorkload=true (pod groups); as kube-scheduler takes them.")
+    ] = "",
+) -> None:
     """Check a configuration as the scheduler would read it; exit 2 with the reason if it is wrong."""
+    _set_feature_gates(feature_gates)
     try:
         cfg = load_config(path)
     except ConfigError as exc:

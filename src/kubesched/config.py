@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kubesched import features
 from kubesched.api.yamlio import InputFileError, YamlError, load_all, read_text
 from kubesched.configcheck import check_numbers
 from kubesched.configext import EXT_API_VERSION, EXT_KIND, KubeschedSettings
@@ -103,6 +104,16 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("ImageLocality", 1),
     ("DefaultBinder", None),
 )
+
+
+
+def default_plugins() -> tuple[tuple[str, int | None], ...]:
+    """The default MultiPoint set under the process's feature gates: kube v1.37.2 appends
+    GangScheduling when GenericWorkload is on."""
+    if features.current().generic_workload:
+        return (*DEFAULT_PLUGINS, ("GangScheduling", None))
+    return DEFAULT_PLUGINS
+
 
 # kube-scheduler plugins kubesched does not have yet: named, they get a clear message instead of
 # "unknown plugin".
@@ -500,7 +511,7 @@ def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:
     percentage = _percentage(data, "percentageOfNodesToScore", f"{path}.percentageOfNodesToScore", None)
 
     points, multi = _plugins(data.get("plugins"), f"{path}.plugins")
-    multi = merge_plugin_set(PluginSet([Entry(n, w) for n, w in DEFAULT_PLUGINS]), multi)
+    multi = merge_plugin_set(PluginSet([Entry(n, w) for n, w in default_plugins()]), multi)
 
     classes: dict[str, type[Plugin]] = {}
     for entry in [*multi.enabled, *(e for ps in points.values() for e in ps.enabled)]:

@@ -60,6 +60,9 @@ class _NoCluster:
     def set_annotations(self, pi: Any, annotations: dict[str, str]) -> None:
         return None
 
+    def set_pod_group_condition(self, pg: Any, condition: Any) -> None:
+        return None
+
     async def update_persistent_volume(self, pv: Any) -> Any:
         return pv
 

@@ -22,12 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from kubesched import features
 from kubesched.api.objects import Namespace, Node, Pod
+from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
 from kubesched.api.selectors import Selector
 from kubesched.backends.base import ClusterBackend
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.podgroups import PENDING, group_key, member_key
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
 from kubesched.framework.detail import SUCCESS, CycleDetail
@@ -37,6 +40,10 @@ from kubesched.framework.events import (
     CONFIGURATION_CHANGE,
     NODE_ADD,
     NODE_DELETE,
+    PODGROUP_ADD,
+    PODGROUP_DELETE,
+    PODGROUP_UPDATE,
+    UNSCHEDULED_POD_ADD,
     node_changes,
     pod_changes,
 )
@@ -48,12 +55,13 @@ from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.services import Services
 from kubesched.framework.shared import SharedObjects
 from kubesched.framework.waiting import PodAtPermit
+from kubesched.groupcycle import GroupCycle
 from kubesched.observe.explain import explain_pod
 from kubesched.observe.metrics import TIE, DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message, score_margin
 from kubesched.observe.tracing import CycleTrace, Tracer
 from kubesched.plugins.registry import in_tree_registry
-from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
+from kubesched.queue.scheduling_queue import Nominator, QueuedGroup, QueuedPodInfo, SchedulingQueue
 from kubesched.shadow import ShadowRunner
 
 log = logging.getLogger(__name__)
@@ -179,6 +187,8 @@ class Scheduler:
         self._built = 1  # generations built: each new one gets the next number, a rollback none
         self.frameworks: dict[str, Framework] = self.generation.frameworks  # the live profiles
         self._set_tracing(self.generation)
+        # GenericWorkload: pods naming a PodGroup are scheduled as a group (groupcycle).
+        self.groups_on = features.current().generic_workload
         self.queue = SchedulingQueue(
             clock,
             sort_key=_queue_sort(self.generation),
@@ -187,7 +197,10 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self.wakeup.set,
+            group_of=member_key if self.groups_on else None,
+            group_known=lambda key: self.cache.groups.group(key) is not None,
         )
+        self.group_cycle = GroupCycle(self)
         self.shadows = ShadowRunner(self.metrics, seed)
         self.metrics.add_gauge(
             "scheduler_pending_pods",
@@ -303,8 +316,13 @@ class Scheduler:
                     self._move(event, placed.info, pi)
         elif self.responsible_for(pod) and not self.cache.is_assumed(uid):
             old = self.queue.pods.get(uid)
+            if self.groups_on:
+                self.cache.groups.set_member(pi, PENDING)
             self.queue.add(pi)
             self._renominate(pi, old.pi.pod.status.nominated_node_name if old is not None else "")
+            if self.groups_on and old is None:
+                # kube, with GenericWorkload: every pending pod added is an event (a gang's last member releases it).
+                self._move(UNSCHEDULED_POD_ADD, None, pi)
 
     def _renominate(self, pi: PodInfo, was: str) -> None:
         """Takes the nominated node the pod's status names (a nomination made in memory and not
@@ -389,6 +407,23 @@ class Scheduler:
         self.cache.storage.apply(resource, new)
         self._move(ClusterEvent(resource, ActionType.Add if old is None else ActionType.Update), old, new)
 
+    def on_pod_group(self, pg: PodGroup) -> None:
+        """A PodGroup added or updated: members waiting for it are queued, and the event may
+        release a group gated at PreEnqueue (GangScheduling's hints)."""
+        old = self.cache.groups.set_group(pg)
+        if old is None:
+            self.queue.group_added(pg.key)
+            self._move(PODGROUP_ADD, None, pg)
+        else:
+            self._move(PODGROUP_UPDATE, old, pg)
+
+    def on_pod_group_delete(self, namespace: str, name: str) -> None:
+        key = group_key(namespace, name)
+        old = self.cache.groups.remove_group(key)
+        if old is not None:
+            self.queue.group_deleted(key)
+            self._move(PODGROUP_DELETE, old, None)
+
     def on_storage_delete(self, resource: str, old: Any) -> None:
         self.cache.storage.delete(resource, old)
         self._move(ClusterEvent(resource, ActionType.Delete), old, None)
@@ -406,10 +441,13 @@ class Scheduler:
     # --- the scheduling cycle ---------------------------------------------------------------------------
 
     def schedule_one(self) -> bool:
-        """Schedules the next pod in activeQ, if any. Returns False when activeQ is empty."""
+        """Schedules the next pod (or pod group) in activeQ, if any. Returns False when activeQ is empty."""
         qpi = self.queue.pop()
         if qpi is None:
             return False
+        if isinstance(qpi, QueuedGroup):
+            self.group_cycle.run(qpi)
+            return True
         pi = qpi.pi
         fwk = self.frameworks.get(pi.scheduler_name)
         if fwk is None or pi.pod.metadata.deletion_timestamp or self.cache.node_of(pi.uid) is not None:
@@ -455,6 +493,18 @@ class Scheduler:
             self.metrics.attempt(record.result, fwk.name, record.duration)
         self.recorder.add(record)
         return True
+
+    def schedule_member(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> ScheduleResult:
+        """One member's placement in a PodGroup cycle: the pod's own cycle up to the chosen node
+        (no PostFilter: a member never preempts on its own), its rejections recorded."""
+        self.current_record = record
+        result = self._schedule_pod(fwk, state, pi, record)
+        self.metrics.outcome(fwk.name, record.rejections, _decided_by(record))
+        return result
+
+    def fail_attempt(self, fwk: Framework, qpi: QueuedPodInfo, record: DecisionRecord, status: Status) -> None:
+        """A group member's failed attempt, reported as any pod's; its group takes it back to the queue."""
+        self._fail(fwk, qpi, record, status, (), self.queue.scheduling_cycle, requeue=False)
 
     def _schedule_pod(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> ScheduleResult:
         found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi))
@@ -592,13 +642,26 @@ class Scheduler:
     def _assume_and_bind(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
     ) -> None:
-        pi = qpi.pi
+        status = self.assume_and_reserve(fwk, state, qpi.pi, record, node)
+        if status is None:
+            self.permit_and_bind(fwk, state, qpi, record, node, pod_cycle)
+        else:
+            self._fail(fwk, qpi, record, status, _rejector(status), pod_cycle, reserved=(state, node))
+
+    def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None:
+        """The pod counts on the node from now on (kube's assume), and Reserve runs; a failure is
+        returned for the caller to undo (Unreserve, forget) and report."""
         record.chosen = node
         self.cache.assume(pi, node)
-        status = fwk.run_reserve(state, pi, node)
-        waits: dict[str, float] = {}
-        if status is None:
-            status, waits = fwk.run_permit(state, pi, node)
+        return fwk.run_reserve(state, pi, node)
+
+    def permit_and_bind(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
+    ) -> None:
+        """Permit for a pod assumed and reserved, then its binding cycle in the background; a
+        Permit rejection fails the attempt (Unreserve, forget, requeue)."""
+        pi = qpi.pi
+        status, waits = fwk.run_permit(state, pi, node)
         if status is not None:
             self._fail(fwk, qpi, record, status, _rejector(status), pod_cycle, reserved=(state, node))
             return

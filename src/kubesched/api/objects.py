@@ -226,6 +226,12 @@ class PodSchedulingGate(_Obj):
     name: str = ""
 
 
+class PodSchedulingGroup(_Obj):
+    """spec.schedulingGroup (GenericWorkload): the PodGroup of the pod's namespace it belongs to."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(_Obj):
     containers: list[Container] = msgspec.field(default_factory=list)
     init_containers: list[Container] = msgspec.field(default_factory=list)
@@ -241,6 +247,7 @@ class PodSpec(_Obj):
     overhead: dict[str, Quantity] = msgspec.field(default_factory=dict)
     runtime_class_name: str | None = None
     scheduling_gates: list[PodSchedulingGate] = msgspec.field(default_factory=list)
+    scheduling_group: PodSchedulingGroup | None = None
     host_network: bool = False
     restart_policy: str = ""
     active_deadline_seconds: Int64 | None = None

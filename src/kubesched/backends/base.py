@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.objects import Namespace, Node, Pod
+from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
 from kubesched.framework.interface import WaitingPod
@@ -30,6 +31,11 @@ class ClusterBackend(ClusterWrites, Protocol):
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         """Set condition PodScheduled=False with the reason (Unschedulable for a rejection,
         SchedulerError for an error) and the message."""
+        ...
+
+    def set_pod_group_condition(self, pg: PodGroup, condition: Condition) -> None:
+        """Write one condition of a PodGroup's status (PodGroupInitiallyScheduled), merged by
+        type; the scheduler decides whether it changed."""
         ...
 
     def connect(self, scheduler: SchedulerPort) -> None:
@@ -91,6 +97,12 @@ class SchedulerPort(ReloadTarget, Protocol):
         ("PersistentVolumeClaim", "PersistentVolume", "storage.k8s.io/StorageClass",
         "storage.k8s.io/CSINode", ... see api.storage), the objects are api.storage types."""
         ...
+
+    def on_pod_group(self, pg: PodGroup) -> None:
+        """A PodGroup (scheduling.k8s.io/v1beta1) added or updated."""
+        ...
+
+    def on_pod_group_delete(self, namespace: str, name: str) -> None: ...
 
     def on_storage_delete(self, resource: str, old: Any) -> None:
         """A storage object deleted (`old` is its last known state)."""

@@ -17,6 +17,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.podgroups import ASSUMED, BOUND, PodGroupIndex
 from kubesched.cache.podindex import PodIndex
 from kubesched.cache.storage import StorageIndex
 
@@ -60,6 +61,8 @@ class Cache:
         # PVCs, PVs, StorageClasses, CSINodes... for the volume plugins (cache.storage).
         self.storage = StorageIndex(self.table)
         self.subscribe(self.storage)
+        # PodGroups and their members by state (GenericWorkload's gang scheduling).
+        self.groups = PodGroupIndex()
 
     def subscribe(self, listener: PodListener) -> None:
         self._listeners.append(listener)
@@ -116,6 +119,7 @@ class Cache:
             raise CacheError(f"pod {pi.key} assumed onto unknown node {node}")
         self.placed[pi.uid] = PlacedPod(pi, node, assumed=True)
         self._put(pi, node)
+        self.groups.set_member(pi, ASSUMED)
         for listener in self._listeners:
             listener.pod_placed(pi, self.table.index[node], True)
 
@@ -130,6 +134,7 @@ class Cache:
             return
         del self.placed[pi.uid]
         self._unplace(placed.info, placed.node)
+        self.groups.unassume(placed.info)
         for listener in self._listeners:
             listener.pod_removed(pi.uid)
 
@@ -143,6 +148,7 @@ class Cache:
         placed = self.placed.get(pi.uid)
         if placed is not None and placed.info is pi and placed.node == node:
             placed.assumed = False  # the bind we assumed is confirmed; the table already counts it
+            self.groups.set_member(pi, BOUND)
             return
         if placed is not None:
             if placed.assumed and placed.node != node:
@@ -150,6 +156,7 @@ class Cache:
             self._unplace(placed.info, placed.node)
         self.placed[pi.uid] = PlacedPod(pi, node, assumed=False)
         self._put(pi, node)
+        self.groups.set_member(pi, BOUND)
         row = self.table.index.get(node)
         if placed is None and row is not None:
             for listener in self._listeners:
@@ -159,6 +166,7 @@ class Cache:
         self.add_pod(pi)
 
     def remove_pod(self, uid: str) -> PodInfo | None:
+        self.groups.remove_member(uid)
         placed = self.placed.pop(uid, None)
         if placed is None:
             return None

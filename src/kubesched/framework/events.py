@@ -21,6 +21,9 @@ NODE_DELETE = ClusterEvent(NODE, ActionType.Delete)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.Add)
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.Delete)
 UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.Add)
+PODGROUP_ADD = ClusterEvent("PodGroup", ActionType.Add)
+PODGROUP_UPDATE = ClusterEvent("PodGroup", ActionType.Update)
+PODGROUP_DELETE = ClusterEvent("PodGroup", ActionType.Delete)
 # A new configuration generation took over: no plugin's hint can judge it (the plugins that
 # rejected a pod may be configured differently, or gone), so every waiting pod is retried.
 CONFIGURATION_CHANGE = ClusterEvent(WILDCARD, ActionType.All, "SchedulerConfigurationChange")

@@ -523,6 +523,24 @@ class PermitPlugin(Named):
         raise NotImplementedError
 
 
+class PlacementFeasiblePlugin(Named):
+    """A PodGroup scheduling cycle's quorum check (kube's PlacementFeasible: not configurable,
+    only GangScheduling implements it): run before the group's members are tried and after each
+    one, given how many members are scheduled (already, or placed so far in the cycle) and how
+    many remain to try. Success, Wait (not yet) or Unschedulable (it cannot be met any more)."""
+
+    def placement_feasible(self, group: Any, scheduled: int, remaining: int) -> Status | None:
+        raise NotImplementedError
+
+
+class PodGroupPostFilterPlugin(Named):
+    """Runs once for a PodGroup its cycle could not place (kube's PodGroupPostFilter: group
+    preemption). Success nominates members where room was made; a rejection says why not."""
+
+    def pod_group_post_filter(self, group: Any, members: Sequence[PodInfo]) -> Status:
+        raise NotImplementedError
+
+
 class PreBindPlugin(Named):
     async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         raise NotImplementedError

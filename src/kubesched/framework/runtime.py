@@ -40,6 +40,7 @@ from kubesched.framework.interface import (
     NodeScorePlugin,
     PermitPlugin,
     Plugin,
+    PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -679,6 +680,22 @@ class Framework:
             return status, waits
         self._point("Permit", Status(Code.WAIT) if waits else None, started)
         return None, waits
+
+    def run_pod_group_post_filter(self, group: Any, members: Sequence[PodInfo]) -> Status:
+        """kube's RunPodGroupPostFilterPlugins: the PostFilter plugins that preempt for groups, in
+        profile order; the first success or unresolvable rejection ends it, other rejections are
+        collected, anything else is an error."""
+        reasons: list[str] = []
+        for plugin in self.post_filter:
+            if not isinstance(plugin, PodGroupPostFilterPlugin):
+                continue
+            status = plugin.pod_group_post_filter(group, members)
+            if status.code in (Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                return status
+            if status.code != Code.UNSCHEDULABLE:
+                return Status(Code.ERROR, (f'error in "{plugin.name}" PodGroupPostFilter plugins: {status.message()}',), plugin.name)
+            reasons.extend(status.reasons)
+        return Status(Code.UNSCHEDULABLE, tuple(reasons))
 
     async def run_pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         started = perf_counter()

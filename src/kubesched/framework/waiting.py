@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from kubesched.clock import Clock, Timer
 from kubesched.framework.interface import Code, Status
+from kubesched.usage.args import go_duration
 
 
 class PodAtPermit:
@@ -23,7 +24,8 @@ class PodAtPermit:
             self._timers.append(clock.call_at(now + timeout, self._timeout(plugin, timeout)))
 
     def _timeout(self, plugin: str, timeout: float) -> Callable[[], None]:
-        return lambda: self.reject(plugin, f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}")
+        # kube prints the timeout as a Go duration: "10s", "5m0s".
+        return lambda: self.reject(plugin, f"rejected due to timeout after waiting {go_duration(timeout)} at plugin {plugin}")
 
     def allow(self, plugin: str) -> None:
         self.pending.discard(plugin)

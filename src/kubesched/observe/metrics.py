@@ -217,10 +217,21 @@ class SchedulerMetrics(Collector):
             f"plugin '{TIE}' when the top score was shared and the node was picked at random.",
             ["profile", "plugin"],
         )
+        self.group_attempts = LabelledCounter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod groups, by the result.",
+            ["result", "profile"],
+        )
+        self.group_attempt_duration = BatchedHistogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds.",
+            ["result", "profile"],
+            exponential_buckets(0.001, 2, 15),
+        )
         self._reasons_seen: dict[tuple[str, str], set[str]] = {}
         self.counters: list[LabelledCounter] = [
             self.attempts, self.preemption_attempts, self.incoming_pods, self.bind_failures, self.filter_rejections,
-            self.score_decided,
+            self.score_decided, self.group_attempts,
         ]
         self.histograms: list[BatchedHistogram] = [
             self.attempt_duration,
@@ -228,6 +239,7 @@ class SchedulerMetrics(Collector):
             self.plugin_duration,
             self.sli_duration,
             self.preemption_victims,
+            self.group_attempt_duration,
         ]
         # Gauges read state on scrape (queue lengths, leadership, metric ages...).
         self._gauges: list[tuple[str, str, list[str], GaugeSource]] = []
@@ -239,6 +251,11 @@ class SchedulerMetrics(Collector):
         labels = (result, profile)
         self.attempts.inc(labels)
         self.attempt_duration.observe(labels, seconds)
+
+    def attempt_group(self, result: str, profile: str, seconds: float) -> None:
+        labels = (result, profile)
+        self.group_attempts.inc(labels)
+        self.group_attempt_duration.observe(labels, seconds)
 
     def extension_point(self, point: str, status: str, profile: str, seconds: float) -> None:
         self.extension_point_duration.observe((point, status, profile), seconds)

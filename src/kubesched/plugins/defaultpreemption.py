@@ -54,6 +54,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kubesched.api.objects import Pod
+from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
@@ -67,6 +68,7 @@ from kubesched.framework.interface import (
     EnqueueExtensions,
     Handle,
     Plugin,
+    PodGroupPostFilterPlugin,
     PostFilterPlugin,
     PostFilterPreview,
     PostFilterResult,
@@ -79,6 +81,8 @@ from kubesched.observe.record import fit_error_message
 NAME = "DefaultPreemption"
 
 MESSAGE_PREFIX = "preemption: "
+GROUP_MESSAGE_PREFIX = "pod group preemption: "
+NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -273,7 +277,7 @@ def _fit(arr: np.ndarray, size: int) -> np.ndarray:
 # --- the plugin -----------------------------------------------------------------------------------------
 
 
-class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, EnqueueExtensions):
+class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPostFilterPlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = DefaultPreemptionArgs
 
@@ -326,6 +330,15 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, EnqueueExte
         if status is not None and status.reasons:
             status = Status(status.code, (MESSAGE_PREFIX + status.message(),), NAME)
         return result, status
+
+    def pod_group_post_filter(self, group: PodGroup, members: Sequence[PodInfo]) -> Status:
+        """Group preemption (kube v1.37's PodGroupPostFilter), as far as kubesched has it: a group
+        none of whose members may preempt, or with nothing of lower priority to evict, says so.
+        Evicting for a group is not done yet: a group with possible victims is reported
+        unschedulable with kube's "no victims" words, and waits for room as it does without them."""
+        if any(m.preempt_never for m in members):
+            return Status(Code.UNSCHEDULABLE, (GROUP_MESSAGE_PREFIX + NOT_ELIGIBLE_NEVER,), NAME)
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (GROUP_MESSAGE_PREFIX + NO_GROUP_VICTIMS,), NAME)
 
     def preview(self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis) -> PreemptionPlan:
         """What preemption would do for the pod now, doing nothing: the node and victims it would

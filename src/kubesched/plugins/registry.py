@@ -12,6 +12,7 @@ from kubesched.plugins.celfilter import CELFilter
 from kubesched.plugins.celscore import CELScore
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.hotvalue import HotValue
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
@@ -55,6 +56,7 @@ IN_TREE: list[type[Plugin]] = [
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,
+    GangScheduling,
     LoadAware,
     TargetLoadPacking,
     LoadVariationRiskBalancing,

@@ -35,6 +35,18 @@ from kubesched.framework.interface import (
     ClusterEvent,
     Status,
 )
+from kubesched.queue.groups import (
+    GROUP_PREFIX,
+    INCOMPLETE,
+    MEMBER,
+    PENDING,
+    GroupAttempt,
+    GroupKnown,
+    GroupOf,
+    group_backoff_cap,
+    lead,
+    member_order,
+)
 from kubesched.queue.hints import HintMap, Registrations, Strategy
 
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
@@ -52,10 +64,28 @@ class QueuedPodInfo:
     unschedulable_plugins: frozenset[str] = frozenset()
     gated_by: Status | None = None
     backoff_expiry: float | None = None  # computed when first needed after a failure
-    where: str = ""  # "active", "backoff", "unschedulable", "gated", "" (in flight)
+    where: str = ""  # "active", "backoff", "unschedulable", "gated", "" (in flight); a group member's: groups.MEMBER...
     version: int = 0
     entered_pool: float = 0.0
     pool_cycle: int = 0  # the scheduling cycle whose failure put it in the unschedulable pool
+    ident: str = ""  # the pod's uid; a group's "podgroup/<namespace>/<name>"
+    group: str = ""  # a member's PodGroup, namespace/name
+
+    def __post_init__(self) -> None:
+        if not self.ident:
+            self.ident = self.pi.uid
+
+
+@dataclass(slots=True, eq=False)
+class QueuedGroup(QueuedPodInfo):
+    """A PodGroup's members, queued and popped as one (queue.groups). `pi` is the member tried
+    first: its priority and name order the entity among the pods (a group's priority is its
+    members', which the group cycle checks)."""
+
+    members: dict[str, QueuedPodInfo] = field(default_factory=dict)
+
+    def ordered(self) -> list[QueuedPodInfo]:
+        return sorted(self.members.values(), key=member_order)
 
 
 @dataclass(slots=True)
@@ -80,8 +110,12 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         on_change: Callable[[], None] | None = None,
+        group_of: GroupOf | None = None,
+        group_known: GroupKnown | None = None,
     ) -> None:
-        """`registrations`: per profile (schedulerName), each plugin's registered events with hints."""
+        """`registrations`: per profile (schedulerName), each plugin's registered events with hints.
+        `group_of`: the PodGroup (namespace/name) a pod is a member of, or None (GenericWorkload
+        off: always None); `group_known`: whether that PodGroup exists."""
         self.clock = clock
         self._sort_key = sort_key
         self._pre_enqueue = pre_enqueue
@@ -113,6 +147,14 @@ class SchedulingQueue:
         self._events: list[tuple[ClusterEvent, Any, Any]] = []
         self._events_base = 0  # the absolute index of _events[0]
         self._in_flight: dict[str, int] = {}  # uid -> absolute index of the first event it did not see
+        # Pod groups (queue.groups): entities by group, members waiting for their PodGroup or
+        # for their group's cycle to end, and the groups being scheduled.
+        self._group_of: GroupOf = group_of or (lambda pi: None)
+        self._group_known: GroupKnown = group_known or (lambda key: False)
+        self._entities: dict[str, QueuedGroup] = {}
+        self._incomplete: dict[str, dict[str, QueuedPodInfo]] = {}
+        self._arrived: dict[str, dict[str, QueuedPodInfo]] = {}
+        self._in_flight_groups: set[str] = set()
 
     # --- state changes ---------------------------------------------------------------------------
 
@@ -123,14 +165,14 @@ class SchedulingQueue:
         if qpi.where:
             self._counts[qpi.where] -= 1
             if qpi.where in ("unschedulable", "gated"):
-                (self._unschedulable if qpi.where == "unschedulable" else self._gated).pop(qpi.pi.uid, None)
+                (self._unschedulable if qpi.where == "unschedulable" else self._gated).pop(qpi.ident, None)
                 key = self._bucket_key(qpi)
                 bucket = self._buckets.get(key)
                 if bucket is not None:
-                    bucket.pop(qpi.pi.uid, None)
+                    bucket.pop(qpi.ident, None)
                     if not bucket:
                         del self._buckets[key]
-            elif qpi.where == "backoff" and not qpi.unschedulable_plugins:
+            elif qpi.where == "backoff" and self._error_heap(qpi):
                 self._error_backoff_count -= 1
         qpi.where = where
         qpi.version += 1
@@ -141,12 +183,22 @@ class SchedulingQueue:
 
     def _park(self, qpi: QueuedPodInfo, where: str, event: str) -> None:
         self._set_where(qpi, where, event)
-        (self._unschedulable if where == "unschedulable" else self._gated)[qpi.pi.uid] = qpi
-        self._buckets.setdefault(self._bucket_key(qpi), {})[qpi.pi.uid] = qpi
+        (self._unschedulable if where == "unschedulable" else self._gated)[qpi.ident] = qpi
+        self._buckets.setdefault(self._bucket_key(qpi), {})[qpi.ident] = qpi
+
+    @staticmethod
+    def _error_heap(qpi: QueuedPodInfo) -> bool:
+        """Whether its backoff is the error heap's, never popped early: a pod that failed with an
+        error, and every group (kube fills no rejecting plugins in for a group)."""
+        return not qpi.unschedulable_plugins or isinstance(qpi, QueuedGroup)
 
     def _gate(self, qpi: QueuedPodInfo, event: str) -> bool:
-        """Runs PreEnqueue; a rejected pod is parked as gated, its gating plugin a rejector."""
-        status = self._pre_enqueue(qpi.pi)
+        """Runs PreEnqueue; a rejected pod is parked as gated, its gating plugin a rejector. A
+        group is gated whole when any member is."""
+        if isinstance(qpi, QueuedGroup):
+            status = next((st for m in qpi.ordered() if (st := self._pre_enqueue(m.pi)) is not None), None)
+        else:
+            status = self._pre_enqueue(qpi.pi)
         if status is None:
             qpi.gated_by = None
             return False
@@ -170,7 +222,7 @@ class SchedulingQueue:
             return
         self._set_where(qpi, "backoff", event)
         expiry = self._backoff_expiry(qpi)
-        if qpi.unschedulable_plugins:
+        if not self._error_heap(qpi):
             heapq.heappush(self._backoff, (expiry, self._sort_key(qpi), next(self._seq), qpi.version, qpi))
             self._on_change()  # an idle scheduler may pop it at once
         else:
@@ -204,7 +256,8 @@ class SchedulingQueue:
         count = qpi.consecutive_errors or qpi.unschedulable_count
         if count == 0 or self.max_backoff <= 0:
             return 0.0
-        return float(min(self.initial_backoff * (2 ** min(count - 1, 32)), self.max_backoff))
+        cap = group_backoff_cap(self.max_backoff, len(qpi.members)) if isinstance(qpi, QueuedGroup) else self.max_backoff
+        return float(min(self.initial_backoff * (2 ** min(count - 1, 32)), cap))
 
     def _backoff_expiry(self, qpi: QueuedPodInfo) -> float:
         if qpi.backoff_expiry is None:
@@ -226,6 +279,11 @@ class SchedulingQueue:
             return
         qpi = QueuedPodInfo(pi, timestamp=self.clock.now())
         self.pods[pi.uid] = qpi
+        key = self._group_of(pi)
+        if key is not None:
+            qpi.group = key
+            self._add_member(qpi, "UnscheduledPodAdd")
+            return
         self._to_active(qpi, "UnscheduledPodAdd")
 
     def update(self, pi: PodInfo) -> None:
@@ -237,6 +295,8 @@ class SchedulingQueue:
             return
         old, qpi.pi = qpi.pi, pi
         where = qpi.where
+        if qpi.group:
+            return  # a member is updated in place; its group's entity is tried as it is
         if where == "":
             if self._in_flight:  # judged when its attempt ends, with the cluster's events
                 self._events.extend((event, old, pi) for event in pod_changes(pi, old, TARGET_POD))
@@ -256,7 +316,10 @@ class SchedulingQueue:
     def delete(self, uid: str) -> QueuedPodInfo | None:
         qpi = self.pods.pop(uid, None)
         if qpi is not None:
-            self._set_where(qpi, "")
+            if qpi.group:
+                self._remove_member(qpi)
+            else:
+                self._set_where(qpi, "")
         self.done(uid)
         return qpi
 
@@ -276,10 +339,17 @@ class SchedulingQueue:
             self.incoming[("active", POP_FROM_BACKOFF_Q)] = self.incoming.get(("active", POP_FROM_BACKOFF_Q), 0) + 1
         self._set_where(qpi, "")
         qpi.attempts += 1
+        now = self.clock.now()
         if qpi.initial_attempt_timestamp is None:
-            qpi.initial_attempt_timestamp = self.clock.now()
+            qpi.initial_attempt_timestamp = now
+        if isinstance(qpi, QueuedGroup):
+            self._in_flight_groups.add(qpi.group)
+            for member in qpi.members.values():
+                member.attempts += 1
+                if member.initial_attempt_timestamp is None:
+                    member.initial_attempt_timestamp = now
         self.scheduling_cycle += 1
-        self._in_flight[qpi.pi.uid] = self._events_base + len(self._events)
+        self._in_flight[qpi.ident] = self._events_base + len(self._events)
         return qpi
 
     @staticmethod
@@ -298,7 +368,9 @@ class SchedulingQueue:
 
     def assumed(self, uid: str) -> None:
         """The pod was assumed onto a node: it is no longer pending (though still in flight)."""
-        self.pods.pop(uid, None)
+        qpi = self.pods.pop(uid, None)
+        if qpi is not None and qpi.group:
+            qpi.where = ""  # a member gone to binding: in flight until bound or back
 
     def done(self, uid: str) -> None:
         """The pod's attempt is over (bound, back in the queue, or gone): events that arrive
@@ -325,6 +397,12 @@ class SchedulingQueue:
         if uid not in self.pods or qpi.where:
             self.done(uid)
             return  # deleted or re-added while in flight
+        if qpi.group:  # a member failed after its group's cycle (in binding): it rejoins its group
+            qpi.unschedulable_plugins = frozenset(plugins)
+            qpi.timestamp = self.clock.now()
+            self.done(uid)
+            self._add_member(qpi, SCHEDULE_ATTEMPT_FAILURE)
+            return
         qpi.unschedulable_plugins = frozenset(plugins)
         if qpi.unschedulable_plugins:
             qpi.unschedulable_count += 1
@@ -427,6 +505,123 @@ class SchedulingQueue:
         if self._in_flight:
             self._events.append((event, None, None))
         return len(moving)
+
+    # --- pod groups (queue.groups) -------------------------------------------------------------------
+
+    def _add_member(self, qpi: QueuedPodInfo, event: str) -> None:
+        """A member arrives (or comes back after its binding failed): it waits for its PodGroup,
+        for its group's cycle to end, joins the group's entity where that waits, or starts one."""
+        key = qpi.group
+        uid = qpi.pi.uid
+        if not self._group_known(key):
+            qpi.where = INCOMPLETE
+            self._incomplete.setdefault(key, {})[uid] = qpi
+            return
+        if key in self._in_flight_groups:
+            qpi.where = PENDING
+            self._arrived.setdefault(key, {})[uid] = qpi
+            return
+        qpi.where = MEMBER
+        entity = self._entities.get(key)
+        if entity is not None and entity.where:
+            entity.members[uid] = qpi
+            self._relead(entity)
+            where = entity.where
+            if where in ("active", "backoff"):  # re-sorted where it waits, PreEnqueue not run again
+                self._set_where(entity, "")
+                if where == "active":
+                    self._to_active(entity, "", check_gates=False)
+                else:
+                    self._set_where(entity, "backoff")
+                    heapq.heappush(self._error_backoff, (self._backoff_expiry(entity), next(self._seq), entity.version, entity))
+                    self._error_backoff_count += 1
+            return
+        entity = QueuedGroup(qpi.pi, qpi.timestamp, ident=GROUP_PREFIX + key, group=key, members={uid: qpi},
+                             initial_attempt_timestamp=qpi.initial_attempt_timestamp)
+        self._entities[key] = entity
+        self._to_active(entity, event)
+
+    @staticmethod
+    def _relead(entity: QueuedGroup) -> None:
+        if entity.members:
+            entity.pi = lead(entity.members.values()).pi
+
+    def _remove_member(self, qpi: QueuedPodInfo) -> None:
+        key, uid = qpi.group, qpi.pi.uid
+        for holding in (self._incomplete, self._arrived):
+            waiting = holding.get(key)
+            if waiting is not None and waiting.pop(uid, None) is not None and not waiting:
+                del holding[key]
+        entity = self._entities.get(key)
+        if entity is None or entity.members.pop(uid, None) is None:
+            return
+        if entity.members:
+            self._relead(entity)
+        elif entity.where:  # an entity being scheduled is settled by group_attempted
+            self._set_where(entity, "")
+            del self._entities[key]
+
+    def group_added(self, key: str) -> None:
+        """Its PodGroup arrived: members that waited for it are queued (kube: then the PodGroup
+        Add event may release a gated entity)."""
+        for qpi in list(self._incomplete.pop(key, {}).values()):
+            self._add_member(qpi, "PodGroupAdd")
+
+    def group_deleted(self, key: str) -> None:
+        """Its PodGroup is gone: the members wait for it again."""
+        entity = self._entities.get(key)
+        members = list(entity.members.values()) if entity is not None else []
+        members += list(self._arrived.pop(key, {}).values())
+        if entity is not None and entity.where:
+            self._set_where(entity, "")
+            del self._entities[key]
+        for qpi in members:
+            qpi.where = INCOMPLETE
+            self._incomplete.setdefault(key, {})[qpi.pi.uid] = qpi
+
+    def group_attempted(self, entity: QueuedGroup, attempt: GroupAttempt) -> None:
+        """A PodGroup cycle ended (kube's AddAttemptedPodGroupIfNeeded): the members it did not send
+        to binding, and those that arrived meanwhile, make the entity that is queued again."""
+        key = entity.group
+        self._in_flight_groups.discard(key)
+        self.done(entity.ident)
+        if self._entities.get(key) is entity:
+            del self._entities[key]
+        back = {uid: self.pods[uid] for q in attempt.back if (uid := q.pi.uid) in self.pods and self.pods[uid] is q}
+        for uid, plugins in attempt.rejectors.items():
+            if uid in back:
+                back[uid].unschedulable_plugins = plugins
+        arrived = self._arrived.pop(key, {})
+        members = {**back, **{uid: q for uid, q in arrived.items() if self.pods.get(uid) is q}}
+        if not members:
+            return
+        if not self._group_known(key):
+            for qpi in members.values():
+                qpi.where = INCOMPLETE
+                self._incomplete.setdefault(key, {})[qpi.pi.uid] = qpi
+            return
+        for qpi in members.values():
+            qpi.where = MEMBER
+        again = QueuedGroup(lead(members.values()).pi, entity.timestamp, ident=entity.ident, group=key, members=members,
+                            initial_attempt_timestamp=entity.initial_attempt_timestamp, attempts=entity.attempts,
+                            unschedulable_count=entity.unschedulable_count, consecutive_errors=entity.consecutive_errors)
+        self._entities[key] = again
+        now = self.clock.now()
+        if attempt.outcome == "success":
+            again.unschedulable_count = again.consecutive_errors = 0
+            if not any(uid in back for uid in members):
+                again.timestamp = now
+        elif attempt.outcome == "unschedulable":
+            again.unschedulable_count += 1
+            again.consecutive_errors = 0
+            again.timestamp = now
+        else:
+            again.consecutive_errors += 1
+            again.timestamp = now
+        if self.backing_off(again):
+            self._to_backoff(again, SCHEDULE_ATTEMPT_FAILURE)
+        else:
+            self._to_active(again, SCHEDULE_ATTEMPT_FAILURE)
 
     def activate(self, uids: Iterable[str]) -> None:
         """Pods a plugin asks to retry now (kube's Activate): out of the pool or backoff."""

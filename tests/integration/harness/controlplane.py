@@ -35,6 +35,8 @@ from .rest import Kube, write_kubeconfig
 
 START_TIMEOUT = 60.0
 ADMIN_USER = "kubesched-admin"
+# Feature gates of the control plane's components (kube-apiserver, and kube-scheduler as a peer).
+FEATURE_GATES = "GenericWorkload=true"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -302,6 +304,10 @@ class ControlPlane:
             # The "kubernetes" Service's endpoints would be 127.0.0.1, which Endpoints validation refuses.
             "--endpoint-reconciler-type=none",
             "--profiling=false",
+            # Gang scheduling's API (Workloads, PodGroups, pod.spec.schedulingGroup): beta in v1.37,
+            # off by default, and a beta API is served only when asked for.
+            f"--feature-gates={FEATURE_GATES}",
+            "--runtime-config=scheduling.k8s.io/v1beta1=true",
             "--v=1",
         ]
 

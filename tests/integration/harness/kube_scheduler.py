@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .binaries import require_binaries
-from .controlplane import ControlPlane
+from .controlplane import FEATURE_GATES, ControlPlane
 from .procs import ManagedProcess, free_port, wait_until
 
 _counter = itertools.count(1)
@@ -126,6 +126,7 @@ def run_kube_scheduler(
             f"--cert-dir={cp.workdir / f'kube-scheduler-{n}-certs'}",
             f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
+            f"--feature-gates={FEATURE_GATES}",
             "--v=2",
             *extra_args,
         ],

@@ -30,8 +30,10 @@ from typing import Any
 import msgspec
 
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
+from kubesched.api.podgroups import PodGroup
+from kubesched.api.podgroups import Workload as GroupWorkload
 from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
-from kubesched.api.validation import cluster, pod, podsecurity, servicefields, storage, workloads
+from kubesched.api.validation import cluster, pod, podgroups, podsecurity, servicefields, storage, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -132,6 +134,11 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         return cluster.validate_service(typed) + servicefields.validate_service_extras(extras, typed.spec.type or "ClusterIP")
     if isinstance(kind, str) and kind in WORKLOAD_KINDS:
         return validate_workload(kind, raw)
+    if kind in ("PodGroup", "Workload"):
+        typed, issues = _decode(raw, PodGroup if kind == "PodGroup" else GroupWorkload)
+        if issues:
+            return issues
+        return podgroups.validate_pod_group(typed) if kind == "PodGroup" else podgroups.validate_workload(typed)
     if isinstance(kind, str) and kind in _STORAGE:
         typed, issues = _decode(raw, STORAGE_TYPES[STORAGE_KINDS[kind]])
         if issues:

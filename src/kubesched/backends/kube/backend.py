@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageWriteError
 from kubesched.backends.kube.events import EventRecorder, micro_time
@@ -194,6 +195,25 @@ class KubeBackend:
             )
 
         self._then(pi, "setting nominatedNodeName", write)
+
+    def set_pod_group_condition(self, pg: PodGroup, condition: Condition) -> None:
+        """A strategic-merge patch of the PodGroup's status subresource with one condition (its
+        conditions merge by type, as kube-scheduler writes PodGroupInitiallyScheduled)."""
+        meta = pg.metadata
+        body = {"status": {"conditions": [msgspec.to_builtins(condition)]}}
+        path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{meta.namespace}/podgroups/{meta.name}/status"
+
+        async def write() -> None:
+            try:
+                await self.client.patch(path, body=body, content_type=STRATEGIC_MERGE)
+            except ApiError as exc:
+                if exc.status != 404:  # a PodGroup deleted meanwhile has no status to write
+                    self.write_failures += 1
+                    log.warning("writing the status of PodGroup %s failed: %s", pg.key, exc)
+
+        task = asyncio.get_running_loop().create_task(write(), name=f"podgroup status {pg.key}")
+        if self.scheduler is not None:
+            self.scheduler.track(task)
 
     def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
         meta = pi.pod.metadata

@@ -55,6 +55,9 @@ class ReadOnlyBackend:
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         self._refuse(f"set the condition of {pi.key}")
 
+    def set_pod_group_condition(self, pg: Any, condition: Any) -> None:
+        self._refuse(f"set the condition of PodGroup {pg.key}")
+
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         self._refuse("update a PersistentVolume")
         return pv

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
+from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import (
     ANN_BIND_COMPLETED,
@@ -90,6 +91,8 @@ class SimCluster:
     nodes: dict[str, Node] = field(default_factory=dict)
     resource_version: int = 1
     provisioned: int = 0
+    # PodGroups (scheduling.k8s.io/v1beta1) by namespace/name, their status as the scheduler wrote it.
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
     def _sched(self) -> SchedulerPort:
@@ -164,6 +167,16 @@ class SimCluster:
         pod = self.pods.get(pi.uid)
         if pod is not None:
             pod.metadata.annotations = {**pod.metadata.annotations, **annotations}
+
+    def set_pod_group_condition(self, pg: PodGroup, condition: Condition) -> None:
+        stored = self.pod_groups.get(pg.key)
+        if stored is not None:
+            stored.status.conditions = [*(c for c in stored.status.conditions if c.type != condition.type), condition]
+
+    def add_pod_group(self, pg: PodGroup) -> None:
+        """A PodGroup created (now, or at its arrival time): the scheduler is told."""
+        self.pod_groups[pg.key] = pg
+        self._sched().on_pod_group(pg)
 
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """The volume binder's PV update (claimRef, annotations) on the current version only."""

@@ -20,8 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
+from kubesched.api.podgroups import PodGroupStatus
 from kubesched.backends.base import SchedulerPort
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
@@ -236,6 +238,11 @@ class Simulation:
         for node in self.input.nodes:
             sched.on_node_add(node)
         sim.nodes = {node.metadata.name: node for node in self.input.nodes}
+        for pg, arrival in self.input.pod_groups:
+            if arrival <= 0:
+                sim.add_pod_group(msgspec.structs.replace(pg, status=PodGroupStatus()))
+            else:
+                sim.at(arrival, lambda g=pg: sim.add_pod_group(msgspec.structs.replace(g, status=PodGroupStatus())))
         for resource, obj, arrival in self.input.storage:
             if arrival <= 0:
                 sim.add_storage(resource, obj)

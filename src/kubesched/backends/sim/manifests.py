@@ -66,6 +66,8 @@ Scenario settings come from a ConfigMap named `kubesched-simulation` (any namesp
 one), its `data` keys:
 
 - `scrapeInterval`: how often the simulated node-exporter is scraped (default 15s);
+- `featureGates`: kube's feature gates the scenario needs, as `--feature-gates` takes them
+  (`GenericWorkload=true` for PodGroups); the command line's come first, these over them;
 - `prometheusOutages`: comma-separated virtual-time spans `START-END` (e.g. `10m-12m, 1h-1h5m`)
   during which the simulated Prometheus refuses connections.
 
@@ -91,9 +93,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubesched import features
 from kubesched.api import yamlio
 from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
+from kubesched.api.podgroups import DisruptionMode, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
 from kubesched.api.quantity import INT64_MAX, parse_duration
 from kubesched.api.selectors import Selector
@@ -136,7 +140,7 @@ SIM_CONFIGMAP = "kubesched-simulation"
 # One manifest file: `kubectl get pods -A -o yaml` of a 10,000-pod cluster is about 60 MiB, and
 # reading YAML takes some twenty times the file's size in memory.
 MAX_MANIFEST_BYTES = 256 * 2**20
-SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages")
+SIM_SETTINGS_KEYS = ("scrapeInterval", "prometheusOutages", "featureGates")
 
 DEFAULT_SCHEDULER = "default-scheduler"
 RUNTIME_CLASS_OVERHEAD = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
@@ -170,6 +174,8 @@ _GROUPS: dict[str, frozenset[str]] = {
     "CSIDriver": frozenset({"storage.k8s.io"}),
     "CSIStorageCapacity": frozenset({"storage.k8s.io"}),
     "VolumeAttachment": frozenset({"storage.k8s.io"}),
+    "PodGroup": frozenset({"scheduling.k8s.io"}),
+    "Workload": frozenset({"scheduling.k8s.io"}),
 }
 # kind -> the API versions a current API server serves it in (others: "no matches for kind").
 _SERVED: dict[str, frozenset[str]] = {
@@ -191,10 +197,13 @@ _SERVED: dict[str, frozenset[str]] = {
     "CSIDriver": frozenset({"storage.k8s.io/v1"}),
     "CSIStorageCapacity": frozenset({"storage.k8s.io/v1"}),
     "VolumeAttachment": frozenset({"storage.k8s.io/v1"}),
+    # GenericWorkload's API (served when the gate and the beta API are on).
+    "PodGroup": frozenset({"scheduling.k8s.io/v1beta1"}),
+    "Workload": frozenset({"scheduling.k8s.io/v1beta1"}),
 }
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job",
-                         "PersistentVolumeClaim", "CSIStorageCapacity"})
+                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload"})
 _GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
@@ -226,6 +235,7 @@ class SimSettings:
     scrape_interval: float = DEFAULT_SCRAPE_INTERVAL
     # Virtual-time spans [start, end) during which the simulated Prometheus refuses queries.
     prometheus_outages: list[tuple[float, float]] = field(default_factory=list)
+    feature_gates: str = ""  # as --feature-gates takes them
 
 
 @dataclass
@@ -252,6 +262,8 @@ class ClusterInput:
     storage: list[tuple[str, Any, float]] = field(default_factory=list)
     # Scheduler configuration changes in virtual time (backends.sim.configchanges), in time order.
     config_changes: list[ConfigChange] = field(default_factory=list)
+    # PodGroups (scheduling.k8s.io/v1beta1) and when they are created (sim.kubesched.io/arrival).
+    pod_groups: list[tuple[PodGroup, float]] = field(default_factory=list)
 
 
 # --- reading files -------------------------------------------------------------------------------
@@ -494,6 +506,7 @@ class _Loader:
         self.storage: list[tuple[str, Any, float]] = []
         self.default_storage_class: str | None = None
         self.config_changes: list[ConfigChange] = []
+        self.pod_groups: list[tuple[PodGroup, float]] = []
 
     def refuse(self, exc: ManifestError) -> None:
         """One object is refused: raise, or with keep_going note it and carry on without it."""
@@ -605,7 +618,13 @@ class _Loader:
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
                 raise doc.error(FieldError(where, f"expected a string, got {_type_name(value)}"))
             try:
-                if key == "scrapeInterval":
+                if key == "featureGates":
+                    try:
+                        features.parse(str(value))
+                    except features.FeatureGateError as exc:
+                        raise FieldError(where, str(exc)) from None
+                    self.settings.feature_gates = str(value)
+                elif key == "scrapeInterval":
                     seconds = _seconds(str(value), where)
                     if seconds <= 0:
                         raise FieldError(where, f"invalid duration {_quoted(value)}: must be above 0")
@@ -692,6 +711,7 @@ class _Loader:
             settings=self.settings,
             storage=self.storage,
             config_changes=sorted(self.config_changes, key=lambda c: c.at),
+            pod_groups=self.pod_groups,
         )
 
     def _over_run_limits(self) -> dict[int, ManifestError]:
@@ -765,6 +785,18 @@ class _Loader:
             resource = STORAGE_KINDS[doc.kind]
             obj = self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))
             self.storage.append((resource, obj, self._storage_arrival(doc)))
+        elif doc.kind == "PodGroup":
+            pg: PodGroup = self._decode(doc, PodGroup)
+            pg.metadata.namespace = doc.namespace
+            pg.metadata.uid = pg.metadata.uid or stable_uid("PodGroup", doc.namespace, doc.name)
+            if pg.spec.disruption_mode is None:
+                pg.spec.disruption_mode = DisruptionMode(single={})
+            pg.status = PodGroupStatus()  # a create resets it
+            try:
+                self._group_priority(pg)
+            except FieldError as exc:
+                raise doc.error(exc) from None
+            self.pod_groups.append((pg, self._storage_arrival(doc)))
 
     # storage -------------------------------------------------------------------------------------
 
@@ -825,6 +857,25 @@ class _Loader:
             raise doc.error(exc) from None
 
     # priority classes ----------------------------------------------------------------------------
+
+    def _group_priority(self, pg: PodGroup) -> None:
+        """The Priority admission plugin on a PodGroup's create: spec.priority from its class (or
+        the global default), and an explicit value that disagrees refused, as the API server does."""
+        spec = pg.spec
+        if spec.priority_class_name:
+            pc = self.classes.get(spec.priority_class_name)
+            if pc is None:
+                raise FieldError("spec.priorityClassName", f"no PriorityClass with name {spec.priority_class_name} was found")
+            value = pc.value
+        elif self.default_class is not None:
+            spec.priority_class_name = self.default_class.metadata.name
+            value = self.default_class.value
+        else:
+            value = 0
+        if spec.priority is not None and spec.priority != value:
+            raise FieldError("spec.priority", f"priority set in the pod group ({spec.priority}) must match the priority computed "
+                                              f"({value}) based on the priority class set in the spec")
+        spec.priority = value
 
     def _priority_classes(self) -> list[PriorityClass]:
         """The classes that were accepted (validation ran in pass 1), with the admission rule of

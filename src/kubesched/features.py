@@ -1,0 +1,75 @@
+"""Feature gates, as kube components take them (`--feature-gates=GenericWorkload=true,...`).
+
+kube-scheduler's gates are process-wide and set once at start from the command line; so are
+kubesched's (`kubesched run|simulate|bench|config validate --feature-gates`, and a simulated
+scenario's `kubesched-simulation` ConfigMap). Only the gates that change what kubesched does are
+known; their defaults are kube v1.37.2's:
+
+- GenericWorkload (beta, off): the Workload/PodGroup API of scheduling.k8s.io/v1beta1. Pods
+  with `spec.schedulingGroup` are scheduled as groups (one PodGroup scheduling cycle, all or
+  nothing), PodGroups are watched, and the default profile gains GangScheduling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+GENERIC_WORKLOAD = "GenericWorkload"
+
+_KNOWN = {GENERIC_WORKLOAD: "generic_workload"}
+
+
+class FeatureGateError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureGates:
+    generic_workload: bool = False
+
+    def describe(self) -> str:
+        return ",".join(f"{name}={str(getattr(self, attr)).lower()}" for name, attr in sorted(_KNOWN.items()))
+
+
+_current = FeatureGates()
+
+
+def current() -> FeatureGates:
+    return _current
+
+
+def parse(spec: str, base: FeatureGates | None = None) -> FeatureGates:
+    """`A=true,B=false` over `base` (the defaults), in kube's words when it is wrong."""
+    gates = base or FeatureGates()
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            raise FeatureGateError(f"missing bool value for {part}")
+        if name not in _KNOWN:
+            raise FeatureGateError(f"unrecognized feature gate: {name} (kubesched knows {', '.join(sorted(_KNOWN))})")
+        if value.lower() not in ("true", "false"):
+            raise FeatureGateError(f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {value!r}: invalid syntax")
+        gates = replace(gates, **{_KNOWN[name]: value.lower() == "true"})
+    return gates
+
+
+def set_gates(gates: FeatureGates) -> None:
+    """Sets the process's gates (the CLI does, once, before loading the configuration)."""
+    global _current
+    _current = gates
+
+
+@contextlib.contextmanager
+def gates(**values: bool) -> Iterator[FeatureGates]:
+    """The gates changed for the block (tests, a simulated scenario's settings)."""
+    before = _current
+    set_gates(replace(before, **values))
+    try:
+        yield _current
+    finally:
+        set_gates(before)

@@ -1,0 +1,316 @@
+"""The PodGroup scheduling cycle (kube v1.37's scheduleOnePodGroup, GenericWorkload): a group's
+members placed together on one snapshot, all or nothing.
+
+Read top to bottom, as `run` does it:
+
+1. Check the group: its PodGroup exists, every member names the same profile and has the
+   group's priority. A failure fails every member with a scheduler error.
+2. Quorum first (GangScheduling's PlacementFeasible, minCount 1 for a basic group): if the
+   members queued plus those already scheduled cannot reach minCount, no member is tried.
+3. Members in order (queue.groups.member_order): each one's ordinary cycle (PreFilter, Filter,
+   Score, select; no PostFilter: a member never preempts on its own), then assumed and reserved
+   on its node, so the next member sees it. After each, the quorum again: it cannot be met any
+   more, and the loop stops.
+4. The group succeeds when the quorum is met and some member was placed; otherwise every member
+   placed is unreserved and forgotten, last first. A failed group runs PodGroupPostFilter
+   (group preemption) once; its message is appended to the group's.
+5. Results: placed members of a successful group go on to Permit and binding; the others fail
+   with kube's messages (below), each with its FailedScheduling event and condition; the
+   PodGroup's PodGroupInitiallyScheduled condition is written if it changed; the queue takes
+   the members that are left (queue.groups).
+
+Messages, as kube composes them: a group status's message is its reasons joined by ", ", the
+sentinel "pod group is unschedulable" first when it carries it. A member placed in a group that
+failed reads "pod group is unschedulable, <group message>"; a member that did not fit, its own
+FitError; a member never tried, the group's message as it was before PodGroupPostFilter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Protocol
+
+from kubesched.api.podgroups import (
+    CONDITION_INITIALLY_SCHEDULED,
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    Condition,
+    PodGroup,
+)
+from kubesched.framework.interface import Code, CycleState, Diagnosis, PlacementFeasiblePlugin, Status
+from kubesched.observe.record import DecisionRecord, fit_error_message
+from kubesched.queue.groups import GroupAttempt
+
+if TYPE_CHECKING:
+    from kubesched.api.podinfo import PodInfo
+    from kubesched.backends.base import ClusterBackend
+    from kubesched.cache.cache import Cache
+    from kubesched.clock import Clock
+    from kubesched.framework.runtime import Framework
+    from kubesched.observe.metrics import SchedulerMetrics
+    from kubesched.observe.record import Recorder
+    from kubesched.queue.scheduling_queue import QueuedGroup, QueuedPodInfo, SchedulingQueue
+
+
+class Placement(Protocol):
+    """One member's placement (the scheduler's ScheduleResult): a node, or why not."""
+
+    node: str | None
+    failure: Status | None
+    diagnosis: Diagnosis | None
+
+
+class GroupHost(Protocol):
+    """What a group cycle uses of the scheduler: its state, and its own per-pod cycle, assume,
+    Permit and binding, and failure paths (a member is scheduled, bound and reported as a pod is)."""
+
+    cache: Cache
+    queue: SchedulingQueue
+    frameworks: dict[str, Framework]
+    clock: Clock
+    recorder: Recorder
+    metrics: SchedulerMetrics
+    backend: ClusterBackend
+
+    def schedule_member(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> Placement: ...
+
+    def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
+
+    def permit_and_bind(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
+    ) -> None: ...
+
+    def fail_attempt(self, fwk: Framework, qpi: QueuedPodInfo, record: DecisionRecord, status: Status) -> None: ...
+
+UNSCHEDULABLE_GROUP = "pod group is unschedulable"  # kube's errPodGroupUnschedulable
+
+
+@dataclass(slots=True)
+class _Member:
+    qpi: QueuedPodInfo
+    record: DecisionRecord
+    state: CycleState = field(default_factory=CycleState)
+    node: str | None = None  # placed on, in this cycle
+    status: Status | None = None  # its own failure (a FitError, an error), if it was tried
+    rejectors: frozenset[str] = frozenset()
+    tried: bool = False
+
+
+def _with_sentinel(status: Status) -> Status:
+    return Status(status.code, (UNSCHEDULABLE_GROUP, *status.reasons), status.plugin)
+
+
+class GroupCycle:
+    """The group cycle of one scheduler (it uses the scheduler's own cycle, failure and binding
+    paths: a member is scheduled, reported and bound as a pod is)."""
+
+    def __init__(self, sched: GroupHost) -> None:
+        self.sched = sched
+
+    def run(self, entity: QueuedGroup) -> None:
+        sched = self.sched
+        started = time.perf_counter()
+        key = entity.group
+        group_state = sched.cache.groups.state(key)
+        pg = group_state.group if group_state is not None else None
+        members = entity.ordered()
+        if pg is None:
+            # Deleted since the entity was queued: its members wait for it again.
+            sched.queue.group_attempted(entity, GroupAttempt("error", back=members))
+            return
+        problem = self._validate(pg, members)
+        if problem is not None:
+            self._error_before_scheduling(entity, pg, members, problem)
+            return
+        members = [m for m in members if not m.pi.pod.metadata.deletion_timestamp and sched.cache.node_of(m.pi.uid) is None]
+        if not members:
+            sched.queue.group_attempted(entity, GroupAttempt("success"))
+            return
+        fwk = sched.frameworks[members[0].pi.scheduler_name]
+        tried = [self._member(fwk, m) for m in members]
+        status = self._place(fwk, pg, tried)
+        outcome = "success" if status is None else "error" if status.code == Code.ERROR else "unschedulable"
+        if status is not None:
+            self._undo(fwk, tried)
+            before_post_filter = status
+            if status.code == Code.UNSCHEDULABLE:
+                status = self._post_filter(fwk, pg, status, tried)
+            self._fail_members(fwk, pg, tried, status, before_post_filter)
+        else:
+            for m in tried:
+                if m.node is not None:
+                    sched.permit_and_bind(fwk, m.state, m.qpi, m.record, m.node, sched.queue.scheduling_cycle)
+                else:
+                    self._report(fwk, m, m.status or Status(Code.UNSCHEDULABLE, ()))
+        self._write_condition(pg, status)
+        back = [m.qpi for m in tried if m.node is None or status is not None]
+        sched.queue.group_attempted(entity, GroupAttempt(outcome, back, {m.qpi.pi.uid: m.rejectors for m in tried}))
+        for m in tried:
+            m.record.duration = time.perf_counter() - started
+            sched.recorder.add(m.record)
+        sched.metrics.attempt_group(outcome if outcome != "success" else "scheduled", fwk.name, time.perf_counter() - started)
+
+    # --- 1. the group's own checks -------------------------------------------------------------
+
+    def _validate(self, pg: PodGroup, members: list[QueuedPodInfo]) -> str | None:
+        sched = self.sched
+        first = members[0].pi
+        group_state = sched.cache.groups.state(pg.key)
+        everyone = [m.pi for m in members] + (group_state.scheduled() if group_state is not None else [])
+        for pi in everyone:
+            if pi.scheduler_name != first.scheduler_name:
+                return (f"all pods in a single pod group should have the same .spec.schedulerName set, "
+                        f'got: "{pi.scheduler_name}" and "{first.scheduler_name}"')
+        priority = pg.spec.priority or 0
+        for pi in everyone:
+            if pi.priority != priority:
+                return (f"all pods in a single pod group should have the same priority as the pod group's priority, "
+                        f"got {pi.priority} and {priority}")
+        policy = first.pod.spec.preemption_policy or "PreemptLowerPriority"
+        for pi in everyone:
+            mine = pi.pod.spec.preemption_policy or "PreemptLowerPriority"
+            if mine != policy:
+                return f"all pods in a single pod group should have the same preemption policy, got {mine} and {policy}"
+        if first.scheduler_name not in sched.frameworks:
+            return f'profile not found for scheduler name "{first.scheduler_name}"'
+        return None
+
+    def _error_before_scheduling(self, entity: QueuedGroup, pg: PodGroup, members: list[QueuedPodInfo], message: str) -> None:
+        sched = self.sched
+        status = Status(Code.ERROR, (message,))
+        fwk = sched.frameworks.get(members[0].pi.scheduler_name) or next(iter(sched.frameworks.values()))
+        for qpi in members:
+            m = self._member(fwk, qpi)
+            self._report(fwk, m, status)
+            sched.recorder.add(m.record)
+        self._write_condition(pg, status)
+        sched.queue.group_attempted(entity, GroupAttempt("error", back=members))
+
+    # --- 2-4. placing the members together --------------------------------------------------------
+
+    def _member(self, fwk: Framework, qpi: QueuedPodInfo) -> _Member:
+        sched = self.sched
+        pi = qpi.pi
+        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, sched.clock.now(), len(sched.cache.table), pi.uid)
+        return _Member(qpi, record)
+
+    def _quorum(self, fwk: Framework, pg: PodGroup, scheduled: int, remaining: int) -> Status | None:
+        plugin = fwk.instances.get("GangScheduling")
+        if not isinstance(plugin, PlacementFeasiblePlugin):
+            return None  # kube: no quorum is enforced without GangScheduling
+        return plugin.placement_feasible(pg, scheduled, remaining)
+
+    def _place(self, fwk: Framework, pg: PodGroup, members: list[_Member]) -> Status | None:
+        """Tries the members; None when the group is placed, else the group's status."""
+        sched = self.sched
+        group_state = sched.cache.groups.state(pg.key)
+        scheduled = group_state.scheduled_count() if group_state is not None else 0
+        remaining = len(members)
+        quorum = self._quorum(fwk, pg, scheduled, remaining)
+        if quorum is not None and quorum.code == Code.UNSCHEDULABLE:
+            return _with_sentinel(quorum)
+        placed = 0
+        for m in members:
+            m.tried = True
+            result = sched.schedule_member(fwk, m.state, m.qpi.pi, m.record)
+            if result.node is not None:
+                reserve = sched.assume_and_reserve(fwk, m.state, m.qpi.pi, m.record, result.node)
+                if reserve is None:
+                    m.node = result.node
+                    placed += 1
+                    scheduled += 1
+                else:
+                    fwk.run_unreserve(m.state, m.qpi.pi, result.node)
+                    sched.cache.forget(m.qpi.pi)
+                    m.record.chosen = None
+                    m.status = reserve
+                    m.rejectors = frozenset([reserve.plugin] if reserve.plugin and reserve.code != Code.ERROR else [])
+            else:
+                m.status = result.failure if result.failure is not None else self._fit_error(result)
+                m.rejectors = frozenset(result.diagnosis.unschedulable_plugins) if result.diagnosis is not None else \
+                    frozenset([m.status.plugin] if m.status.plugin and m.status.code != Code.ERROR else [])
+            if m.status is not None and m.status.code == Code.ERROR:
+                return Status(Code.ERROR, (f"failed to schedule other pod from a pod group: {m.status.message()}",))
+            remaining -= 1
+            quorum = self._quorum(fwk, pg, scheduled, remaining)
+            if quorum is not None and quorum.code == Code.ERROR:
+                return Status(Code.ERROR, (f"failed to evaluate placement feasibility: running PlacementFeasible plugin: "
+                                           f"{quorum.message()}",))
+            if quorum is not None and quorum.code == Code.UNSCHEDULABLE:
+                return quorum
+        if quorum is not None:  # Wait once every member was tried cannot happen: remaining is 0
+            return Status(Code.UNSCHEDULABLE, (UNSCHEDULABLE_GROUP, *quorum.reasons), quorum.plugin)
+        if not placed:
+            return Status(Code.UNSCHEDULABLE, (UNSCHEDULABLE_GROUP,))
+        return None
+
+    @staticmethod
+    def _fit_error(result: Placement) -> Status:
+        """A member that fits nowhere: kube's FitError text, without a PostFilter's (a member
+        never preempts on its own)."""
+        diagnosis = result.diagnosis
+        assert diagnosis is not None
+        return Status(Code.UNSCHEDULABLE, (fit_error_message(diagnosis.num_nodes, diagnosis.reasons.items(), diagnosis.pre_filter_msg),))
+
+    def _undo(self, fwk: Framework, members: list[_Member]) -> None:
+        """A group that failed: every member placed is unreserved and forgotten, last first."""
+        for m in reversed(members):
+            if m.node is not None:
+                fwk.run_unreserve(m.state, m.qpi.pi, m.node)
+                self.sched.cache.forget(m.qpi.pi)
+
+    def _post_filter(self, fwk: Framework, pg: PodGroup, status: Status, members: list[_Member]) -> Status:
+        """PodGroupPostFilter (group preemption): its message is appended to the group's, always
+        (an empty one too, as kube does)."""
+        result = fwk.run_pod_group_post_filter(pg, [m.qpi.pi for m in members])
+        if result.code == Code.ERROR:
+            return result
+        return Status(status.code, (*status.reasons, result.message()), status.plugin)
+
+    # --- 5. results ------------------------------------------------------------------------------
+
+    def _fail_members(self, fwk: Framework, pg: PodGroup, members: list[_Member], status: Status, before: Status) -> None:
+        for m in members:
+            if status.code == Code.ERROR:
+                own = m.status if m.status is not None and m.status.code == Code.ERROR else status
+                self._report(fwk, m, own)
+            elif m.node is not None:
+                m.record.chosen = None
+                m.rejectors = m.rejectors | {"GangScheduling"}
+                self._report(fwk, m, Status(Code.UNSCHEDULABLE, (UNSCHEDULABLE_GROUP, *status.reasons)))
+            elif m.tried and m.status is not None:
+                self._report(fwk, m, m.status)
+            else:
+                m.rejectors = m.rejectors | {"GangScheduling"}
+                self._report(fwk, m, Status(before.code, before.reasons))
+            m.node = None
+
+    def _report(self, fwk: Framework, m: _Member, status: Status) -> None:
+        """The member's failed attempt, as any pod's: FailedScheduling, PodScheduled=False; the
+        queue takes it back with its group (queue.groups), not one by one."""
+        self.sched.fail_attempt(fwk, m.qpi, m.record, status)
+
+    def _write_condition(self, pg: PodGroup, status: Status | None) -> None:
+        """PodGroupInitiallyScheduled, if it changed; never from True back to anything else."""
+        if status is None:
+            value, reason, message = "True", REASON_SCHEDULED, ""
+        elif status.code == Code.ERROR:
+            value, reason, message = "False", REASON_SCHEDULER_ERROR, status.message()
+        else:
+            value, reason, message = "False", REASON_UNSCHEDULABLE, status.message()
+        current = pg.condition(CONDITION_INITIALLY_SCHEDULED)
+        if current is not None:
+            if current.status == "True" and value != "True":
+                return
+            if (current.status, current.reason, current.message) == (value, reason, message):
+                return
+        changed = current is None or current.status != value
+        when = datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        condition = Condition(type=CONDITION_INITIALLY_SCHEDULED, status=value, reason=reason, message=message,
+                              last_transition_time=when if changed or current is None else current.last_transition_time)
+        pg.status.conditions = [*(c for c in pg.status.conditions if c.type != CONDITION_INITIALLY_SCHEDULED), condition]
+        self.sched.backend.set_pod_group_condition(pg, condition)
+

@@ -1,0 +1,160 @@
+"""PodGroups (GenericWorkload) on the simulated cluster: the group cycle, GangScheduling's quorum,
+kube v1.37.2's messages, PodGroup status and the group's queueing (kubesched.groupcycle,
+queue.groups). The expected strings are those docs/design/podgroups-upstream.md observed from
+the real kube-scheduler v1.37.2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched import features
+from unit.simkit import node, pod, run
+
+NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+
+
+def group(name: str, min_count: int | None = 3, **extra: Any) -> dict[str, Any]:
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, **extra.pop("metadata", {})},
+            "spec": {"schedulingPolicy": policy, **extra}}
+
+
+def member(name: str, group_name: str, cpu: str = "500m", **kw: Any) -> dict[str, Any]:
+    return pod(name, cpu=cpu, schedulingGroup={"podGroupName": group_name}, **kw)
+
+
+def run_groups(objects: list[dict[str, Any]], **kw: Any) -> Any:
+    with features.gates(generic_workload=True):
+        return run(objects, **kw)
+
+
+def conditions(sim: Any, name: str) -> list[tuple[str, str, str]]:
+    pg = sim.cluster.pod_groups[f"default/{name}"]
+    return [(c.status, c.reason, c.message) for c in pg.status.conditions]
+
+
+def first_messages(sim: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for e in sim.cluster.events:
+        if e.reason == "FailedScheduling":
+            out.setdefault(e.pod.split("/", 1)[1], e.message)
+    return out
+
+
+NODES = [node("n1", cpu="4"), node("n2", cpu="4")]
+
+
+def test_a_gang_that_fits_is_placed_whole_in_one_group_cycle() -> None:
+    result, sim = run_groups([*NODES, group("ga"), *(member(f"ga-{i}", "ga") for i in range(3))])
+    assert result.pods_scheduled == 3 and not result.unschedulable
+    assert conditions(sim, "ga") == [("True", "Scheduled", "")]
+    assert sim.scheduler.metrics.group_attempts.get(("scheduled", "default-scheduler")) == 1
+    assert not [e for e in sim.cluster.events if e.reason == "FailedScheduling"]
+    assert {e.message for e in sim.cluster.events if e.reason == "Scheduled"} == {
+        f"Successfully assigned default/ga-{i} to {result.placements[f'default/ga-{i}']}" for i in range(3)}
+
+
+def test_a_gang_that_cannot_fit_is_placed_nowhere_with_kube_messages() -> None:
+    result, sim = run_groups([*NODES, group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
+    assert result.pods_scheduled == 0 and not sim.scheduler.cache.placed
+    message = f"minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, {NO_VICTIMS}"
+    assert first_messages(sim) == {
+        "gb-0": f"pod group is unschedulable, {message}",
+        "gb-1": f"pod group is unschedulable, {message}",
+        "gb-2": "0/2 nodes are available: 2 Insufficient cpu.",
+    }
+    assert conditions(sim, "gb") == [("False", "Unschedulable", message)]
+    gb0 = next(p for p in sim.cluster.pods.values() if p.metadata.name == "gb-0")
+    (cond,) = [c for c in gb0.status.conditions if c.type == "PodScheduled"]
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+
+
+def test_a_group_that_cannot_fit_retries_on_its_backoff_alone() -> None:
+    result, sim = run_groups([*NODES, group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
+    times = sorted({e.time for e in sim.cluster.events if e.pod == "default/gb-2"})
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    # 1, 2, 4, 8, 16 s doubling, in 1-second windows, capped at 10 x sqrt(3) = 17.3 s.
+    assert gaps[:4] == [2.0, 3.0, 5.0, 9.0], times[:6]
+    assert max(gaps) <= 18.0
+
+
+def test_members_never_tried_get_the_group_message_without_preemption() -> None:
+    result, sim = run_groups([*NODES, group("gc"), *(member(f"gc-{i}", "gc", cpu="8") for i in range(3))])
+    assert first_messages(sim) == {
+        "gc-0": "0/2 nodes are available: 2 Insufficient cpu.",
+        "gc-1": "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
+        "gc-2": "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
+    }
+    assert conditions(sim, "gc") == [("False", "Unschedulable", f"minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, {NO_VICTIMS}")]
+
+
+def test_a_basic_group_places_every_member_that_fits() -> None:
+    objects = [*NODES, group("basic", None), member("b-0", "basic", cpu="3"), member("b-1", "basic", cpu="3"),
+               member("b-2", "basic", cpu="3")]
+    result, sim = run_groups(objects)
+    assert result.pods_scheduled == 2
+    assert conditions(sim, "basic") == [("True", "Scheduled", "")]
+    nothing, sim2 = run_groups([*NODES, group("none", None), member("x-0", "none", cpu="8")])
+    assert first_messages(sim2) == {"x-0": "0/2 nodes are available: 2 Insufficient cpu."}
+    assert conditions(sim2, "none") == [("False", "Unschedulable", f"minCount (1) cannot be satisfied: 0 scheduled, 0 remaining, {NO_VICTIMS}")]
+
+
+def test_a_gang_waits_silently_for_its_last_member_and_then_goes_at_once() -> None:
+    late = member("g-2", "g", annotations={"sim.kubesched.io/arrival": "30s"})
+    result, sim = run_groups([*NODES, group("g"), member("g-0", "g"), member("g-1", "g"), late])
+    assert result.pods_scheduled == 3
+    assert {sim.cluster.bound_at[p.metadata.uid] for p in sim.cluster.pods.values()} == {30.0}
+    assert not [e for e in sim.cluster.events if e.reason == "FailedScheduling"]  # gated: no event, no condition
+    assert all(not p.status.conditions or p.spec.node_name for p in sim.cluster.pods.values())
+
+
+def test_members_wait_for_their_pod_group_to_appear() -> None:
+    pg = group("later", metadata={"annotations": {"sim.kubesched.io/arrival": "20s"}})
+    result, sim = run_groups([*NODES, pg, *(member(f"l-{i}", "later") for i in range(3))])
+    assert result.pods_scheduled == 3
+    assert {sim.cluster.bound_at[p.metadata.uid] for p in sim.cluster.pods.values()} == {20.0}
+    assert not [e for e in sim.cluster.events if e.reason == "FailedScheduling"]
+
+
+def test_a_member_whose_priority_is_not_the_groups_fails_the_group_with_a_scheduler_error() -> None:
+    objects = [*NODES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+               group("gp", priorityClassName="high"), *(member(f"gp-{i}", "gp") for i in range(3))]
+    result, sim = run_groups(objects)
+    message = "all pods in a single pod group should have the same priority as the pod group's priority, got 0 and 1000"
+    assert result.pods_scheduled == 0 and set(first_messages(sim).values()) == {message}
+    assert conditions(sim, "gp") == [("False", "SchedulerError", message)]
+    gp0 = next(p for p in sim.cluster.pods.values() if p.metadata.name == "gp-0")
+    assert [(c.reason, c.message) for c in gp0.status.conditions if c.type == "PodScheduled"] == [("SchedulerError", message)]
+
+
+def test_min_count_below_the_size_binds_the_members_that_fit() -> None:
+    objects = [*NODES, group("gm", 2), *(member(f"gm-{i}", "gm", cpu="3") for i in range(3))]
+    result, sim = run_groups(objects)
+    assert result.pods_scheduled == 2
+    assert conditions(sim, "gm") == [("True", "Scheduled", "")]
+    assert first_messages(sim) == {"gm-2": "0/2 nodes are available: 2 Insufficient cpu."}
+
+
+def test_without_the_gate_the_scheduling_group_is_not_read() -> None:
+    result, _ = run([*NODES, *(member(f"g-{i}", "nowhere") for i in range(3))])
+    assert result.pods_scheduled == 3
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"schedulingPolicy": {}}, 'spec.schedulingPolicy: Invalid value: "": must specify one of: `basic`, `gang`'),
+        ({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 2}}},
+         'spec.schedulingPolicy: Invalid value: "{basic, gang}": must specify exactly one of: `basic`, `gang`'),
+        ({"schedulingPolicy": {"gang": {"minCount": 0}}}, "spec.schedulingPolicy.gang.minCount: Required value"),
+    ],
+)
+def test_pod_groups_the_api_server_refuses_are_refused(spec: dict[str, Any], message: str) -> None:
+    from kubesched.backends.sim.manifests import ManifestError, load_objects
+
+    pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "bad"}, "spec": spec}
+    with pytest.raises(ManifestError) as info:
+        load_objects([pg])
+    assert message in str(info.value)
