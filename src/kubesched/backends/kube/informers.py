@@ -16,7 +16,9 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from kubesched import features
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
+from kubesched.api.podgroups import PODGROUPS, PodGroup
 from kubesched.api.selectors import SelectorError, compile_label_selector
 from kubesched.api.storage import (
     CSI_DRIVER,
@@ -161,6 +163,24 @@ class StorageHandler:
         self.scheduler.on_storage_delete(self.resource, obj)
 
 
+class PodGroupHandler:
+    """PodGroups (scheduling.k8s.io/v1beta1, GenericWorkload): gang scheduling's groups."""
+
+    def __init__(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: PodGroup) -> None:
+        self.scheduler.on_pod_group(obj)
+
+    def on_update(self, old: PodGroup, new: PodGroup) -> None:
+        # Its status is ours to write: only a change of the spec (minCount) concerns the queue.
+        if old.spec != new.spec:
+            self.scheduler.on_pod_group(new)
+
+    def on_delete(self, obj: PodGroup) -> None:
+        self.scheduler.on_pod_group_delete(obj.metadata.namespace, obj.metadata.name)
+
+
 # Event resource -> (collection path, reflector name).
 STORAGE_COLLECTIONS: dict[str, tuple[str, str]] = {
     PERSISTENT_VOLUME_CLAIM: ("/api/v1/persistentvolumeclaims", "persistentvolumeclaims"),
@@ -223,4 +243,8 @@ def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Ca
     # claim is not known yet is retried when the claim arrives (the volume plugins' hints).
     for resource, (path, name) in STORAGE_COLLECTIONS.items():
         reflectors.append(Reflector(client, path, STORAGE_TYPES[resource], StorageHandler(scheduler, resource), name=name))
+    if features.current().generic_workload:
+        # As kube-scheduler with the gate: without the API served, this list never syncs and
+        # the scheduler never becomes ready.
+        reflectors.append(Reflector(client, PODGROUPS, PodGroup, PodGroupHandler(scheduler), name="podgroups"))
     return Informers(reflectors)
