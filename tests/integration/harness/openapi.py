@@ -43,6 +43,9 @@ KINDS: dict[str, tuple[str, str]] = {
     "CSIDriver": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.CSIDriver"),
     "CSIStorageCapacity": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.CSIStorageCapacity"),
     "VolumeAttachment": ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.VolumeAttachment"),
+    # GenericWorkload's API (the test control plane serves it).
+    "PodGroup": ("apis/scheduling.k8s.io/v1beta1", "io.k8s.api.scheduling.v1beta1.PodGroup"),
+    "Workload": ("apis/scheduling.k8s.io/v1beta1", "io.k8s.api.scheduling.v1beta1.Workload"),
 }
 OUTPUT = Path(__file__).resolve().parents[3] / "src" / "kubesched" / "api" / "known-fields.json"
 
