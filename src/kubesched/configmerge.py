@@ -85,6 +85,8 @@ def expand_profile(
     weight at "score" and 0 elsewhere. `classes` must hold every enabled name."""
     result: dict[str, list[tuple[str, int]]] = {}
     weights = _score_weights(points["score"], multi, classes)
+    # A placement scorer weighs what it weighs as a Score plugin, or what it is given.
+    placement_weights = {**{e.name: e.weight or 1 for e in [*multi.enabled, *points["placementScore"].enabled]}, **weights}
     for point, interfaces in EXTENSION_POINTS.items():
         spec = points[point]
         explicit: list[str] = []
@@ -109,7 +111,10 @@ def expand_profile(
                 else:
                     from_multi.append(entry.name)
         order = [n for n in explicit if n in overrides] + from_multi + [n for n in explicit if n not in overrides]
-        result[point] = [(n, weights.get(n, 1) if point == "score" else 0) for n in order]
+        if point == "placementScore":
+            result[point] = [(n, placement_weights.get(n, 1)) for n in order]
+        else:
+            result[point] = [(n, weights.get(n, 1) if point == "score" else 0) for n in order]
     total = 0
     for _, weight in result["score"]:
         total += weight * MAX_NODE_SCORE

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from kubesched.api.podgroups import (
     CONDITION_INITIALLY_SCHEDULED,
     REASON_SCHEDULED,
@@ -75,7 +77,9 @@ class GroupHost(Protocol):
     metrics: SchedulerMetrics
     backend: ClusterBackend
 
-    def schedule_member(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> Placement: ...
+    def schedule_member(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
+    ) -> Placement: ...
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
 
@@ -294,7 +298,9 @@ class GroupCycle:
         self.sched.fail_attempt(fwk, m.qpi, m.record, status)
 
     def _write_condition(self, pg: PodGroup, status: Status | None) -> None:
-        """PodGroupInitiallyScheduled, if it changed; never from True back to anything else."""
+        """PodGroupInitiallyScheduled, if it changed; never from True back to anything else. Both
+        judged, as kube judges them, on the PodGroup as the informer last delivered it: a write
+        of this scheduler's is seen once it comes back through the watch."""
         if status is None:
             value, reason, message = "True", REASON_SCHEDULED, ""
         elif status.code == Code.ERROR:
@@ -311,6 +317,5 @@ class GroupCycle:
         when = datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         condition = Condition(type=CONDITION_INITIALLY_SCHEDULED, status=value, reason=reason, message=message,
                               last_transition_time=when if changed or current is None else current.last_transition_time)
-        pg.status.conditions = [*(c for c in pg.status.conditions if c.type != CONDITION_INITIALLY_SCHEDULED), condition]
         self.sched.backend.set_pod_group_condition(pg, condition)
 

@@ -417,6 +417,11 @@ class Scheduler:
         else:
             self._move(PODGROUP_UPDATE, old, pg)
 
+    def refresh_pod_group(self, pg: PodGroup) -> None:
+        """A PodGroup whose status alone changed (usually our own condition): kept, no event."""
+        if self.cache.groups.group(pg.key) is not None:
+            self.cache.groups.set_group(pg)
+
     def on_pod_group_delete(self, namespace: str, name: str) -> None:
         key = group_key(namespace, name)
         old = self.cache.groups.remove_group(key)
@@ -494,11 +499,14 @@ class Scheduler:
         self.recorder.add(record)
         return True
 
-    def schedule_member(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> ScheduleResult:
+    def schedule_member(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
+    ) -> ScheduleResult:
         """One member's placement in a PodGroup cycle: the pod's own cycle up to the chosen node
-        (no PostFilter: a member never preempts on its own), its rejections recorded."""
+        (no PostFilter: a member never preempts on its own) among the nodes `within` its group's
+        placement, its rejections recorded."""
         self.current_record = record
-        result = self._schedule_pod(fwk, state, pi, record)
+        result = self._schedule_pod(fwk, state, pi, record, within)
         self.metrics.outcome(fwk.name, record.rejections, _decided_by(record))
         return result
 
@@ -506,8 +514,10 @@ class Scheduler:
         """A group member's failed attempt, reported as any pod's; its group takes it back to the queue."""
         self._fail(fwk, qpi, record, status, (), self.queue.scheduling_cycle, requeue=False)
 
-    def _schedule_pod(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord) -> ScheduleResult:
-        found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi))
+    def _schedule_pod(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
+    ) -> ScheduleResult:
+        found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi), within)
         if found.prefilter_cut is not None:
             record.rejections.append(("PreFilter", *found.prefilter_cut))
         if found.failure is not None:
@@ -526,7 +536,7 @@ class Scheduler:
             if row is not None and outcome.alive[row]:
                 record.chosen = nominated
                 return ScheduleResult(node=nominated)
-        rows, _ = fwk.sample(outcome.alive)
+        rows, _ = fwk.sample(outcome.alive, found.diagnosis.num_nodes)
         record.scored = int(rows.size)
         if rows.size == 1:
             return ScheduleResult(node=table.name_of(int(rows[0])))

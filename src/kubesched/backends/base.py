@@ -102,6 +102,10 @@ class SchedulerPort(ReloadTarget, Protocol):
         """A PodGroup (scheduling.k8s.io/v1beta1) added or updated."""
         ...
 
+    def refresh_pod_group(self, pg: PodGroup) -> None:
+        """A PodGroup whose status alone changed: kept, no event."""
+        ...
+
     def on_pod_group_delete(self, namespace: str, name: str) -> None: ...
 
     def on_storage_delete(self, resource: str, old: Any) -> None:

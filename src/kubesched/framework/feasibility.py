@@ -37,12 +37,16 @@ class Feasibility:
     feasible: int = 0  # nodes that passed every Filter
 
 
-def find_feasible(fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahead: NominatedAhead) -> Feasibility:
+def find_feasible(
+    fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahead: NominatedAhead, within: np.ndarray | None = None
+) -> Feasibility:
     """Runs PreFilter, then every Filter (with the pods nominated ahead) over the nodes left. When no
     node fits, the diagnosis is complete: reasons per node count, unresolvable rows, rejecting
-    plugins, as PostFilter and the failure message need them."""
+    plugins, as PostFilter and the failure message need them. `within`: the rows of a pod group's
+    placement (the cluster, for the pod, is then those nodes alone: messages count only them)."""
     table = fwk.cache.table
-    num_nodes = len(table)
+    present = table.present[: table.size] if within is None else table.present[: table.size] & within[: table.size]
+    num_nodes = len(table) if within is None else int(np.count_nonzero(present))
     diagnosis = Diagnosis(num_nodes)
     if num_nodes == 0:
         return Feasibility(diagnosis, failure=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
@@ -52,9 +56,9 @@ def find_feasible(fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahea
             return Feasibility(diagnosis, failure=status)
         diagnosis.pre_filter_msg = status.message()
         diagnosis.unschedulable_plugins.add(status.plugin)
-        diagnosis.unresolvable = table.present[: table.size].copy()
+        diagnosis.unresolvable = present.copy()
         return Feasibility(diagnosis, prefilter_status=status)
-    alive = table.present[: table.size].copy()
+    alive = present.copy()
     found = Feasibility(diagnosis)
     if names is not None:
         keep = np.zeros(table.size, dtype=bool)

@@ -533,6 +533,34 @@ class PlacementFeasiblePlugin(Named):
         raise NotImplementedError
 
 
+@dataclass(slots=True)
+class GroupPlacement:
+    """A set of nodes a pod group may be placed on as a whole (kube's Placement): one topology
+    domain, say. `rows` is a mask over the node table."""
+
+    name: str
+    rows: np.ndarray
+
+
+class PlacementGeneratePlugin(Named):
+    """Proposes the placements a PodGroup is tried on (kube's PlacementGenerate, with
+    TopologyAwareWorkloadScheduling): only the first such plugin of a profile runs."""
+
+    def generate_placements(self, group: Any, parent: np.ndarray) -> list[GroupPlacement] | Status:
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Named):
+    """Scores the placements a PodGroup fits on (kube's PlacementScore): raw scores, then optionally
+    normalized to 0..100 across the candidates, weighted by the plugin's weight."""
+
+    def score_placement(self, group: Any, placement: GroupPlacement, assigned: Sequence[tuple[PodInfo, int]], scheduled: int) -> int:
+        raise NotImplementedError
+
+    def normalize_placement_scores(self, scores: list[int]) -> list[int] | Status:
+        return scores
+
+
 class PodGroupPostFilterPlugin(Named):
     """Runs once for a PodGroup its cycle could not place (kube's PodGroupPostFilter: group
     preemption). Success nominates members where room was made; a rejection says why not."""
@@ -634,6 +662,10 @@ EXTENSION_POINTS: dict[str, tuple[type, ...]] = {
     "preBind": (PreBindPlugin,),
     "bind": (BindPlugin,),
     "postBind": (PostBindPlugin,),
+    # kube v1.37's pod group points (GenericWorkload, TopologyAwareWorkloadScheduling).
+    "placementGenerate": (PlacementGeneratePlugin,),
+    "placementScore": (PlacementScorePlugin,),
+    "podGroupPostFilter": (PodGroupPostFilterPlugin,),
 }
 
 

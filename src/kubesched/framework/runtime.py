@@ -39,6 +39,8 @@ from kubesched.framework.interface import (
     NodeInfo,
     NodeScorePlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PodGroupPostFilterPlugin,
     PostBindPlugin,
@@ -254,6 +256,14 @@ class Framework:
         self.pre_bind: list[PreBindPlugin] = _implementing(at("preBind"), "preBind", PreBindPlugin)
         self.binders: list[BindPlugin] = _implementing(at("bind"), "bind", BindPlugin)
         self.post_bind: list[PostBindPlugin] = _implementing(at("postBind"), "postBind", PostBindPlugin)
+        # Pod groups (groupcycle): placements proposed and scored, and the group's PostFilter.
+        self.placement_generate: list[PlacementGeneratePlugin] = _implementing(
+            at("placementGenerate"), "placementGenerate", PlacementGeneratePlugin)
+        scorers_of_placements: list[PlacementScorePlugin] = _implementing(at("placementScore"), "placementScore", PlacementScorePlugin)
+        self.placement_score = list(zip(scorers_of_placements, (r.weight for r in profile.plugins.get("placementScore", [])),
+                                        strict=True))
+        self.pod_group_post_filter: list[PodGroupPostFilterPlugin] = _implementing(
+            at("podGroupPostFilter"), "podGroupPostFilter", PodGroupPostFilterPlugin)
         self.prefilter_extensions = [p for p in self.pre_filter if p.has_prefilter_extensions]
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
         self.next_start_row = 0
@@ -503,11 +513,12 @@ class Framework:
             first.absorb(second)
         return first
 
-    def sample(self, alive: np.ndarray) -> tuple[np.ndarray, int]:
-        """The feasible rows to score, kube's adaptive percentage, round-robin from the last stop."""
+    def sample(self, alive: np.ndarray, num_nodes: int | None = None) -> tuple[np.ndarray, int]:
+        """The feasible rows to score, kube's adaptive percentage of `num_nodes` (the cluster's, or
+        a pod group placement's), round-robin from the last stop."""
         feasible = np.flatnonzero(alive)
         size = len(alive)
-        want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(self.cache.table))
+        want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(self.cache.table) if num_nodes is None else num_nodes)
         if feasible.size <= want:
             return feasible, int(feasible.size)
         start = self.next_start_row % max(size, 1)
@@ -686,9 +697,7 @@ class Framework:
         profile order; the first success or unresolvable rejection ends it, other rejections are
         collected, anything else is an error."""
         reasons: list[str] = []
-        for plugin in self.post_filter:
-            if not isinstance(plugin, PodGroupPostFilterPlugin):
-                continue
+        for plugin in self.pod_group_post_filter:
             status = plugin.pod_group_post_filter(group, members)
             if status.code in (Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 return status

@@ -176,6 +176,8 @@ class PodGroupHandler:
         # Its status is ours to write: only a change of the spec (minCount) concerns the queue.
         if old.spec != new.spec:
             self.scheduler.on_pod_group(new)
+        else:
+            self.scheduler.refresh_pod_group(new)
 
     def on_delete(self, obj: PodGroup) -> None:
         self.scheduler.on_pod_group_delete(obj.metadata.namespace, obj.metadata.name)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
-from kubesched.api.podgroups import Condition, PodGroup
+from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import (
     ANN_BIND_COMPLETED,
@@ -169,14 +169,17 @@ class SimCluster:
             pod.metadata.annotations = {**pod.metadata.annotations, **annotations}
 
     def set_pod_group_condition(self, pg: PodGroup, condition: Condition) -> None:
+        """The status write, then (the simulator's watch is instant) the updated object delivered."""
         stored = self.pod_groups.get(pg.key)
         if stored is not None:
-            stored.status.conditions = [*(c for c in stored.status.conditions if c.type != condition.type), condition]
+            stored.status = PodGroupStatus(conditions=[*(c for c in stored.status.conditions if c.type != condition.type), condition])
+            self._sched().refresh_pod_group(msgspec.structs.replace(stored))
 
     def add_pod_group(self, pg: PodGroup) -> None:
-        """A PodGroup created (now, or at its arrival time): the scheduler is told."""
+        """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,
+        as an informer's)."""
         self.pod_groups[pg.key] = pg
-        self._sched().on_pod_group(pg)
+        self._sched().on_pod_group(msgspec.structs.replace(pg))
 
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """The volume binder's PV update (claimRef, annotations) on the current version only."""

@@ -25,6 +25,7 @@ from integration.harness.rest import JSON, Kube
 PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
 KUBESCHED = "kubesched"
 SETTLE = 4.0  # seconds both schedulers get after the scenario looks settled (retries, statuses)
+NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +157,16 @@ def test_members_never_tried_and_a_basic_group_read_alike(kube: Kube, nodes: lis
         _member(kube, ns, "b-2", "basic", scheduler, "3")
         return 2
 
-    ours = _same(_compare(kube, build))
+    outcomes = _compare(kube, build)
+    # The basic group's condition races in kube-scheduler itself: its cycle placing two members
+    # writes True, its member left over is retried at once, places nobody, and the False that
+    # follows is judged against the PodGroup as the informer last delivered it, which may or may
+    # not show the True yet (kubesched judges the same way). Either outcome is kube's.
+    racy = {(("PodGroupInitiallyScheduled", "True", "Scheduled", ""),),
+            (("PodGroupInitiallyScheduled", "False", "Unschedulable", f"pod group is unschedulable, {NO_VICTIMS}"),)}
+    for side in outcomes.values():
+        assert tuple(side["groups"].pop("basic")) in racy, side
+    ours = _same(outcomes)
     assert sum(p["bound"] for p in ours["pods"].values()) == 2  # two of the basic group's three
 
 
