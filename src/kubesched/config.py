@@ -110,7 +110,10 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
 def default_plugins() -> tuple[tuple[str, int | None], ...]:
     """The default MultiPoint set under the process's feature gates: kube v1.37.2 appends
     GangScheduling when GenericWorkload is on."""
-    if features.current().generic_workload:
+    gates = features.current()
+    if gates.topology_aware_workload_scheduling:
+        return (*DEFAULT_PLUGINS, ("GangScheduling", None), ("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1))
+    if gates.generic_workload:
         return (*DEFAULT_PLUGINS, ("GangScheduling", None))
     return DEFAULT_PLUGINS
 

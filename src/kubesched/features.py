@@ -8,6 +8,10 @@ known; their defaults are kube v1.37.2's:
 - GenericWorkload (beta, off): the Workload/PodGroup API of scheduling.k8s.io/v1beta1. Pods
   with `spec.schedulingGroup` are scheduled as groups (one PodGroup scheduling cycle, all or
   nothing), PodGroups are watched, and the default profile gains GangScheduling.
+- TopologyAwareWorkloadScheduling (alpha, off; needs GenericWorkload): every group is placed
+  through candidate placements (a PodGroup's schedulingConstraints.topology key: one per value of
+  the label), the successful ones scored; the default profile gains TopologyPlacementGenerator
+  and PodGroupPodsCount.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 GENERIC_WORKLOAD = "GenericWorkload"
+TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
 
-_KNOWN = {GENERIC_WORKLOAD: "generic_workload"}
+_KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling"}
 
 
 class FeatureGateError(ValueError):
@@ -28,6 +33,7 @@ class FeatureGateError(ValueError):
 @dataclass(frozen=True, slots=True)
 class FeatureGates:
     generic_workload: bool = False
+    topology_aware_workload_scheduling: bool = False
 
     def describe(self) -> str:
         return ",".join(f"{name}={str(getattr(self, attr)).lower()}" for name, attr in sorted(_KNOWN.items()))
@@ -55,6 +61,8 @@ def parse(spec: str, base: FeatureGates | None = None) -> FeatureGates:
         if value.lower() not in ("true", "false"):
             raise FeatureGateError(f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {value!r}: invalid syntax")
         gates = replace(gates, **{_KNOWN[name]: value.lower() == "true"})
+    if gates.topology_aware_workload_scheduling and not gates.generic_workload:
+        raise FeatureGateError(f"{TOPOLOGY_AWARE} requires {GENERIC_WORKLOAD} to be enabled")
     return gates
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from kubesched import features
 from kubesched.api.podgroups import (
     CONDITION_INITIALLY_SCHEDULED,
     REASON_SCHEDULED,
@@ -42,7 +43,7 @@ from kubesched.api.podgroups import (
     Condition,
     PodGroup,
 )
-from kubesched.framework.interface import Code, CycleState, Diagnosis, PlacementFeasiblePlugin, Status
+from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
 from kubesched.observe.record import DecisionRecord, fit_error_message
 from kubesched.queue.groups import GroupAttempt
 
@@ -90,6 +91,7 @@ class GroupHost(Protocol):
     def fail_attempt(self, fwk: Framework, qpi: QueuedPodInfo, record: DecisionRecord, status: Status) -> None: ...
 
 UNSCHEDULABLE_GROUP = "pod group is unschedulable"  # kube's errPodGroupUnschedulable
+NO_PLACEMENTS = "no feasible placements found"
 
 
 @dataclass(slots=True)
@@ -113,6 +115,9 @@ class GroupCycle:
 
     def __init__(self, sched: GroupHost) -> None:
         self.sched = sched
+        # TopologyAwareWorkloadScheduling: every group is placed through candidate placements.
+        self.by_placement = features.current().topology_aware_workload_scheduling
+        self.rng = np.random.default_rng(0)  # ties between placements, repeatably
 
     def run(self, entity: QueuedGroup) -> None:
         sched = self.sched
@@ -135,7 +140,7 @@ class GroupCycle:
             return
         fwk = sched.frameworks[members[0].pi.scheduler_name]
         tried = [self._member(fwk, m) for m in members]
-        status = self._place(fwk, pg, tried)
+        status = self._place_by_placements(fwk, pg, tried) if self.by_placement else self._place(fwk, pg, tried)
         outcome = "success" if status is None else "error" if status.code == Code.ERROR else "unschedulable"
         if status is not None:
             self._undo(fwk, tried)
@@ -207,8 +212,87 @@ class GroupCycle:
             return None  # kube: no quorum is enforced without GangScheduling
         return plugin.placement_feasible(pg, scheduled, remaining)
 
-    def _place(self, fwk: Framework, pg: PodGroup, members: list[_Member]) -> Status | None:
-        """Tries the members; None when the group is placed, else the group's status."""
+    def _place_by_placements(self, fwk: Framework, pg: PodGroup, members: list[_Member]) -> Status | None:
+        """kube's topology-aware algorithm: the group tried on each placement the first
+        PlacementGenerate plugin proposes (every node, without one), each trial undone; of those
+        that succeed the PlacementScore plugins pick one, whose placement is then made. When none
+        succeeds, the first trial's results are the members'."""
+        table = self.sched.cache.table
+        parent = table.present[: table.size].copy()
+        if fwk.placement_generate:
+            generated = fwk.placement_generate[0].generate_placements(pg, parent)
+            if isinstance(generated, Status):
+                return generated if generated.code == Code.ERROR else Status(generated.code, generated.reasons)
+            placements = generated
+        else:
+            placements = [GroupPlacement("", parent)]
+        if not placements:
+            return Status(Code.UNSCHEDULABLE, (NO_PLACEMENTS,))
+        first: tuple[Status | None, list[_Member]] | None = None
+        fits: list[tuple[GroupPlacement, list[_Member]]] = []
+        for placement in placements:
+            trial = [self._member(fwk, m.qpi) for m in members]
+            status = self._place(fwk, pg, trial, placement.rows)
+            self._undo(fwk, trial)
+            if status is not None and status.code == Code.ERROR:
+                self._adopt(members, trial)
+                return status
+            if first is None:
+                first = (status, trial)
+            if status is None:
+                fits.append((placement, trial))
+        if not fits:
+            assert first is not None
+            status, trial = first
+            assert status is not None
+            self._adopt(members, trial)
+            why = UNSCHEDULABLE_GROUP if status.reasons[:1] == (UNSCHEDULABLE_GROUP,) else status.message()
+            return Status(Code.UNSCHEDULABLE,
+                          (UNSCHEDULABLE_GROUP, f"0/{len(placements)} placements are available, first placement status: {why}"))
+        chosen = fits[0] if len(fits) == 1 else self._best(fwk, pg, fits)
+        if isinstance(chosen, Status):
+            return chosen
+        _, trial = chosen
+        self._adopt(members, trial)
+        for m in members:  # the chosen placement made for real
+            if m.node is not None:
+                reserve = self.sched.assume_and_reserve(fwk, m.state, m.qpi.pi, m.record, m.node)
+                if reserve is not None:
+                    fwk.run_unreserve(m.state, m.qpi.pi, m.node)
+                    self.sched.cache.forget(m.qpi.pi)
+                    m.node = None
+                    return Status(Code.ERROR, (f"failed to assume pod group placement: {reserve.message()}",))
+        return None
+
+    def _best(self, fwk: Framework, pg: PodGroup, fits: list[tuple[GroupPlacement, list[_Member]]]
+              ) -> tuple[GroupPlacement, list[_Member]] | Status:
+        """kube's RunPlacementScorePlugins: each plugin's scores (normalized if it normalizes),
+        weighted and summed; the highest wins, ties broken at random."""
+        group_state = self.sched.cache.groups.state(pg.key)
+        scheduled = group_state.scheduled_count() if group_state is not None else 0
+        table = self.sched.cache.table
+        totals = [0] * len(fits)
+        for plugin, weight in fwk.placement_score:
+            raw = [plugin.score_placement(pg, placement, [(m.qpi.pi, table.index[m.node]) for m in trial if m.node is not None],
+                                          scheduled) for placement, trial in fits]
+            scores = plugin.normalize_placement_scores(raw)
+            if isinstance(scores, Status):
+                return Status(Code.ERROR, (f'running NormalizePlacementScore on PlacementScore plugins: plugin "{plugin.name}" '
+                                           f"failed with: {scores.message()}",))
+            totals = [t + s * weight for t, s in zip(totals, scores, strict=True)]
+        best = max(totals)
+        tied = [i for i, t in enumerate(totals) if t == best]
+        return fits[tied[0] if len(tied) == 1 else int(tied[self.rng.integers(len(tied))])]
+
+    @staticmethod
+    def _adopt(members: list[_Member], trial: list[_Member]) -> None:
+        """The members take a trial's results (its records, nodes, failures)."""
+        for m, t in zip(members, trial, strict=True):
+            m.record, m.state, m.node, m.status, m.rejectors, m.tried = t.record, t.state, t.node, t.status, t.rejectors, t.tried
+
+    def _place(self, fwk: Framework, pg: PodGroup, members: list[_Member], within: np.ndarray | None = None) -> Status | None:
+        """Tries the members (on the nodes `within` a placement); None when the group is placed,
+        else the group's status."""
         sched = self.sched
         group_state = sched.cache.groups.state(pg.key)
         scheduled = group_state.scheduled_count() if group_state is not None else 0
@@ -219,7 +303,7 @@ class GroupCycle:
         placed = 0
         for m in members:
             m.tried = True
-            result = sched.schedule_member(fwk, m.state, m.qpi.pi, m.record)
+            result = sched.schedule_member(fwk, m.state, m.qpi.pi, m.record, within)
             if result.node is not None:
                 reserve = sched.assume_and_reserve(fwk, m.state, m.qpi.pi, m.record, result.node)
                 if reserve is None:

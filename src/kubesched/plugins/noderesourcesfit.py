@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -44,7 +45,9 @@ from kubesched.framework.interface import (
     FilterMisses,
     FilterPlugin,
     FilterResult,
+    GroupPlacement,
     Handle,
+    PlacementScorePlugin,
     Plugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -231,7 +234,9 @@ def requested_resources_increased(requests: dict[str, int], old: dict[str, int],
     return any(new.get(name, 0) > old.get(name, 0) for name in requests)
 
 
-class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeResourcesFit(
+    Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions
+):
     name = "NodeResourcesFit"
     Args = NodeResourcesFitArgs
 
@@ -362,6 +367,25 @@ class NodeResourcesFit(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreS
         s: _ScoreState | None = state.read(self._score_key)
         pod_requests = s.requests if s is not None else rs.pod_scoring_requests(pi, self.resource_names, False)
         return rs.score_rows(table, rows, self.resource_names, self.weights, pod_requests, False, self.scorer)
+
+    # --- a pod group's placements (kube v1.37, TopologyAwareWorkloadScheduling) -----------------------
+
+    def score_placement(self, group: Any, placement: GroupPlacement, assigned: Sequence[tuple[PodInfo, int]], scheduled: int) -> int:
+        """The placement as one node, bin-packed (kube scores placements MostAllocated whatever the
+        Score strategy): what its nodes have requested plus what the group would add, over what
+        they can hold together, per scoring resource, weighted."""
+        table = self.handle.table if self.handle is not None else None
+        if table is None:
+            return 0
+        rows = np.flatnonzero(placement.rows[: table.size])
+        adding = sum((rs.pod_scoring_requests(pi, self.resource_names, False) for pi, _ in assigned),
+                     np.zeros(len(self.resource_names), dtype=np.int64))
+        items: list[rs.Item] = []
+        for i, (weight, used, alloc) in rs.gather_indexed(table, rows, self.resource_names, self.weights, adding, False,
+                                                          with_pod=False):
+            total = int(used.sum()) + int(adding[i])
+            items.append((weight, np.array([total], dtype=np.int64), np.array([int(alloc.sum())], dtype=np.int64)))
+        return int(rs.most_allocated(items, 1)[0]) if items else 0
 
     # --- events and queueing hints ---------------------------------------------------------------
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from kubesched.framework.interface import Plugin
 from kubesched.framework.registry import Registry
+from kubesched.plugins.capacityscheduling import CapacityScheduling
 from kubesched.plugins.celfilter import CELFilter
 from kubesched.plugins.celscore import CELScore
+from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.gangscheduling import GangScheduling
@@ -26,6 +28,7 @@ from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalan
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
+from kubesched.plugins.podgrouppodscount import PodGroupPodsCount
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.prioritysort import PrioritySort
 from kubesched.plugins.resultannotations import SimulatorResultAnnotations
@@ -33,6 +36,8 @@ from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.slaqueuesort import SLAQueueSort
 from kubesched.plugins.tainttoleration import TaintToleration
 from kubesched.plugins.targetloadpacking import TargetLoadPacking
+from kubesched.plugins.tenantovercommit import TenantOvercommit
+from kubesched.plugins.topologyplacementgenerator import TopologyPlacementGenerator
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
 from kubesched.plugins.volumezone import VolumeZone
@@ -57,6 +62,8 @@ IN_TREE: list[type[Plugin]] = [
     ImageLocality,
     DefaultBinder,
     GangScheduling,
+    TopologyPlacementGenerator,
+    PodGroupPodsCount,
     LoadAware,
     TargetLoadPacking,
     LoadVariationRiskBalancing,
@@ -66,6 +73,10 @@ IN_TREE: list[type[Plugin]] = [
     SimulatorResultAnnotations,
     CELFilter,
     CELScore,
+    # scheduler-plugins' gangs and quotas (scheduling.x-k8s.io), and kubesched's per-tenant overcommit.
+    Coscheduling,
+    CapacityScheduling,
+    TenantOvercommit,
 ]
 
 

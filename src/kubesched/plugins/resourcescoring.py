@@ -114,7 +114,20 @@ def gather(
     does not request, names it never scores (pods), names no node has. An allocatable of 0
     on some row leaves the resource out for that node only.
     """
-    items: list[Item] = []
+    return [item for _, item in gather_indexed(table, rows, names, weights, pod_requests, use_requested, with_pod)]
+
+
+def gather_indexed(
+    table: NodeTable,
+    rows: np.ndarray | slice,
+    names: Sequence[str],
+    weights: Sequence[int],
+    pod_requests: np.ndarray,
+    use_requested: bool,
+    with_pod: bool = True,
+) -> list[tuple[int, Item]]:
+    """gather's items, each with the index in `names` of the resource it scores."""
+    items: list[tuple[int, Item]] = []
     for i, name in enumerate(names):
         req = int(pod_requests[i])
         col = table.resource_index.get(name)
@@ -126,7 +139,7 @@ def gather(
             used = table.requested[rows, col]
         else:
             continue
-        items.append((int(weights[i]), used + req if with_pod else used, table.allocatable[rows, col]))
+        items.append((i, (int(weights[i]), used + req if with_pod else used, table.allocatable[rows, col])))
     return items
 
 
