@@ -36,7 +36,10 @@ from .rest import Kube, write_kubeconfig
 START_TIMEOUT = 60.0
 ADMIN_USER = "kubesched-admin"
 # Feature gates of the control plane's components (kube-apiserver, and kube-scheduler as a peer).
-FEATURE_GATES = "GenericWorkload=true"
+FEATURE_GATES = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+# kube-scheduler's, unless a test asks for others (TopologyAwareWorkloadScheduling changes how
+# every pod group is placed: only the tests of that placement turn it on).
+SCHEDULER_FEATURE_GATES = "GenericWorkload=true"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -305,7 +308,8 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             "--profiling=false",
             # Gang scheduling's API (Workloads, PodGroups, pod.spec.schedulingGroup): beta in v1.37,
-            # off by default, and a beta API is served only when asked for.
+            # off by default, and a beta API is served only when asked for; topology constraints on
+            # PodGroups are dropped unless TopologyAwareWorkloadScheduling is on.
             f"--feature-gates={FEATURE_GATES}",
             "--runtime-config=scheduling.k8s.io/v1beta1=true",
             "--v=1",

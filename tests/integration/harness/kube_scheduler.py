@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .binaries import require_binaries
-from .controlplane import FEATURE_GATES, ControlPlane
+from .controlplane import SCHEDULER_FEATURE_GATES, ControlPlane
 from .procs import ManagedProcess, free_port, wait_until
 
 _counter = itertools.count(1)
@@ -92,6 +92,7 @@ def run_kube_scheduler(
     extra_args: list[str] | tuple[str, ...] = (),
     wait_ready: bool = True,
     start_timeout: float = 60.0,
+    feature_gates: str = SCHEDULER_FEATURE_GATES,
 ) -> Iterator[KubeScheduler]:
     """Start kube-scheduler (as admin unless `kubeconfig` is given), yield it, stop it.
 
@@ -126,7 +127,7 @@ def run_kube_scheduler(
             f"--cert-dir={cp.workdir / f'kube-scheduler-{n}-certs'}",
             f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
-            f"--feature-gates={FEATURE_GATES}",
+            f"--feature-gates={feature_gates}",
             "--v=2",
             *extra_args,
         ],

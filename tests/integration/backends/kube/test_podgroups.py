@@ -92,9 +92,11 @@ def _cleanup(kube: Kube, ns: str) -> None:
     delete_namespace(kube, ns)
 
 
-def _compare(kube: Kube, build: Callable[[str, str], int], *, settle: bool = True, wait: float = 30.0) -> dict[str, Any]:
+def _compare(kube: Kube, build: Callable[[str, str], int], *, settle: bool = True, wait: float = 30.0,
+             after: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Runs `build(namespace, schedulerName)` under each scheduler in turn; returns both outcomes.
-    `build` returns how many PodGroups must have a condition before the outcome is read."""
+    `build` returns how many PodGroups must have a condition before the outcome is read; `after`
+    may look at the namespace before it is cleared."""
     outcomes = {}
     for scheduler in ("default-scheduler", KUBESCHED):
         ns = f"pg-{secrets.token_hex(4)}"
@@ -107,6 +109,8 @@ def _compare(kube: Kube, build: Callable[[str, str], int], *, settle: bool = Tru
                     time.sleep(0.2)
             time.sleep(SETTLE)
             outcomes[scheduler] = _outcome(kube, ns)
+            if after is not None:
+                after(ns, scheduler)
         finally:
             _cleanup(kube, ns)
     return outcomes
