@@ -28,6 +28,7 @@ FitError; a member never tried, the group's message as it was before PodGroupPos
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
@@ -43,12 +44,12 @@ from kubesched.api.podgroups import (
     Condition,
     PodGroup,
 )
+from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
 from kubesched.observe.record import DecisionRecord, fit_error_message
 from kubesched.queue.groups import GroupAttempt
 
 if TYPE_CHECKING:
-    from kubesched.api.podinfo import PodInfo
     from kubesched.backends.base import ClusterBackend
     from kubesched.cache.cache import Cache
     from kubesched.clock import Clock
@@ -145,9 +146,10 @@ class GroupCycle:
         if status is not None:
             self._undo(fwk, tried)
             before_post_filter = status
+            preempting = False
             if status.code == Code.UNSCHEDULABLE:
-                status = self._post_filter(fwk, pg, status, tried)
-            self._fail_members(fwk, pg, tried, status, before_post_filter)
+                status, preempting = self._post_filter(fwk, pg, status, tried)
+            self._fail_members(fwk, pg, tried, status, before_post_filter, preempting)
         else:
             for m in tried:
                 if m.node is not None:
@@ -350,21 +352,63 @@ class GroupCycle:
                 fwk.run_unreserve(m.state, m.qpi.pi, m.node)
                 self.sched.cache.forget(m.qpi.pi)
 
-    def _post_filter(self, fwk: Framework, pg: PodGroup, status: Status, members: list[_Member]) -> Status:
+    def _post_filter(self, fwk: Framework, pg: PodGroup, status: Status, members: list[_Member]) -> tuple[Status, bool]:
         """PodGroupPostFilter (group preemption): its message is appended to the group's, always
-        (an empty one too, as kube does)."""
-        result = fwk.run_pod_group_post_filter(pg, [m.qpi.pi for m in members])
+        (an empty one too, as kube does); True when it made room the group now waits for."""
+        pods = [m.qpi.pi for m in members]
+
+        def place() -> tuple[Status | None, list[tuple[PodInfo, str]]]:
+            trial = [self._member(fwk, m.qpi) for m in members]
+            result = self._place_by_placements(fwk, pg, trial) if self.by_placement else self._place(fwk, pg, trial)
+            proposed = [(t.qpi.pi, t.node) for t in trial if t.node is not None]
+            self._undo(fwk, trial)
+            return result, proposed
+
+        result = fwk.run_pod_group_post_filter(pg, pods, place, lambda proposed: self._still_fits(fwk, proposed))
         if result.code == Code.ERROR:
-            return result
-        return Status(status.code, (*status.reasons, result.message()), status.plugin)
+            return result, False
+        return Status(status.code, (*status.reasons, result.message()), status.plugin), result.code == Code.SUCCESS
+
+    def _still_fits(self, fwk: Framework, proposed: Sequence[tuple[PodInfo, str]]) -> bool:
+        """Each proposed member on its node passes every Filter, the ones before it assumed there."""
+        sched = self.sched
+        table = sched.cache.table
+        made: list[tuple[CycleState, PodInfo, str]] = []
+        try:
+            for pi, node in proposed:
+                row = table.index.get(node)
+                if row is None:
+                    return False
+                only = np.zeros(table.size, dtype=bool)
+                only[row] = True
+                state = CycleState()
+                record = DecisionRecord(pi.key, fwk.name, 0, sched.clock.now(), len(table), pi.uid)
+                if sched.schedule_member(fwk, state, pi, record, only).node != node:
+                    return False
+                if sched.assume_and_reserve(fwk, state, pi, record, node) is not None:
+                    fwk.run_unreserve(state, pi, node)
+                    sched.cache.forget(pi)
+                    return False
+                made.append((state, pi, node))
+            return True
+        finally:
+            for state, pi, node in reversed(made):
+                fwk.run_unreserve(state, pi, node)
+                sched.cache.forget(pi)
 
     # --- 5. results ------------------------------------------------------------------------------
 
-    def _fail_members(self, fwk: Framework, pg: PodGroup, members: list[_Member], status: Status, before: Status) -> None:
+    def _fail_members(
+        self, fwk: Framework, pg: PodGroup, members: list[_Member], status: Status, before: Status, preempting: bool
+    ) -> None:
         for m in members:
             if status.code == Code.ERROR:
                 own = m.status if m.status is not None and m.status.code == Code.ERROR else status
                 self._report(fwk, m, own)
+            elif m.node is not None and preempting:  # it waits for the room preemption makes
+                m.record.chosen = None
+                m.rejectors = m.rejectors | {"GangScheduling"}
+                self._report(fwk, m, Status(status.code, status.reasons))
             elif m.node is not None:
                 m.record.chosen = None
                 m.rejectors = m.rejectors | {"GangScheduling"}

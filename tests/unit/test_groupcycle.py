@@ -158,3 +158,31 @@ def test_pod_groups_the_api_server_refuses_are_refused(spec: dict[str, Any], mes
     with pytest.raises(ManifestError) as info:
         load_objects([pg])
     assert message in str(info.value)
+
+
+def test_a_higher_priority_gang_preempts_what_stands_in_its_way() -> None:
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    low = [pod(f"low-{i}", cpu="3", node_name=f"n{i + 1}") for i in range(2)]
+    gang = [group("gh", 2, priorityClassName="high"),
+            *(member(f"gh-{i}", "gh", cpu="3", priorityClassName="high", annotations={"sim.kubesched.io/arrival": "1s"})
+              for i in range(2))]
+    result, sim = run_groups([high, *NODES, *low, *gang])
+    assert {result.placements[f"default/gh-{i}"] for i in range(2)} == {"n1", "n2"}
+    assert sorted(result.preempted) == ["default/low-0", "default/low-1"]
+    uid = sim.cluster.pod_groups["default/gh"].metadata.uid
+    assert {e.message for e in sim.cluster.events if e.reason == "Preempted"} == {f"Preempted by podgroup {uid} on node cluster"}
+    assert first_messages(sim) == {"gh-0": "0/2 nodes are available: 2 Insufficient cpu.",
+                                   "gh-1": "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"}
+    assert conditions(sim, "gh") == [("True", "Scheduled", "")]
+
+
+def test_a_gang_whose_members_may_not_preempt_says_so() -> None:
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high-never"}, "value": 1000,
+            "preemptionPolicy": "Never"}
+    low = [pod(f"low-{i}", cpu="3", node_name=f"n{i + 1}") for i in range(2)]
+    gang = [group("gn", 2, priorityClassName="high-never"),
+            *(member(f"gn-{i}", "gn", cpu="3", priorityClassName="high-never") for i in range(2))]
+    result, sim = run_groups([high, *NODES, *low, *gang])
+    assert result.pods_scheduled == 0 and not result.preempted
+    assert conditions(sim, "gn") == [("False", "Unschedulable", "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+                                      "pod group preemption: not eligible due to preemptionPolicy=Never.")]

@@ -14,7 +14,7 @@ allocates nothing.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -369,6 +369,16 @@ class Handle(Protocol):
         rejected by plugins registered for `event` schedulable."""
         ...
 
+    # --- the scheduling queue (kube's PodActivator and pod lister)
+    def activate(self, uids: Iterable[str]) -> None:
+        """Moves these pending pods from the unschedulable pool or backoff to activeQ now."""
+        ...
+
+    def pending_pods(self) -> Iterable[PodInfo]:
+        """The pending pods this scheduler holds (queued, backing off, unschedulable, gated, or
+        being scheduled now)."""
+        ...
+
 
 # --- plugin interfaces -----------------------------------------------------------------------
 
@@ -563,9 +573,17 @@ class PlacementScorePlugin(Named):
 
 class PodGroupPostFilterPlugin(Named):
     """Runs once for a PodGroup its cycle could not place (kube's PodGroupPostFilter: group
-    preemption). Success nominates members where room was made; a rejection says why not."""
+    preemption). Success nominates members where room was made; a rejection says why not.
+    `place` runs the group's algorithm on the cluster as it stands now (status, proposed nodes;
+    nothing kept); `still_fits` checks a proposed placement against every Filter again."""
 
-    def pod_group_post_filter(self, group: Any, members: Sequence[PodInfo]) -> Status:
+    def pod_group_post_filter(
+        self,
+        group: Any,
+        members: Sequence[PodInfo],
+        place: Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]],
+        still_fits: Callable[[Sequence[tuple[PodInfo, str]]], bool],
+    ) -> Status:
         raise NotImplementedError
 
 

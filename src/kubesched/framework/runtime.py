@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -553,10 +553,13 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
-        """The first PostFilter that succeeds wins. On failure the last result is still returned:
-        a plugin may use it to clear the pod's nomination (nominated_node == "")."""
+        """kube's RunPostFilterPlugins: the first PostFilter that succeeds wins, an unresolvable
+        rejection or an error ends the run; otherwise every rejection's reasons are kept, in
+        profile order, and the last result that nominates (or clears, with nominated_node == "")
+        is still returned."""
         last: Status | None = None
         last_result: PostFilterResult | None = None
+        reasons: list[str] = []
         started = perf_counter()
         for plugin in self.post_filter:
             t0 = perf_counter()
@@ -568,11 +571,15 @@ class Framework:
                 if self.detail is not None and result is not None and result.nominated_node:
                     self.detail.post_filter = (plugin.name, result.nominated_node)
                 return result, status  # a success may carry a message for the FitError text
-            last_result = result or last_result
-            if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+            if result is not None and result.nominated_node is not None:
+                last_result = result
+            if status.code != Code.UNSCHEDULABLE:
                 self._point("PostFilter", status, started)
                 return last_result, status
-            last = status
+            reasons.extend(status.reasons)
+            last = last or Status(Code.UNSCHEDULABLE, (), plugin.name)  # the first rejector is named
+        if last is not None:
+            last = Status(Code.UNSCHEDULABLE, tuple(reasons), last.plugin)
         self._point("PostFilter", last, started)
         return last_result, last
 
@@ -692,13 +699,19 @@ class Framework:
         self._point("Permit", Status(Code.WAIT) if waits else None, started)
         return None, waits
 
-    def run_pod_group_post_filter(self, group: Any, members: Sequence[PodInfo]) -> Status:
+    def run_pod_group_post_filter(
+        self,
+        group: Any,
+        members: Sequence[PodInfo],
+        place: Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]],
+        still_fits: Callable[[Sequence[tuple[PodInfo, str]]], bool],
+    ) -> Status:
         """kube's RunPodGroupPostFilterPlugins: the PostFilter plugins that preempt for groups, in
         profile order; the first success or unresolvable rejection ends it, other rejections are
         collected, anything else is an error."""
         reasons: list[str] = []
         for plugin in self.pod_group_post_filter:
-            status = plugin.pod_group_post_filter(group, members)
+            status = plugin.pod_group_post_filter(group, members, place, still_fits)
             if status.code in (Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
                 return status
             if status.code != Code.UNSCHEDULABLE:
@@ -802,3 +815,9 @@ class Framework:
 
     def cluster_event(self, event: ClusterEvent) -> None:
         self.services.cluster_event(event)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self.services.activate(uids)
+
+    def pending_pods(self) -> Iterable[PodInfo]:
+        return self.services.pending_pods()

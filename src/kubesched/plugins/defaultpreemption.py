@@ -77,12 +77,12 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.observe.record import fit_error_message
+from kubesched.plugins import grouppreemption as gp
 
 NAME = "DefaultPreemption"
 
 MESSAGE_PREFIX = "preemption: "
 GROUP_MESSAGE_PREFIX = "pod group preemption: "
-NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -331,14 +331,38 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
             status = Status(status.code, (MESSAGE_PREFIX + status.message(),), NAME)
         return result, status
 
-    def pod_group_post_filter(self, group: PodGroup, members: Sequence[PodInfo]) -> Status:
-        """Group preemption (kube v1.37's PodGroupPostFilter), as far as kubesched has it: a group
-        none of whose members may preempt, or with nothing of lower priority to evict, says so.
-        Evicting for a group is not done yet: a group with possible victims is reported
-        unschedulable with kube's "no victims" words, and waits for room as it does without them."""
+    def pod_group_post_filter(
+        self,
+        group: PodGroup,
+        members: Sequence[PodInfo],
+        place: gp.PlaceGroup,
+        still_fits: gp.StillFits,
+    ) -> Status:
+        """Group preemption (kube v1.37's PodGroupPostFilter; plugins.grouppreemption)."""
+        handle = self.handle
         if any(m.preempt_never for m in members):
             return Status(Code.UNSCHEDULABLE, (GROUP_MESSAGE_PREFIX + NOT_ELIGIBLE_NEVER,), NAME)
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (GROUP_MESSAGE_PREFIX + NO_GROUP_VICTIMS,), NAME)
+        current = gp.ongoing(handle, members, lambda o: o.uid in self.deleting or _terminating_by_preemption(o.pod))
+        if current:
+            return Status(Code.SUCCESS, (GROUP_MESSAGE_PREFIX + gp.ONGOING,), NAME)
+        status, victims, proposed = gp.evaluate(handle, group, place, still_fits, start_time)
+        if status.code != Code.SUCCESS:
+            return Status(status.code, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons) if status.reasons else (), NAME)
+        message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
+        handle.record_preemption(victims)
+        preemptor = next(iter(members))
+        for victim in victims:
+            if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
+                continue
+            waiting = handle.waiting_pod(victim.uid)
+            if waiting is not None:
+                waiting.reject(NAME, WAITING_POD_MESSAGE)
+                handle.record_event(victim, "Normal", PREEMPTED_REASON, message + " (in kube-scheduler memory).")
+                continue
+            self.delete(preemptor, victim, gp.CANDIDATE_NODE, message)
+        for pi, node in proposed:
+            handle.nominate(pi, node)
+        return Status(Code.SUCCESS, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons), NAME)
 
     def preview(self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis) -> PreemptionPlan:
         """What preemption would do for the pod now, doing nothing: the node and victims it would

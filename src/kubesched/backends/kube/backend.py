@@ -130,11 +130,13 @@ class KubeBackend:
         first (so its controller knows why), then the delete, preconditioned on its uid."""
         meta = pi.pod.metadata
         name = self.scheduler_name(pi)
+        # A pod group's preemption says so (kube: "... a higher priority podgroup").
+        preemptor = "podgroup" if reason.startswith("Preempted by podgroup ") else "pod"
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
             "reason": "PreemptionByScheduler",
-            "message": f"{name}: preempting to accommodate a higher priority pod",
+            "message": f"{name}: preempting to accommodate a higher priority {preemptor}",
             "lastTransitionTime": micro_time()[:19] + "Z",
         }
         try:
@@ -200,7 +202,10 @@ class KubeBackend:
         """A strategic-merge patch of the PodGroup's status subresource with one condition (its
         conditions merge by type, as kube-scheduler writes PodGroupInitiallyScheduled)."""
         meta = pg.metadata
-        body = {"status": {"conditions": [msgspec.to_builtins(condition)]}}
+        # Every field written, an empty message too: the merge keeps any field a patch leaves out.
+        written = {"type": condition.type, "status": condition.status, "reason": condition.reason,
+                   "message": condition.message, "lastTransitionTime": condition.last_transition_time}
+        body = {"status": {"conditions": [written]}}
         path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{meta.namespace}/podgroups/{meta.name}/status"
 
         async def write() -> None:

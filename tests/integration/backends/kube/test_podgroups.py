@@ -240,3 +240,33 @@ def _cleanup_groups(kube: Kube, ns: str) -> None:
         path = f"{PODGROUPS.format(ns=ns)}/{g['metadata']['name']}"
         kube.patch(path, {"metadata": {"finalizers": None}})
         kube.delete(path, missing_ok=True)
+
+
+@pytest.mark.usefixtures("schedulers")
+def test_a_higher_priority_gang_preempts_alike(kube: Kube, nodes: list[str]) -> None:
+    kube.apply_manifest({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pg-preemptor"},
+                         "value": 1000})
+    preempted: dict[str, list[str]] = {}
+
+    def build(ns: str, scheduler: str) -> int:
+        for i, node in enumerate(nodes):
+            create_pod(kube, f"low-{i}", ns, cpu="3", node_name=node)
+        _group(kube, ns, "gh", 2, priorityClassName="pg-preemptor")
+        for i in range(2):
+            _member(kube, ns, f"gh-{i}", "gh", scheduler, "3", priority_class="pg-preemptor")
+        return 1
+
+    def victims(ns: str, scheduler: str) -> None:
+        uid = kube.get(f"{PODGROUPS.format(ns=ns)}/gh")["metadata"]["uid"]
+        events = kube.list(f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+        preempted[scheduler] = sorted(f"{e['regarding']['name']}: {e['note'].replace(uid, '<uid>')}"
+                                      for e in events if e.get("reason") == "Preempted")
+
+    outcomes = _compare(kube, build, after=victims)
+    for side in outcomes.values():  # the victims are gone by now: only the gang is compared
+        side["pods"] = {k: v for k, v in side["pods"].items() if k.startswith("gh-")}
+    ours = _same(outcomes)
+    assert all(p["bound"] for p in ours["pods"].values())
+    assert ours["groups"]["gh"] == [("PodGroupInitiallyScheduled", "True", "Scheduled", "")]
+    assert preempted[KUBESCHED] == preempted["default-scheduler"] == [
+        "low-0: Preempted by podgroup <uid> on node cluster", "low-1: Preempted by podgroup <uid> on node cluster"]

@@ -1,0 +1,126 @@
+"""Group preemption, kube v1.37's workload-aware preemption: DefaultPreemption's PodGroupPostFilter.
+
+For a PodGroup its cycle could not place, the whole cluster is one candidate domain:
+
+1. Eligibility: a member with `preemptionPolicy: Never` makes the whole group ineligible.
+2. Ongoing preemption: a member already nominated to a node where a lower-priority pod is being
+   deleted by preemption means the room is coming: success, members keep their nominations.
+3. Victim units: every pod scheduled with a lower priority than the group's is one, except that
+   the scheduled members of a PodGroup with `disruptionMode: all` go (or stay) together. None:
+   "No preemption victims found for incoming preemptor".
+4. Every candidate is taken off its node and the group algorithm runs once: if the group does
+   not fit even then, that is the answer.
+5. Candidates, most important first (higher priority, a group before a pod, more pods, earlier
+   start), are put back one by one while the group's proposed placement still passes every
+   Filter with them; those that cannot stay are the victims.
+6. Victims are evicted (pods held at Permit are rejected instead), each with a Preempted event
+   naming the PodGroup, and every member with a proposed node is nominated to it.
+
+PodDisruptionBudgets are not read (kubesched's preemption does not yet, for pods either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kubesched.api.podgroups import PodGroup
+from kubesched.api.podinfo import PodInfo
+from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.podgroups import member_key
+from kubesched.framework.interface import Code, Handle, Status
+
+NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
+ONGOING = "ongoing preemption on nominated nodes"
+CANDIDATE_NODE = "cluster"  # kube names the whole-cluster domain's node this in its events
+
+# The group algorithm run on the cluster as it stands: its status (None: placed) and the
+# proposed node of each member it placed, every assumption undone.
+PlaceGroup = Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]]
+# Whether the proposed placement still passes every Filter (members assumed in turn, then undone).
+StillFits = Callable[[Sequence[tuple[PodInfo, str]]], bool]
+
+
+@dataclass(slots=True)
+class Unit:
+    """Pods that are preempted, or spared, together."""
+
+    pods: list[tuple[int, PodInfo]]  # (row, pod)
+    priority: int
+    grouped: bool
+
+    def key(self, start_time: Callable[[PodInfo], float]) -> tuple[int, int, int, float]:
+        earliest = min(start_time(pi) for _, pi in self.pods)
+        return (-self.priority, -int(self.grouped), -len(self.pods), earliest)
+
+
+def victim_units(handle: Handle, group: PodGroup) -> list[Unit]:
+    """The candidate units: scheduled pods of lower priority than the group's, grouped where their
+    PodGroup wants them disrupted all together."""
+    table: NodeTable = handle.table
+    priority = group.spec.priority or 0
+    singles: list[Unit] = []
+    whole: dict[str, Unit] = {}
+    for row in range(table.size):
+        if not table.present[row]:
+            continue
+        for pi in table.pods[row].values():
+            key = member_key(pi)
+            pg = handle.cache.groups.group(key) if key is not None else None
+            mode = pg.spec.disruption_mode if pg is not None else None
+            if pg is not None and mode is not None and mode.all is not None:
+                unit = whole.setdefault(key or "", Unit([], pg.spec.priority or 0, True))
+                unit.pods.append((row, pi))
+            elif pi.priority < priority:
+                singles.append(Unit([(row, pi)], pi.priority, False))
+    return singles + [u for u in whole.values() if u.priority < priority]
+
+
+def ongoing(handle: Handle, members: Sequence[PodInfo], deleting: Callable[[PodInfo], bool]) -> dict[str, str]:
+    """Members nominated to a node where a lower-priority pod is being preempted: their nominations."""
+    table = handle.table
+    out: dict[str, str] = {}
+    found = False
+    for pi in members:
+        node = pi.pod.status.nominated_node_name
+        if not node:
+            continue
+        out[pi.uid] = node
+        row = table.index.get(node)
+        if row is not None and any(o.priority < pi.priority and deleting(o) for o in table.pods[row].values()):
+            found = True
+    return out if found else {}
+
+
+def evaluate(
+    handle: Handle, group: PodGroup, place: PlaceGroup, still_fits: StillFits, start_time: Callable[[PodInfo], float]
+) -> tuple[Status, list[PodInfo], list[tuple[PodInfo, str]]]:
+    """Steps 3-5: the status, the victims, and the members' proposed nodes (step 6 is the caller's)."""
+    units = victim_units(handle, group)
+    if not units:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_GROUP_VICTIMS,)), [], []
+    table = handle.table
+    taken: list[tuple[int, PodInfo]] = []
+    try:
+        for unit in units:
+            for row, pi in unit.pods:
+                table.remove_pod(row, pi)
+                taken.append((row, pi))
+        status, proposed = place()
+        if status is not None:
+            return status, [], []
+        victims: list[PodInfo] = []
+        for unit in sorted(units, key=lambda u: u.key(start_time)):
+            for row, pi in unit.pods:
+                table.add_pod(row, pi)
+            if still_fits(proposed):
+                for entry in unit.pods:
+                    taken.remove(entry)
+                continue
+            for row, pi in unit.pods:
+                table.remove_pod(row, pi)
+            victims.extend(pi for _, pi in unit.pods)
+        return Status(Code.SUCCESS, (f"found a placement for podgroup, preempting {len(victims)} victims",)), victims, proposed
+    finally:
+        for row, pi in taken:
+            table.add_pod(row, pi)
