@@ -5,6 +5,7 @@ the real kube-scheduler v1.37.2."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -72,22 +73,23 @@ def test_a_gang_that_cannot_fit_is_placed_nowhere_with_kube_messages() -> None:
 
 
 def test_a_group_that_cannot_fit_retries_on_its_backoff_alone() -> None:
-    result, sim = run_groups([*NODES, group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
+    _result, sim = run_groups([*NODES, group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
     times = sorted({e.time for e in sim.cluster.events if e.pod == "default/gb-2"})
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     # 1, 2, 4, 8, 16 s doubling, in 1-second windows, capped at 10 x sqrt(3) = 17.3 s.
     assert gaps[:4] == [2.0, 3.0, 5.0, 9.0], times[:6]
     assert max(gaps) <= 18.0
 
 
 def test_members_never_tried_get_the_group_message_without_preemption() -> None:
-    result, sim = run_groups([*NODES, group("gc"), *(member(f"gc-{i}", "gc", cpu="8") for i in range(3))])
+    _result, sim = run_groups([*NODES, group("gc"), *(member(f"gc-{i}", "gc", cpu="8") for i in range(3))])
     assert first_messages(sim) == {
         "gc-0": "0/2 nodes are available: 2 Insufficient cpu.",
         "gc-1": "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
         "gc-2": "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
     }
-    assert conditions(sim, "gc") == [("False", "Unschedulable", f"minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, {NO_VICTIMS}")]
+    assert conditions(sim, "gc") == [
+        ("False", "Unschedulable", f"minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, {NO_VICTIMS}")]
 
 
 def test_a_basic_group_places_every_member_that_fits() -> None:
@@ -96,9 +98,10 @@ def test_a_basic_group_places_every_member_that_fits() -> None:
     result, sim = run_groups(objects)
     assert result.pods_scheduled == 2
     assert conditions(sim, "basic") == [("True", "Scheduled", "")]
-    nothing, sim2 = run_groups([*NODES, group("none", None), member("x-0", "none", cpu="8")])
+    _nothing, sim2 = run_groups([*NODES, group("none", None), member("x-0", "none", cpu="8")])
     assert first_messages(sim2) == {"x-0": "0/2 nodes are available: 2 Insufficient cpu."}
-    assert conditions(sim2, "none") == [("False", "Unschedulable", f"minCount (1) cannot be satisfied: 0 scheduled, 0 remaining, {NO_VICTIMS}")]
+    assert conditions(sim2, "none") == [
+        ("False", "Unschedulable", f"minCount (1) cannot be satisfied: 0 scheduled, 0 remaining, {NO_VICTIMS}")]
 
 
 def test_a_gang_waits_silently_for_its_last_member_and_then_goes_at_once() -> None:

@@ -64,6 +64,6 @@ def test_a_group_without_a_constraint_goes_through_one_placement() -> None:
 
 def test_a_key_no_node_carries_has_no_placement() -> None:
     pg = group("g", 2, schedulingConstraints={"topology": [{"key": "zone"}]})
-    result, sim = run_tas([*racks(), pg, *(member(f"g-{i}", "g") for i in range(2))])
+    _result, sim = run_tas([*racks(), pg, *(member(f"g-{i}", "g") for i in range(2))])
     assert set(first_messages(sim).values()) == {"no feasible placements found"}
     assert conditions(sim, "g") == [("False", "Unschedulable", f"no feasible placements found, {NO_VICTIMS}")]
