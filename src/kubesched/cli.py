@@ -302,6 +302,12 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
         ("node cpu util p99 (%)", "node_cpu_util_p99"),
         ("node cpu util stddev (%)", "node_cpu_util_stddev"),
     ]
+    if any(r.groups for r in results):
+        rows += [
+            ("pod groups (started)", lambda r: f"{r.groups.get('groups', 0)} ({r.groups.get('started', 0)})"),
+            ("partial-gang pod-s", lambda r: r.groups.get("partial_gang_pod_seconds", 0.0)),
+            ("group wait p50 / p99 (s)", lambda r: f"{r.groups.get('group_wait_p50', 0.0)} / {r.groups.get('group_wait_p99', 0.0)}"),
+        ]
     for label, attr in rows:
         table.add_row(label, *[str(attr(r) if callable(attr) else getattr(r, attr)) for r in results])
     console.print(table)

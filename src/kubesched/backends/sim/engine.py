@@ -26,6 +26,7 @@ import numpy as np
 from kubesched.api.podgroups import PodGroupStatus
 from kubesched.backends.base import SchedulerPort
 from kubesched.backends.sim.cluster import SimCluster
+from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
 from kubesched.backends.sim.manifests import ClusterInput
 from kubesched.backends.sim.prometheus import SimPrometheus
@@ -72,6 +73,8 @@ class SimResult:
     node_cpu_util_p99: float = 0.0
     node_cpu_util_stddev: float = 0.0
     pending_seconds_p99: float = 0.0
+    # Pod groups (backends.sim.groupstats): gangs' partial pod-seconds, groups' wait to minCount.
+    groups: dict[str, Any] = field(default_factory=dict)
     # The scenario's configuration changes as the reload controller took them (reload.controller:
     # applied, unchanged, refused, rolled_back, confirmed), in time order.
     reloads: list[dict[str, Any]] = field(default_factory=list)
@@ -207,6 +210,18 @@ class Simulation:
             self.progress(sim.binds, total)
         return self._result(sched, sim, owned, wall, clock.now(), cycles)
 
+    def _group_stats(self, sim: SimCluster, end: float) -> dict[str, Any]:
+        if not self.input.pod_groups:
+            return {}
+        ended = {uid: sim.bound_at[uid] + sim.durations[uid] for uid in sim.ran_on if uid in sim.bound_at and uid in sim.durations}
+        pods_by_key = {p.pod.key: p.pod for p in self.input.pods}
+        for event in sim.events:
+            if event.reason == "Preempted" and event.pod in pods_by_key:
+                ended.setdefault(pods_by_key[event.pod].metadata.uid, event.time)
+        stats = group_stats([p.pod for p in self.input.pods], {pg.key: pg for pg, _ in self.input.pod_groups},
+                            sim.created_at, sim.bound_at, ended, end)
+        return stats.as_dict()
+
     @staticmethod
     async def _release_permit_holds(sched: SchedulerPort) -> None:
         """Pods still held at Permit when the run ends are rejected, as their timeout would, so
@@ -308,6 +323,7 @@ class Simulation:
             pending_seconds_p99=round(float(np.percentile(pending, 99)), 3) if pending else 0.0,
             reloads=[r.as_dict() for r in self.reload.history] if self.reload is not None else [],
             shadows=sched.shadow_summary(),
+            groups=self._group_stats(sim, virtual),
         )
 
 

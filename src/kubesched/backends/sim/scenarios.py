@@ -21,6 +21,10 @@ _SCENARIOS: dict[str, str] = {
     ),
     "basic": "scheduler_perf SchedulingBasic: 100 nodes (4 CPU, 32Gi, 110 pods), 500 pause pods (100m, 500Mi)",
     "preemption": "5 nodes full of low-priority pods, then high-priority pods that must preempt them",
+    "flink-jobs": (
+        "flink-burst's Flink jobs as gangs (PodGroups, GenericWorkload): 120 nodes near capacity, 70 jobs of 5-25 pods "
+        "from three tenants, so how long a job waits for all its pods matters"
+    ),
     "flink-burst": (
         "300 nodes, a third busy with load Kubernetes does not see; Flink jobs arrive in bursts of "
         "TaskManagers whose real cpu swings far from their requests (hotspots for requests-only scoring)"
