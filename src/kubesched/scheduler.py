@@ -16,13 +16,14 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kubesched import features
+from kubesched.api.customresources import CustomResource, watched_by
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
@@ -118,6 +119,14 @@ def _registrations(gen: Generation) -> dict[str, Any]:
     return {name: fwk.events_by_plugin() for name, fwk in gen.frameworks.items()}
 
 
+def _permit_failure(status: Status) -> Status:
+    """A Reserve or Permit rejection as kube reports it: a FitError over the one node the pod was
+    assumed on ("0/1 nodes are available: 1 <reason>."); an error stays as it is."""
+    if not status.rejected:
+        return status
+    return Status(status.code, (fit_error_message(1, [(r, 1) for r in status.reasons]),), status.plugin)
+
+
 def _rejector(status: Status) -> list[str]:
     """The plugin a rejection names, for the queue's choice of events that may help (none for an error)."""
     return [status.plugin] if status.plugin and status.code != Code.ERROR else []
@@ -180,6 +189,8 @@ class Scheduler:
             shared=self.shared,
             cluster_event=self._cluster_event,
             record_preemption=self.record_preemption,
+            activate=self._activate,
+            pending_pods=self._pending_pods_infos,
         )
         self.services = services
         self.registry = registry or in_tree_registry()
@@ -253,6 +264,12 @@ class Scheduler:
     def _set_tracing(self, gen: Generation) -> None:
         for fwk in gen.frameworks.values():
             fwk.tracing = self.tracer.enabled
+
+    def _activate(self, uids: Iterable[str]) -> None:
+        self.queue.activate(uids)
+
+    def _pending_pods_infos(self) -> Iterator[PodInfo]:
+        return (qpi.pi for qpi in self.queue.pods.values())
 
     def _cluster_event(self, event: ClusterEvent) -> None:
         self._move(event, None, None)
@@ -432,6 +449,22 @@ class Scheduler:
     def on_storage_delete(self, resource: str, old: Any) -> None:
         self.cache.storage.delete(resource, old)
         self._move(ClusterEvent(resource, ActionType.Delete), old, None)
+
+    def on_custom_object(self, resource: str, old: Any, new: Any) -> None:
+        """A custom object (api.customresources: `resource` is `<plural>.<version>.<group>`) added
+        (`old` None) or updated: the cache's index takes it, then the pods a hint admits move."""
+        self.cache.custom.apply(resource, new, self.clock.now())
+        self._move(ClusterEvent(resource, ActionType.Add if old is None else ActionType.Update), old, new)
+
+    def on_custom_delete(self, resource: str, old: Any) -> None:
+        self.cache.custom.delete(resource, old)
+        self._move(ClusterEvent(resource, ActionType.Delete), old, None)
+
+    def custom_resources(self) -> list[CustomResource]:
+        """The custom resources the profiles' plugins read; from now on only these are expected."""
+        out = watched_by(p for fwk in self.frameworks.values() for p in fwk.instances.values())
+        self.cache.custom.watched = frozenset(cr.resource for cr in out)
+        return out
 
     def set_workload_selector(self, kind: str, namespace: str, name: str, selector: Selector) -> None:
         self.cache.set_workload_selector(kind, namespace, name, selector)
@@ -656,7 +689,7 @@ class Scheduler:
         if status is None:
             self.permit_and_bind(fwk, state, qpi, record, node, pod_cycle)
         else:
-            self._fail(fwk, qpi, record, status, _rejector(status), pod_cycle, reserved=(state, node))
+            self._fail(fwk, qpi, record, _permit_failure(status), _rejector(status), pod_cycle, reserved=(state, node))
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None:
         """The pod counts on the node from now on (kube's assume), and Reserve runs; a failure is
@@ -673,6 +706,7 @@ class Scheduler:
         pi = qpi.pi
         status, waits = fwk.run_permit(state, pi, node)
         if status is not None:
+            status = _permit_failure(status)
             self._fail(fwk, qpi, record, status, _rejector(status), pod_cycle, reserved=(state, node))
             return
         record.result = "scheduled"
@@ -705,6 +739,7 @@ class Scheduler:
                 self.waiting.pop(pi.uid, None)
                 if status is not None:
                     rejected_by = _rejector(status)
+                    status = _permit_failure(status)
             if status is None:
                 status = await fwk.run_pre_bind(state, pi, node)
             if status is None:

@@ -173,8 +173,9 @@ def test_reserve_and_permit_rejections_unreserve():
         }
     )
     result, sim = run([node("n1"), pod("r", labels={"reserve": "fail"}), pod("d", labels={"permit": "deny"})], config)
-    assert result.unschedulable["default/r"] == "reserve refused"
-    assert result.unschedulable["default/d"] == "denied at permit"
+    # kube reports both as a FitError over the node the pod was assumed on.
+    assert result.unschedulable["default/r"] == "0/1 nodes are available: 1 reserve refused."
+    assert result.unschedulable["default/d"] == "0/1 nodes are available: 1 denied at permit."
     assert "default/r" in HoldAtPermit.unreserved and "default/d" in HoldAtPermit.unreserved
     assert not sim.scheduler.cache.table.requested.any()
 

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kubesched.api.customresources import CustomResource
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
@@ -110,6 +111,20 @@ class SchedulerPort(ReloadTarget, Protocol):
 
     def on_storage_delete(self, resource: str, old: Any) -> None:
         """A storage object deleted (`old` is its last known state)."""
+        ...
+
+    def on_custom_object(self, resource: str, old: Any, new: Any) -> None:
+        """A custom object (a CRD-backed kind plugins read: api.customresources) added (`old` None)
+        or updated; `resource` is its event resource, `<plural>.<version>.<group>`."""
+        ...
+
+    def on_custom_delete(self, resource: str, old: Any) -> None:
+        """A custom object deleted (`old` is its last known state)."""
+        ...
+
+    def custom_resources(self) -> list[CustomResource]:
+        """The custom resources the profiles' plugins read (their classes' `watches`): a backend that
+        watches resources one by one watches these, and no other is expected from then on."""
         ...
 
     def set_workload_selector(self, kind: str, namespace: str, name: str, selector: Selector) -> None:

@@ -16,6 +16,7 @@ from typing import Protocol
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
+from kubesched.cache.customobjects import CustomObjectIndex
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import ASSUMED, BOUND, PodGroupIndex
 from kubesched.cache.podindex import PodIndex
@@ -63,6 +64,8 @@ class Cache:
         self.subscribe(self.storage)
         # PodGroups and their members by state (GenericWorkload's gang scheduling).
         self.groups = PodGroupIndex()
+        # Custom objects (CRD-backed kinds) that plugins read, as the backend delivers them.
+        self.custom = CustomObjectIndex()
 
     def subscribe(self, listener: PodListener) -> None:
         self._listeners.append(listener)

@@ -56,7 +56,8 @@ def find_feasible(
             return Feasibility(diagnosis, failure=status)
         diagnosis.pre_filter_msg = status.message()
         diagnosis.unschedulable_plugins.add(status.plugin)
-        diagnosis.unresolvable = present.copy()
+        # kube gives every node the PreFilter's status: preemption may still help an Unschedulable one.
+        diagnosis.unresolvable = present.copy() if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else np.zeros_like(present)
         return Feasibility(diagnosis, prefilter_status=status)
     alive = present.copy()
     found = Feasibility(diagnosis)

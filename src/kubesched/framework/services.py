@@ -3,7 +3,7 @@ handle (interface.Handle). Each is one thing a plugin may use; none is the sched
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,3 +69,5 @@ class Services:
     shared: SharedObjects
     cluster_event: Callable[[ClusterEvent], None]  # moves pods the event may help (the queue)
     record_preemption: Callable[[Sequence[PodInfo]], None]  # stats, metrics, the decision record
+    activate: Callable[[Iterable[str]], None] = lambda uids: None  # pods to retry now (kube's PodActivator)
+    pending_pods: Callable[[], Iterable[PodInfo]] = lambda: ()  # the queue's pods (kube's pod lister, pending)

@@ -183,6 +183,24 @@ class PodGroupHandler:
         self.scheduler.on_pod_group_delete(obj.metadata.namespace, obj.metadata.name)
 
 
+class CustomObjectHandler:
+    """Custom resources (CRD-backed kinds) that the profiles' plugins read, each delivered with its
+    event resource name (api.customresources); the plugins' hints judge every change."""
+
+    def __init__(self, scheduler: SchedulerPort, resource: str) -> None:
+        self.scheduler = scheduler
+        self.resource = resource
+
+    def on_add(self, obj: Any) -> None:
+        self.scheduler.on_custom_object(self.resource, None, obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self.scheduler.on_custom_object(self.resource, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        self.scheduler.on_custom_delete(self.resource, obj)
+
+
 # Event resource -> (collection path, reflector name).
 STORAGE_COLLECTIONS: dict[str, tuple[str, str]] = {
     PERSISTENT_VOLUME_CLAIM: ("/api/v1/persistentvolumeclaims", "persistentvolumeclaims"),
@@ -249,4 +267,8 @@ def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Ca
         # As kube-scheduler with the gate: without the API served, this list never syncs and
         # the scheduler never becomes ready.
         reflectors.append(Reflector(client, PODGROUPS, PodGroup, PodGroupHandler(scheduler), name="podgroups"))
+    # Custom resources only when a profile's plugin reads them: a cluster without their CRDs is not
+    # asked (with them asked for and not served, the list never syncs and kubesched is not ready).
+    for cr in scheduler.custom_resources():
+        reflectors.append(Reflector(client, cr.path, cr.type, CustomObjectHandler(scheduler, cr.resource), name=cr.name))
     return Informers(reflectors)
