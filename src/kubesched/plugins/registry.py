@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from kubesched.framework.interface import Plugin
 from kubesched.framework.registry import Registry
+from kubesched.plugins.capacityscheduling import CapacityScheduling
 from kubesched.plugins.celfilter import CELFilter
 from kubesched.plugins.celscore import CELScore
+from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
 from kubesched.plugins.gangscheduling import GangScheduling
@@ -34,6 +36,7 @@ from kubesched.plugins.schedulinggates import SchedulingGates
 from kubesched.plugins.slaqueuesort import SLAQueueSort
 from kubesched.plugins.tainttoleration import TaintToleration
 from kubesched.plugins.targetloadpacking import TargetLoadPacking
+from kubesched.plugins.tenantovercommit import TenantOvercommit
 from kubesched.plugins.topologyplacementgenerator import TopologyPlacementGenerator
 from kubesched.plugins.volumebinding import VolumeBinding
 from kubesched.plugins.volumerestrictions import VolumeRestrictions
@@ -70,6 +73,10 @@ IN_TREE: list[type[Plugin]] = [
     SimulatorResultAnnotations,
     CELFilter,
     CELScore,
+    # scheduler-plugins' gangs and quotas (scheduling.x-k8s.io), and kubesched's per-tenant overcommit.
+    Coscheduling,
+    CapacityScheduling,
+    TenantOvercommit,
 ]
 
 
