@@ -9,12 +9,14 @@ when each pod was created and bound, for pending times.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubesched.api.customresources import object_key
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -46,6 +48,8 @@ from kubesched.api.storage import (
     volume_bound_to_claim,
     volume_class,
 )
+from kubesched.api.xk8s import ElasticQuota
+from kubesched.backends.sim.quotas import QuotaLedger, preemptor_uid
 from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, Status
 
@@ -93,6 +97,10 @@ class SimCluster:
     provisioned: int = 0
     # PodGroups (scheduling.k8s.io/v1beta1) by namespace/name, their status as the scheduler wrote it.
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    # Custom objects by event resource and key; tenant quotas as the cluster sees them (for the report).
+    custom: dict[str, dict[str, Any]] = field(default_factory=dict)
+    quotas: QuotaLedger | None = None
+    _external_times: list[float] = field(default_factory=list)  # a heap: when each pending change is due
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
     def _sched(self) -> SchedulerPort:
@@ -104,13 +112,19 @@ class SimCluster:
 
     def at(self, when: float, action: object) -> None:
         self.external_pending += 1
+        heapq.heappush(self._external_times, when)
 
         def fire() -> None:
             self.external_pending -= 1
+            heapq.heappop(self._external_times)
             self.last_external = self.clock.now()
             action()  # type: ignore[operator]
 
         self.clock.call_at(when, fire)
+
+    def next_external(self) -> float | None:
+        """When the next cluster change (an arrival, a completion) is due, None if none is."""
+        return self._external_times[0] if self._external_times else None
 
     # --- ClusterBackend ----------------------------------------------------------------------------
 
@@ -127,6 +141,8 @@ class SimCluster:
         pod.status.phase = "Running"
         self.binds += 1
         self.bound_at[pi.uid] = self.clock.now()
+        if self.quotas is not None:
+            self.quotas.started(pod, self.clock.now())
         if self.usage is not None:
             self.usage.pod_started(pod, node, pi.requests if _plain(pod) else None)
         # The bound object is the same pod with a node: the scheduler reuses its PodInfo.
@@ -137,9 +153,11 @@ class SimCluster:
         return None
 
     async def delete_pod(self, pi: PodInfo, reason: str) -> None:
-        if self.pods.pop(pi.uid, None) is not None:
+        if (gone := self.pods.pop(pi.uid, None)) is not None:
             if self.usage is not None:
                 self.usage.pod_stopped(pi.uid)
+            if self.quotas is not None:
+                self.quotas.stopped(gone, self.clock.now(), self.pods.get(preemptor_uid(reason) or ""))
             self.preempted.append(pi.key)
             self.record_event(pi, "Normal", "Preempted", reason)
             self._sched().on_pod_delete(pi.uid)
@@ -174,6 +192,13 @@ class SimCluster:
         if stored is not None:
             stored.status = PodGroupStatus(conditions=[*(c for c in stored.status.conditions if c.type != condition.type), condition])
             self._sched().refresh_pod_group(msgspec.structs.replace(stored))
+
+    def add_custom(self, resource: str, obj: Any) -> None:
+        """A custom object created (now, or at its arrival time): the scheduler is told."""
+        self.custom.setdefault(resource, {})[object_key(obj)] = obj
+        if self.quotas is not None and isinstance(obj, ElasticQuota):
+            self.quotas.quota(obj)
+        self._sched().on_custom_object(resource, None, obj)
 
     def add_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,
@@ -394,6 +419,8 @@ class SimCluster:
             self.create_ephemeral_claims(pod)
         if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed") and self.usage is not None:
             self.usage.pod_started(pod, pod.spec.node_name)
+        if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed") and self.quotas is not None:
+            self.quotas.started(pod, self.clock.now())
         self._sched().on_pod_add(pod)
 
     def complete(self, uid: str) -> None:
@@ -404,6 +431,8 @@ class SimCluster:
         self.ran_on[uid] = pod.spec.node_name
         if self.usage is not None:
             self.usage.pod_stopped(uid)
+        if self.quotas is not None:
+            self.quotas.stopped(pod, self.clock.now())
         self._sched().on_pod_update(pod)
 
 

@@ -24,12 +24,14 @@ import msgspec
 import numpy as np
 
 from kubesched.api.podgroups import PodGroupStatus
+from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.base import SchedulerPort
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
 from kubesched.backends.sim.manifests import ClusterInput
 from kubesched.backends.sim.prometheus import SimPrometheus
+from kubesched.backends.sim.quotas import QuotaLedger
 from kubesched.backends.sim.usage import UsageModel, varying_usage
 from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
@@ -46,6 +48,9 @@ YIELD_SECONDS = 0.1  # and at least this often in wall time, so a cancellation l
 # the pool's periodic flush) get this much more virtual time, then the run ends: in a real
 # cluster they would retry forever, and nothing would change their fate.
 SETTLE_SECONDS = 900.0
+# More scheduling cycles than this per pod at one instant of virtual time means pods are spinning.
+SPIN_CYCLES_PER_POD = 50
+SPIN_MIN_PODS = 20
 
 
 @dataclass
@@ -80,6 +85,9 @@ class SimResult:
     reloads: list[dict[str, Any]] = field(default_factory=list)
     # Per shadow profile (kubesched.shadow): how its decisions compared with the live ones.
     shadows: dict[str, dict[str, int]] = field(default_factory=dict)
+    # With ElasticQuotas (backends.sim.quotas): tenants, pods that ran borrowing and for how long
+    # (pod-seconds), and preemptions that gave a lender its min back.
+    quota: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -150,6 +158,8 @@ class Simulation:
         started = time.perf_counter()
         cycles = 0
         yielded = started
+        instant, instant_cycles = clock.now(), 0
+        spin_limit = SPIN_CYCLES_PER_POD * max(len(self.input.pods), SPIN_MIN_PODS)
         while True:
             if time.perf_counter() - yielded > YIELD_SECONDS:
                 # Nothing else is ready here (all was drained), so this changes nothing but lets
@@ -161,13 +171,27 @@ class Simulation:
                 # Work that timers started (metric refreshes) finishes at this instant of
                 # virtual time, before the next scheduling cycle.
                 await sched.drain_bindings()
+            if clock.now() != instant:
+                instant, instant_cycles = clock.now(), 0
             while sched.schedule_one():
                 cycles += 1
+                instant_cycles += 1
                 if cycles % YIELD_EVERY == 0:
                     await asyncio.sleep(0)
                     if self.progress is not None:
                         self.progress(sim.binds, total)
+                if instant_cycles > spin_limit:
+                    break
             await sched.drain_bindings()
+            if instant_cycles > spin_limit:
+                # Pods that keep failing and coming straight back (a gang that cannot fit, retried
+                # at once by the siblings it activates): a real scheduler would spin until the next
+                # cluster change, so time jumps there (or the run ends if none is coming).
+                spin_to = sim.next_external()
+                if spin_to is None:
+                    break
+                clock.advance_to(spin_to)
+                continue
             if len(sched.queue):
                 continue
             nxt = clock.next_time()
@@ -258,6 +282,13 @@ class Simulation:
                 sim.add_pod_group(msgspec.structs.replace(pg, status=PodGroupStatus()))
             else:
                 sim.at(arrival, lambda g=pg: sim.add_pod_group(msgspec.structs.replace(g, status=PodGroupStatus())))
+        if any(isinstance(obj, ElasticQuota) for _, obj, _ in self.input.custom_objects):
+            sim.quotas = QuotaLedger()
+        for resource, obj, arrival in self.input.custom_objects:
+            if arrival <= 0:
+                sim.add_custom(resource, obj)
+            else:
+                sim.at(arrival, lambda r=resource, o=obj: sim.add_custom(r, o))
         for resource, obj, arrival in self.input.storage:
             if arrival <= 0:
                 sim.add_storage(resource, obj)
@@ -324,6 +355,7 @@ class Simulation:
             reloads=[r.as_dict() for r in self.reload.history] if self.reload is not None else [],
             shadows=sched.shadow_summary(),
             groups=self._group_stats(sim, virtual),
+            quota=sim.quotas.summary(virtual) if sim.quotas is not None else {},
         )
 
 

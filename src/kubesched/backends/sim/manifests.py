@@ -9,7 +9,9 @@ Namespaces defined after the pods that use them still apply.
 Kinds read: Node, Pod, Namespace, Service (v1), PriorityClass (scheduling.k8s.io),
 Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1), the storage
 the volume plugins read: PersistentVolumeClaim, PersistentVolume (v1), StorageClass, CSINode,
-CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), and the ConfigMap named
+CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), PodGroup and Workload
+(scheduling.k8s.io/v1beta1), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
+checked against their CRDs' schema: backends.sim.customobjects), and the ConfigMap named
 `kubesched-simulation` (below). The simulated cluster runs a stand-in PV controller (see
 backends.sim.cluster): it binds claims, provisions WaitForFirstConsumer claims on the node the
 scheduler selected, and creates generic ephemeral volumes' claims. Workloads are expanded into the pods their
@@ -122,6 +124,7 @@ from kubesched.api.validation.meta import name_is_dns_subdomain
 from kubesched.backends.sim import limits
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.configchanges import ConfigChange, is_config_change, read_change
+from kubesched.backends.sim.customobjects import is_custom, read_custom
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
 
@@ -264,6 +267,8 @@ class ClusterInput:
     config_changes: list[ConfigChange] = field(default_factory=list)
     # PodGroups (scheduling.k8s.io/v1beta1) and when they are created (sim.kubesched.io/arrival).
     pod_groups: list[tuple[PodGroup, float]] = field(default_factory=list)
+    # Custom objects (scheduler-plugins' PodGroups and ElasticQuotas): (event resource, object, arrival).
+    custom_objects: list[tuple[str, Any, float]] = field(default_factory=list)
 
 
 # --- reading files -------------------------------------------------------------------------------
@@ -507,6 +512,7 @@ class _Loader:
         self.default_storage_class: str | None = None
         self.config_changes: list[ConfigChange] = []
         self.pod_groups: list[tuple[PodGroup, float]] = []
+        self.custom_docs: list[tuple[_Doc, str, Any]] = []  # read in pass 1, kept in pass 2 (their namespace)
 
     def refuse(self, exc: ManifestError) -> None:
         """One object is refused: raise, or with keep_going note it and carry on without it."""
@@ -541,6 +547,9 @@ class _Loader:
             return
         if group == "" and is_config_change(raw):
             self._config_change(origin, raw)
+            return
+        if is_custom(raw):
+            self._custom(origin, raw, kind)
             return
         if kind not in _GROUPS or group not in _GROUPS[kind]:
             label = f"{_cut(kind)} ({_cut(api_version)})"
@@ -634,6 +643,24 @@ class _Loader:
             except FieldError as exc:
                 raise doc.error(exc) from None
 
+    def _custom(self, origin: Origin, raw: dict[str, Any], kind: str) -> None:
+        """scheduler-plugins' PodGroup or ElasticQuota (backends.sim.customobjects)."""
+        meta = raw.get("metadata")
+        meta_raw: dict[str, Any] = meta if isinstance(meta, dict) else {}
+        namespace = str(meta_raw.get("namespace") or "default")
+        doc = _Doc(origin, raw, kind, namespace, str(meta_raw.get("name") or ""), ObjectMeta())
+        try:
+            resource, obj = read_custom(raw, namespace)
+        except ValueError as exc:
+            raise doc.error(str(exc)) from None
+        doc.meta = obj.metadata
+        key = (f"{kind}.{_api_group(raw.get('apiVersion'))}", namespace, doc.name)
+        if key in self.seen:
+            raise doc.error(f"defined twice: first at {self.seen[key]}")
+        self.seen[key] = origin
+        obj.metadata.uid = obj.metadata.uid or stable_uid(kind, namespace, doc.name)
+        self.custom_docs.append((doc, resource.resource, obj))
+
     def _config_change(self, origin: Origin, raw: dict[str, Any]) -> None:
         meta = raw["metadata"]
         doc = _Doc(origin, raw, "ConfigMap", str(meta.get("namespace") or "default"), str(meta.get("name") or ""),
@@ -694,6 +721,16 @@ class _Loader:
                 self.refuse(exc)
                 continue
             kept.append(doc)
+        custom: list[tuple[str, Any, float]] = []
+        for doc, resource, obj in self.custom_docs:
+            try:
+                if doc.namespace in missing:
+                    raise doc.error(f"namespaces {shown(doc.namespace)} not found")
+                custom.append((resource, obj, self._storage_arrival(doc)))
+            except ManifestError as exc:
+                self.refuse(exc)
+                continue
+            kept.append(doc)
         used = {d.namespace for d in kept if d.namespace}
         for name in sorted(used.union(ALWAYS_PRESENT_NAMESPACES) - namespaces.keys()):
             namespaces[name] = Namespace(
@@ -712,6 +749,7 @@ class _Loader:
             storage=self.storage,
             config_changes=sorted(self.config_changes, key=lambda c: c.at),
             pod_groups=self.pod_groups,
+            custom_objects=custom,
         )
 
     def _over_run_limits(self) -> dict[int, ManifestError]:
