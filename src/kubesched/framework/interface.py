@@ -14,7 +14,7 @@ allocates nothing.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -367,6 +367,16 @@ class Handle(Protocol):
     def cluster_event(self, event: ClusterEvent) -> None:
         """Reports a change outside the API objects (new usage samples, say) that may make pods
         rejected by plugins registered for `event` schedulable."""
+        ...
+
+    # --- the scheduling queue (kube's PodActivator and pod lister)
+    def activate(self, uids: Iterable[str]) -> None:
+        """Moves these pending pods from the unschedulable pool or backoff to activeQ now."""
+        ...
+
+    def pending_pods(self) -> Iterable[PodInfo]:
+        """The pending pods this scheduler holds (queued, backing off, unschedulable, gated, or
+        being scheduled now)."""
         ...
 
 

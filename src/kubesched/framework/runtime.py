@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -815,3 +815,9 @@ class Framework:
 
     def cluster_event(self, event: ClusterEvent) -> None:
         self.services.cluster_event(event)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self.services.activate(uids)
+
+    def pending_pods(self) -> Iterable[PodInfo]:
+        return self.services.pending_pods()
