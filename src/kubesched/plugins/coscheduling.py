@@ -281,7 +281,8 @@ class Coscheduling(Plugin, QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, P
         if missing <= self.reject_threshold:
             return PostFilterResult(), Status.unschedulable()
         self.reject_waiting(pi.namespace, pg.metadata.name, OPTIMISTIC_REJECTION)
-        if self.backoff > 0 and len(self.siblings(pi.namespace, pg.metadata.name)) >= min_member:
+        if self.backoff > 0 and len(self.siblings(pi.namespace, pg.metadata.name)) >= min_member \
+                and not self._live(self.backed_off, full):  # go-cache's Add: a backoff running is not extended
             self.backed_off[full] = self.handle.now() + self.backoff
         self.permitted.pop(full, None)
         self.last_failed[full] = self.handle.now()
