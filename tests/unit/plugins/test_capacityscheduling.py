@@ -55,6 +55,24 @@ def test_reclaim_takes_only_from_tenants_over_their_min_whatever_their_priority(
     assert "team-c/c" not in result.preempted
 
 
+def test_many_reclaimers_at_once_evict_no_more_than_the_borrowed_room() -> None:
+    # examples/tenants: team-a borrowed up to 96 cpu; team-c's 12 and team-b's 36 pods, arriving in
+    # bursts, reclaim their mins. With a hundred preemptions under way at once, victims being deleted
+    # no longer count in team-a's use, or later preemptors would evict again for room already freed.
+    import asyncio
+    from pathlib import Path
+
+    from kubesched.backends.sim.engine import Simulation
+    from kubesched.backends.sim.manifests import load_paths
+    from kubesched.config import parse_config_text
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    cfg = parse_config_text((examples / "profiles" / "capacity-scheduling.yaml").read_text(), "capacity-scheduling.yaml")
+    result = asyncio.run(Simulation(load_paths(examples / "tenants"), cfg).run())
+    assert result.quota["reclaims"] == len(result.preempted) == 36
+    assert all(v for k, v in result.placements.items() if not k.startswith("team-a/"))
+
+
 def test_beyond_its_max_a_tenant_is_refused_and_preempts_nobody() -> None:
     objs = two_tenants() + [pod(f"a{i}", namespace="team-a") for i in range(4)] + [pod("a-over", namespace="team-a", arrival=5)]
     result, sim = quota_run(objs)
