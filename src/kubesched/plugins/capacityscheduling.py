@@ -120,8 +120,8 @@ class CapacityScheduling(Plugin, PreFilterPlugin, PostFilterPlugin, ReservePlugi
         # Victims whose deletion this plugin has issued no longer count: upstream deletes them before
         # its PostFilter returns (no asynchronous preemption), so the next pods see them gone.
         for uid in self.preemption.deleting:
-            for info in snapshot.infos.values():
-                info.remove_pod(uid)
+            for tenant in snapshot.infos.values():
+                tenant.remove_pod(uid)
         state.write(SNAPSHOT_KEY, snapshot)
         request = pod_request(pi)
         quota = snapshot.get(pi.namespace)
