@@ -308,6 +308,12 @@ def _print_results(cluster: Any, results: list[Any]) -> None:
             ("partial-gang pod-s", lambda r: r.groups.get("partial_gang_pod_seconds", 0.0)),
             ("group wait p50 / p99 (s)", lambda r: f"{r.groups.get('group_wait_p50', 0.0)} / {r.groups.get('group_wait_p99', 0.0)}"),
         ]
+    if any(r.quota for r in results):
+        rows += [
+            ("quota: borrowing pods (pod-s)",
+             lambda r: f"{r.quota.get('borrowing_pods', 0)} ({r.quota.get('borrowed_pod_seconds', 0.0):g})"),
+            ("quota: reclaims", lambda r: r.quota.get("reclaims", 0)),
+        ]
     for label, attr in rows:
         table.add_row(label, *[str(attr(r) if callable(attr) else getattr(r, attr)) for r in results])
     console.print(table)

@@ -87,3 +87,18 @@ def test_a_gang_that_can_never_fit_ends_the_run() -> None:
     result, sim = run([*objs, pod("later", cpu="100m", arrival=40)], profile_config(coscheduling()))
     assert result.virtual_seconds >= 40.0
     assert sim.cluster.created_at[next(sp.pod.metadata.uid for sp in sim.input.pods if sp.pod.metadata.name == "later")] == 40.0
+
+
+def test_simulate_prints_the_quota_figures() -> None:
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from kubesched.cli import app
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    result = CliRunner().invoke(app, ["simulate", str(examples / "tenants"), "-c", str(examples / "profiles" / "capacity-scheduling.yaml")],
+                                terminal_width=200)
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in result.output.splitlines() if line.count("│") == 3}
+    assert rows["quota: reclaims"] == "36" and rows["quota: borrowing pods (pod-s)"] == "47 (68400)"
