@@ -27,6 +27,7 @@ FitError; a member never tried, the group's message as it was before PodGroupPos
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from kubesched.api.podgroups import (
     PodGroup,
 )
 from kubesched.api.podinfo import PodInfo
+from kubesched.framework.feasibility import find_feasible
 from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
 from kubesched.observe.record import DecisionRecord, fit_error_message
 from kubesched.queue.groups import GroupAttempt
@@ -91,7 +93,10 @@ class GroupHost(Protocol):
 
     def fail_attempt(self, fwk: Framework, qpi: QueuedPodInfo, record: DecisionRecord, status: Status) -> None: ...
 
+    def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]: ...
+
 UNSCHEDULABLE_GROUP = "pod group is unschedulable"  # kube's errPodGroupUnschedulable
+_PLAN_FAILED = Status(Code.ERROR, ("a jointly planned member did not pass on its node",))  # internal: fall back
 NO_PLACEMENTS = "no feasible placements found"
 
 
@@ -302,10 +307,35 @@ class GroupCycle:
         quorum = self._quorum(fwk, pg, scheduled, remaining)
         if quorum is not None and quorum.code == Code.UNSCHEDULABLE:
             return _with_sentinel(quorum)
+        plan = self._joint_plan(fwk, pg, members, within, scheduled) if fwk.group_assign else None
+        if plan is not None:
+            planned = [self._member(fwk, m.qpi) for m in members]
+            status = self._place_members(fwk, pg, planned, within, scheduled, plan)
+            if status is not _PLAN_FAILED:
+                self._adopt(members, planned)
+                return status
+            self._undo(fwk, planned)  # a member the plan put somewhere did not pass there
+        return self._place_members(fwk, pg, members, within, scheduled, None)
+
+    def _place_members(self, fwk: Framework, pg: PodGroup, members: list[_Member], within: np.ndarray | None, scheduled: int,
+                       plan: dict[str, int] | None) -> Status | None:
+        """The members in order, each on the nodes `within`, or on the row a joint plan chose for
+        it (`_PLAN_FAILED` if it does not pass there); the quorum after each."""
+        sched = self.sched
+        table = sched.cache.table
+        remaining = len(members)
+        quorum: Status | None = None
         placed = 0
         for m in members:
             m.tried = True
-            result = sched.schedule_member(fwk, m.state, m.qpi.pi, m.record, within)
+            where = within
+            row = plan.get(m.qpi.pi.uid, -1) if plan is not None else -1
+            if row >= 0:
+                where = np.zeros(table.size, dtype=bool)
+                where[row] = True
+            result = sched.schedule_member(fwk, m.state, m.qpi.pi, m.record, where)
+            if row >= 0 and result.node != table.name_of(row):
+                return _PLAN_FAILED
             if result.node is not None:
                 reserve = sched.assume_and_reserve(fwk, m.state, m.qpi.pi, m.record, result.node)
                 if reserve is None:
@@ -336,6 +366,41 @@ class GroupCycle:
         if not placed:
             return Status(Code.UNSCHEDULABLE, (UNSCHEDULABLE_GROUP,))
         return None
+
+    def _joint_plan(self, fwk: Framework, pg: PodGroup, members: list[_Member], within: np.ndarray | None,
+                    scheduled: int) -> dict[str, int] | None:
+        """The GroupAssign plugin's choice of a row per member, from each member's Filter and Score
+        results on the snapshot (alone, as a dry run); None when it declines."""
+        sched = self.sched
+        table = sched.cache.table
+        size = table.size
+        feasible = np.zeros((len(members), size), dtype=bool)
+        scores = np.zeros((len(members), size), dtype=np.int64)
+        columns = table.resource_index
+        requests = np.zeros((len(members), len(columns)), dtype=np.int64)
+        with fwk.dry():
+            for i, m in enumerate(members):
+                pi = m.qpi.pi
+                state = CycleState()
+                found = find_feasible(fwk, state, pi, functools.partial(sched.nominated_ahead, pi), within)
+                if found.outcome is None or found.failure is not None or not found.feasible:
+                    continue
+                rows = np.flatnonzero(found.outcome.alive[:size])
+                feasible[i, rows] = True
+                scored = fwk.run_scores(state, pi, rows)
+                if isinstance(scored, Status):
+                    return None
+                scores[i, scored.rows] = scored.totals
+                for name, col in columns.items():
+                    requests[i, col] = 1 if name == "pods" else pi.requests.get(name, 0)
+        allocatable = table.allocatable[:size]
+        free = allocatable - table.requested[:size]
+        min_count = max(pg.min_count - scheduled, 0)
+        nodes = fwk.group_assign[0].assign_group(pg, [m.qpi.pi for m in members], feasible, scores, requests, free,
+                                                 allocatable, min_count)
+        if nodes is None:
+            return None
+        return {m.qpi.pi.uid: int(n) for m, n in zip(members, nodes, strict=True)}
 
     @staticmethod
     def _fit_error(result: Placement) -> Status:

@@ -571,6 +571,18 @@ class PlacementScorePlugin(Named):
         return scores
 
 
+class GroupAssignPlugin(Named):
+    """kubesched's, not kube's: chooses the nodes of a pod group's members together (jointly)
+    before the group cycle places them; the cycle then places each member on its chosen node
+    with every Filter run as usual, and falls back to the per-pod order if one does not pass.
+    `feasible[m, n]`, `scores[m, n]` are each member's Filter and Score results on the snapshot
+    (each alone); returns a node index per member (-1: leave it to the per-pod order), or None."""
+
+    def assign_group(self, group: Any, members: Sequence[PodInfo], feasible: np.ndarray, scores: np.ndarray,
+                     requests: np.ndarray, free: np.ndarray, allocatable: np.ndarray, min_count: int) -> np.ndarray | None:
+        raise NotImplementedError
+
+
 class PodGroupPostFilterPlugin(Named):
     """Runs once for a PodGroup its cycle could not place (kube's PodGroupPostFilter: group
     preemption). Success nominates members where room was made; a rejection says why not.
@@ -684,6 +696,8 @@ EXTENSION_POINTS: dict[str, tuple[type, ...]] = {
     "placementGenerate": (PlacementGeneratePlugin,),
     "placementScore": (PlacementScorePlugin,),
     "podGroupPostFilter": (PodGroupPostFilterPlugin,),
+    # kubesched's own: a pod group's members placed jointly (plugins/jointplacement.py).
+    "groupAssign": (GroupAssignPlugin,),
 }
 
 

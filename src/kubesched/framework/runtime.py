@@ -38,6 +38,7 @@ from kubesched.framework.interface import (
     NodeFilterPlugin,
     NodeInfo,
     NodeScorePlugin,
+    GroupAssignPlugin,
     PermitPlugin,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
@@ -264,6 +265,7 @@ class Framework:
                                         strict=True))
         self.pod_group_post_filter: list[PodGroupPostFilterPlugin] = _implementing(
             at("podGroupPostFilter"), "podGroupPostFilter", PodGroupPostFilterPlugin)
+        self.group_assign: list[GroupAssignPlugin] = _implementing(at("groupAssign"), "groupAssign", GroupAssignPlugin)
         self.prefilter_extensions = [p for p in self.pre_filter if p.has_prefilter_extensions]
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
         self.next_start_row = 0

@@ -18,6 +18,7 @@ from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.hotvalue import HotValue
 from kubesched.plugins.imagelocality import ImageLocality
 from kubesched.plugins.interpodaffinity import InterPodAffinity
+from kubesched.plugins.jointplacement import JointPlacement
 from kubesched.plugins.loadaware import LoadAware
 from kubesched.plugins.loadvariationriskbalancing import LoadVariationRiskBalancing
 from kubesched.plugins.multidimensionalscore import MultiDimensionalScore
@@ -64,6 +65,7 @@ IN_TREE: list[type[Plugin]] = [
     GangScheduling,
     TopologyPlacementGenerator,
     PodGroupPodsCount,
+    JointPlacement,
     LoadAware,
     TargetLoadPacking,
     LoadVariationRiskBalancing,
