@@ -1,7 +1,7 @@
 """The MILP solver behind joint placement: HiGHS, through its own binding (highspy).
 
 Single-threaded, fixed random seed, no output. The model's sparse matrix is handed over as numpy
-arrays in one call; the greedy assignment is the starting solution. A wall-clock limit (the time
+arrays in one call. A wall-clock limit (the time
 budget left) and/or a branch-and-bound node limit (a budget that does not depend on the machine's
 speed) stop the search; HiGHS then returns its best solution so far, if it has one.
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# Imported with the module (about 0.1 s), not on the first group's clock.
+import highspy
 import numpy as np
 
 from kubesched.placement.model import FloatArray, IntArray, Model
@@ -25,13 +27,14 @@ class SolverResult:
     infeasible: bool  # proven: no assignment places min_count members on the model's candidates
     limit_reached: bool  # stopped by the time or work limit
 
+
 # The smallest wall-clock limit handed to HiGHS: below this it cannot even run presolve.
 MIN_TIME_LIMIT = 0.001
+# Kept back from the time left for reading the solution out (HiGHS stops a little after its limit).
+RESERVE = 0.003
 
 
 def _new_highs() -> Any:
-    import highspy
-
     # The raw binding, not the highspy.Highs wrapper: the wrapper installs Python logging callbacks
     # and prints HiGHS's banner on stdout the first time one is made, whatever output_flag says.
     factory = getattr(highspy, "_Highs", None) or getattr(highspy, "Highs")  # noqa: B009
@@ -42,8 +45,6 @@ def _new_highs() -> Any:
 
 def solve(model: Model, time_limit: float | None, work_limit: int | None, hint: FloatArray | None, seed: int) -> SolverResult:
     """Maximize model.obj over the model, starting from `hint` if given (values of every variable)."""
-    import highspy
-
     n = model.variables
     p = int(model.pair_class.size)
     h = _new_highs()
@@ -53,7 +54,7 @@ def solve(model: Model, time_limit: float | None, work_limit: int | None, hint: 
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 1e-6 if model.continuous.any() else 0.5)
     if time_limit is not None:
-        h.setOptionValue("time_limit", max(float(time_limit), MIN_TIME_LIMIT))
+        h.setOptionValue("time_limit", max(float(time_limit) - min(RESERVE, 0.1 * float(time_limit)), MIN_TIME_LIMIT))
     if work_limit is not None:
         h.setOptionValue("mip_max_nodes", int(work_limit))
     # Column-wise (CSC) matrix from the COO triplets.

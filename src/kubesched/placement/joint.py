@@ -6,8 +6,8 @@
 2. runs the greedy baseline (`place_greedy`: the per-pod order kube uses), which is the fallback,
 3. builds a small integer program over each class's best candidate nodes (`model.build_model`, which
    always includes the nodes the greedy result used, so the program has the greedy result as a
-   solution) and hands it to the MILP solver (HiGHS, `kubesched.placement.highs`) with the greedy
-   result as its starting solution and what is left of the time budget,
+   solution) and hands it to the MILP solver (HiGHS, `kubesched.placement.highs`) with what is left
+   of the time budget,
 4. keeps the solver's answer if it places more members, or as many with a better objective, than
    greedy; otherwise, or when the budget ran out before the solver had anything better, the greedy
    result.
@@ -53,6 +53,8 @@ from kubesched.placement.model import (
 
 # Objective values closer than this are equal (the balance term is a float).
 TOLERANCE = 1e-6
+# How much wider the candidates are when the pruned program is infeasible.
+RETRY_WIDER = 4
 
 
 class Source(enum.Enum):
@@ -61,7 +63,7 @@ class Source(enum.Enum):
     OPTIMAL = "optimal"  # the solver proved it optimal (over the pruned candidates)
     FEASIBLE = "feasible"  # the solver's best within the budget, better than greedy, not proven optimal
     GREEDY = "greedy"  # the greedy order: the budget ran out, or the solver found nothing better
-    INFEASIBLE = "infeasible"  # nothing placed: neither greedy nor the solver could place min_count members
+    INFEASIBLE = "infeasible"  # nothing placed: proven that no assignment places min_count members
 
 
 @dataclass(frozen=True)
@@ -226,9 +228,10 @@ def place_greedy(problem: GroupInput, weights: Weights | None = None) -> Placeme
 def place_group(problem: GroupInput, options: PlacementOptions | None = None) -> Placement:
     """Place the group jointly (see the module doc); never worse than the greedy order on the objective.
 
-    The candidates are pruned to each class's top_k (see `model.candidate_mask`); when the pruned
-    program is proven infeasible and pruning dropped any node, it is solved once more over every
-    feasible node with what is left of the budget.
+    The candidates are pruned to each class's top_k (see `model.candidate_mask`). When the pruned
+    program is proven infeasible and pruning dropped a node, it is solved once more with RETRY_WIDER
+    times the candidates if at least half the budget is left (without a time budget: over every
+    feasible node, so the answer is exact); Source.INFEASIBLE means proven over every feasible node.
     """
     options = options or PlacementOptions()
     t0 = time.perf_counter()
@@ -257,10 +260,13 @@ def place_group(problem: GroupInput, options: PlacementOptions | None = None) ->
         left = remaining()
         if left is not None and left <= 0:
             return finish(g_nodes, Source.GREEDY, g_obj, True, stats)
-        hint = _hint(problem, model, classes, g_nodes) if g_placed else None
-        res = solve_model(model, left, options.work_limit, hint, options.seed)
+        # No starting solution: HiGHS 1.16 given the greedy one as a start declared it optimal on a
+        # 3-member instance whose optimum is better (found by the brute-force property test).
+        res = solve_model(model, left, options.work_limit, None, options.seed)
         if res.counts is not None:
             nodes = _assign(model, classes, res.counts, problem.members)
+            if violations(problem, nodes):  # never trust a solver's answer blindly
+                return finish(g_nodes, Source.GREEDY, g_obj, res.limit_reached, stats)
             placed = int((nodes >= 0).sum())
             obj = evaluate(problem, nodes, weights)
             if placed > g_placed or (placed == g_placed and (obj > g_obj + TOLERANCE or (res.optimal and obj >= g_obj - TOLERANCE))):
@@ -270,11 +276,19 @@ def place_group(problem: GroupInput, options: PlacementOptions | None = None) ->
             return finish(g_nodes, Source.GREEDY, g_obj, res.limit_reached, stats)
         if not model.pruned:
             return finish(g_nodes, Source.INFEASIBLE, 0, False, stats)
-        top_k = 0
+        # Proven only over the pruned candidates: widen them once, if there is time for a larger program.
+        if options.time_budget is None:
+            top_k = 0
+            continue
+        left = remaining()
+        if top_k == options.top_k and left is not None and left > options.time_budget / 2:
+            top_k *= RETRY_WIDER
+            continue
+        return finish(g_nodes, Source.GREEDY, g_obj, False, stats)
 
 
-def _hint(problem: GroupInput, model: Model, classes: Classes, nodes: NDArray[np.intp]) -> FloatArray:
-    """The greedy assignment as values of the model's variables."""
+def model_point(problem: GroupInput, model: Model, classes: Classes, nodes: NDArray[np.intp]) -> FloatArray:
+    """An assignment (such as greedy's) as values of the model's variables, e.g. to check it is a solution."""
     hint = np.zeros(model.variables, dtype=np.float64)
     placed = np.flatnonzero(nodes >= 0)
     key = model.pair_class.astype(np.int64) * (1 << 32) + model.pair_node

@@ -15,6 +15,7 @@ from kubesched.placement.joint import (
     Source,
     evaluate,
     greedy_assignment,
+    model_point,
     place_greedy,
     place_group,
     violations,
@@ -258,6 +259,11 @@ def test_pruned_model_retried_over_every_node_when_infeasible() -> None:
     p = place_group(problem, PlacementOptions(time_budget=None, top_k=1))
     assert p.nodes.tolist() == [1, 0]
     assert p.stats is not None and p.stats.candidates == 2
+    # Under a time budget the retry widens the candidates (here to every node) once.
+    assert place_group(problem, PlacementOptions(time_budget=5.0, top_k=1)).nodes.tolist() == [1, 0]
+    # Proven infeasible over every feasible node.
+    too_big = make(free=[[4], [1]], alloc=[[8], [1]], req=[[4], [4]], score=[[90, 10], [90, 0]])
+    assert place_group(too_big, PlacementOptions(time_budget=5.0, top_k=1)).source is Source.INFEASIBLE
 
 
 def test_model_size_is_bounded_by_pruning() -> None:
@@ -273,7 +279,7 @@ def test_model_size_is_bounded_by_pruning() -> None:
         assert model.pair_class.size <= bound
         sizes[n] = model.variables
         full = build_model(problem, classes, Weights(), 0)
-        assert full.pair_class.size == int((problem.feasible[classes.rep]).sum()) or full.pair_class.size > model.pair_class.size
+        assert not full.pruned and model.pruned
         assert full.pair_class.size > 3 * model.pair_class.size
     # Five times the nodes, not five times the model.
     assert sizes[5000] < 2 * sizes[1000]
@@ -340,3 +346,23 @@ def test_solver_prints_nothing(capfd: pytest.CaptureFixture[str]) -> None:
     place_group(problem)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_the_greedy_assignment_is_a_solution_of_the_model() -> None:
+    # Why the joint answer is never worse than greedy: the pruned program contains greedy's assignment.
+    cluster = bench.make_cluster(600, seed=8)
+    free = cluster.free.copy()
+    for gang in bench.make_gangs(5, seed=8):
+        problem = bench.gang_input(gang, cluster, free)
+        classes = group_members(problem)
+        greedy = greedy_assignment(problem, classes)
+        model = build_model(problem, classes, Weights(empty_node_bonus=100), 16, greedy)
+        x = model_point(problem, model, classes, greedy)
+        row = np.zeros(model.constraints)
+        np.add.at(row, model.rows, model.vals * x[model.cols])
+        assert (row >= model.row_lb - 1e-9).all() and (row <= model.row_ub + 1e-9).all()
+        assert (x >= 0).all() and (x <= model.ub + 1e-9).all()
+        integral = ~model.continuous
+        assert (x[integral] == np.rint(x[integral])).all()
+        placed = greedy >= 0
+        np.subtract.at(free, greedy[placed], gang.req[placed])
