@@ -70,7 +70,8 @@ class Source(enum.Enum):
 class PlacementOptions:
     """time_budget: wall-clock seconds for the whole call (model, solver, checks); None: no wall-clock limit.
     work_limit: the solver's branch-and-bound node limit, a budget that does not depend on the machine's
-        speed; the simulator sets it (and time_budget=None) so that its runs are reproducible.
+        speed; the simulator sets it (and time_budget=None) so that its runs are reproducible. It does not
+        bound the work at the root node (presolve, the first LP, heuristics).
     top_k: candidate nodes per class by score (and as many best fits among partly used nodes); <= 0 keeps all.
     group_identical: members with equal requests, feasibility, scores and conflicts share one class
         (one integer count per node instead of one variable per member and node).
