@@ -92,7 +92,7 @@ def test_solver_is_optimal_against_brute_force(problem: GroupInput, weights: Wei
     assert p.placed == 0 or p.placed >= problem.min_count
     assert p.objective == pytest.approx(evaluate(problem, p.nodes, weights))
     best = brute_force(problem, weights)
-    assert p.placed == best[0] and p.objective == pytest.approx(best[1], abs=1e-6)
+    assert p.placed == best[0] and p.objective == pytest.approx(best[1], abs=1e-4)
     assert p.placed > p.greedy_placed or p.objective >= p.greedy_objective - 1e-9
 
 
