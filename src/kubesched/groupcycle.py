@@ -27,7 +27,6 @@ FitError; a member never tried, the group's message as it was before PodGroupPos
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,8 +45,8 @@ from kubesched.api.podgroups import (
     PodGroup,
 )
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.feasibility import find_feasible
 from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
+from kubesched.jointplan import joint_plan
 from kubesched.observe.record import DecisionRecord, fit_error_message
 from kubesched.queue.groups import GroupAttempt
 
@@ -369,38 +368,9 @@ class GroupCycle:
 
     def _joint_plan(self, fwk: Framework, pg: PodGroup, members: list[_Member], within: np.ndarray | None,
                     scheduled: int) -> dict[str, int] | None:
-        """The GroupAssign plugin's choice of a row per member, from each member's Filter and Score
-        results on the snapshot (alone, as a dry run); None when it declines."""
-        sched = self.sched
-        table = sched.cache.table
-        size = table.size
-        feasible = np.zeros((len(members), size), dtype=bool)
-        scores = np.zeros((len(members), size), dtype=np.int64)
-        columns = table.resource_index
-        requests = np.zeros((len(members), len(columns)), dtype=np.int64)
-        with fwk.dry():
-            for i, m in enumerate(members):
-                pi = m.qpi.pi
-                state = CycleState()
-                found = find_feasible(fwk, state, pi, functools.partial(sched.nominated_ahead, pi), within)
-                if found.outcome is None or found.failure is not None or not found.feasible:
-                    continue
-                rows = np.flatnonzero(found.outcome.alive[:size])
-                feasible[i, rows] = True
-                scored = fwk.run_scores(state, pi, rows)
-                if isinstance(scored, Status):
-                    return None
-                scores[i, scored.rows] = scored.totals
-                for name, col in columns.items():
-                    requests[i, col] = 1 if name == "pods" else pi.requests.get(name, 0)
-        allocatable = table.allocatable[:size]
-        free = allocatable - table.requested[:size]
-        min_count = max(pg.min_count - scheduled, 0)
-        nodes = fwk.group_assign[0].assign_group(pg, [m.qpi.pi for m in members], feasible, scores, requests, free,
-                                                 allocatable, min_count)
-        if nodes is None:
-            return None
-        return {m.qpi.pi.uid: int(n) for m, n in zip(members, nodes, strict=True)}
+        """The GroupAssign plugin's choice of a row per member (jointplan), at least what the
+        quorum still needs placed or none."""
+        return joint_plan(self.sched, fwk, pg, [m.qpi.pi for m in members], within, max(pg.min_count - scheduled, 0))
 
     @staticmethod
     def _fit_error(result: Placement) -> Status:

@@ -29,6 +29,7 @@ from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
 from kubesched.api.selectors import Selector
 from kubesched.backends.base import ClusterBackend
+from kubesched.burstcycle import BurstCycle
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import PENDING, group_key, member_key
@@ -62,6 +63,7 @@ from kubesched.observe.metrics import TIE, DurationHistogram, SchedulerMetrics
 from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message, score_margin
 from kubesched.observe.tracing import CycleTrace, Tracer
 from kubesched.plugins.registry import in_tree_registry
+from kubesched.queue.bursts import BurstPolicy, burst_key
 from kubesched.queue.scheduling_queue import Nominator, QueuedGroup, QueuedPodInfo, SchedulingQueue
 from kubesched.shadow import ShadowRunner
 
@@ -210,8 +212,10 @@ class Scheduler:
             on_change=self.wakeup.set,
             group_of=member_key if self.groups_on else None,
             group_known=lambda key: self.cache.groups.group(key) is not None,
+            burst_of=self._burst_of,
         )
         self.group_cycle = GroupCycle(self)
+        self.burst_cycle = BurstCycle(self)
         self.shadows = ShadowRunner(self.metrics, seed)
         self.metrics.add_gauge(
             "scheduler_pending_pods",
@@ -472,6 +476,15 @@ class Scheduler:
     def remove_workload_selector(self, kind: str, namespace: str, name: str) -> None:
         self.cache.remove_workload_selector(kind, namespace, name)
 
+    def _burst_of(self, pi: PodInfo) -> BurstPolicy | None:
+        """The pod's burst (queue.bursts), when its profile places bursts jointly."""
+        fwk = self.frameworks.get(pi.scheduler_name)
+        settings = fwk.bursts if fwk is not None else None
+        if settings is None:
+            return None
+        key = burst_key(pi)
+        return BurstPolicy(key, settings.window, settings.limit) if key is not None else None
+
     def _pre_enqueue(self, pi: PodInfo) -> Status | None:
         fwk = self.frameworks.get(pi.scheduler_name)
         return fwk.run_pre_enqueue(pi) if fwk is not None else None
@@ -486,20 +499,35 @@ class Scheduler:
         if isinstance(qpi, QueuedGroup):
             self.group_cycle.run(qpi)
             return True
+        fwk = self.frameworks.get(qpi.pi.scheduler_name)
+        if fwk is not None and fwk.bursts is not None and qpi.burst is not None:
+            siblings = self.queue.take_burst(qpi)
+            if siblings:
+                self.burst_cycle.run(fwk, [qpi, *siblings])
+                return True
+        self.schedule_queued(qpi)
+        return True
+
+    def schedule_queued(self, qpi: QueuedPodInfo, planned: int = -1, burst: int = 0) -> None:
+        """One pod's scheduling cycle, from PreFilter to Permit, binding started in the background.
+        `planned`: the node row a burst's joint plan chose for it (burstcycle): the pod goes there
+        if every Filter passes there, else through the whole cycle as any pod."""
         pi = qpi.pi
         fwk = self.frameworks.get(pi.scheduler_name)
         if fwk is None or pi.pod.metadata.deletion_timestamp or self.cache.node_of(pi.uid) is not None:
             self.queue.delete(pi.uid)
-            return True
+            return
         started = time.perf_counter()
         pod_cycle = self.queue.scheduling_cycle
-        state = CycleState()
         fwk.plugin_metrics = self.metrics if pod_cycle % PLUGIN_METRICS_EVERY == 1 else None
-        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
-        self.current_record = record
         trace = fwk.trace = self.tracer.start() if self.tracer.enabled else None
         detail = fwk.detail = CycleDetail() if fwk.records_detail else None
-        result = self._schedule_pod(fwk, state, pi, record)
+        state, record, result = self._planned(fwk, qpi, planned, burst) if planned >= 0 else (None, None, None)
+        if state is None or record is None or result is None:
+            state = CycleState()
+            record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
+            self.current_record = record
+            result = self._schedule_pod(fwk, state, pi, record)
         shadows = self.generation.shadows.get(fwk.name) if self.generation.shadows else None
         shadow_seconds = 0.0
         if shadows and (result.failure is None or result.failure.code != Code.ERROR):
@@ -530,7 +558,25 @@ class Scheduler:
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
             self.metrics.attempt(record.result, fwk.name, record.duration)
         self.recorder.add(record)
-        return True
+
+    def _planned(self, fwk: Framework, qpi: QueuedPodInfo, row: int, burst: int
+                 ) -> tuple[CycleState | None, DecisionRecord | None, ScheduleResult | None]:
+        """The pod tried on the one node its burst's plan chose (every Filter run there); its
+        state, record and result when it passes, else Nones (the whole cycle then runs afresh)."""
+        pi = qpi.pi
+        table = self.cache.table
+        if row >= table.size:
+            return None, None, None
+        only = np.zeros(table.size, dtype=bool)
+        only[row] = True
+        state = CycleState()
+        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(table), pi.uid)
+        self.current_record = record
+        result = self._schedule_pod(fwk, state, pi, record, only)
+        if result.node is None or result.node != table.name_of(row):
+            return None, None, None
+        record.jointly = burst
+        return state, record, result
 
     def schedule_member(
         self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None

@@ -49,6 +49,9 @@ class QueueState(Protocol):
     """What a backend may read of the scheduling queue (the simulator decides when a run ends
     and which timers it may skip by it)."""
 
+    # Scheduling cycles so far: one per pod (a burst's pods each) or pod group popped.
+    scheduling_cycle: int
+
     def __len__(self) -> int:
         """Pods in activeQ."""
         ...

@@ -582,6 +582,20 @@ class GroupAssignPlugin(Named):
                      requests: np.ndarray, free: np.ndarray, allocatable: np.ndarray, min_count: int) -> np.ndarray | None:
         raise NotImplementedError
 
+    def burst_settings(self) -> BurstSettings | None:
+        """Whether bursts (identical pending pods of one owner, no PodGroup) are placed jointly
+        too, and how they are gathered (burstcycle); None: pods without a group go one by one."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class BurstSettings:
+    """How a profile gathers bursts: a new pod of an owner waits up to `window` seconds for its
+    siblings (0: a burst is the siblings already in activeQ), at most `limit` pods to a burst."""
+
+    window: float
+    limit: int
+
 
 class PodGroupPostFilterPlugin(Named):
     """Runs once for a PodGroup its cycle could not place (kube's PodGroupPostFilter: group

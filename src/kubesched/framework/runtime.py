@@ -266,6 +266,8 @@ class Framework:
         self.pod_group_post_filter: list[PodGroupPostFilterPlugin] = _implementing(
             at("podGroupPostFilter"), "podGroupPostFilter", PodGroupPostFilterPlugin)
         self.group_assign: list[GroupAssignPlugin] = _implementing(at("groupAssign"), "groupAssign", GroupAssignPlugin)
+        # Bursts of identical pods placed jointly too (burstcycle), if the GroupAssign plugin says so.
+        self.bursts = self.group_assign[0].burst_settings() if self.group_assign else None
         self.prefilter_extensions = [p for p in self.pre_filter if p.has_prefilter_extensions]
         # Round-robin start row for sampling, as kube's nextStartNodeIndex.
         self.next_start_row = 0

@@ -63,6 +63,8 @@ class DecisionRecord:
     duration: float = 0.0
     # What shadow profiles (kubesched.shadow) decided for the same pod on the same snapshot.
     shadow: tuple[Any, ...] = ()
+    # Placed on the node a joint plan chose for its burst of this many pods (burstcycle); 0: alone.
+    jointly: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -86,6 +88,7 @@ class DecisionRecord:
             "victims": list(self.victims),
             "duration_ms": round(self.duration * 1000, 3),
             **({"shadow": [d.as_dict() for d in self.shadow]} if self.shadow else {}),
+            **({"placed_jointly_with": self.jointly} if self.jointly else {}),
         }
 
 

@@ -10,6 +10,11 @@ the greedy per-pod order when the budget runs out or the program finds nothing b
 group cycle then places each member on its node with every Filter run as usual, and falls back
 to the per-pod order if any does not pass (what the program cannot see: pod affinity among the
 members, topology spread, ports).
+
+With `bursts: true` the same is done for pods without a PodGroup that arrive together: identical
+pending pods of one owner (queue.bursts), as many placed as fit (burstcycle). `burstWindow` lets a
+new pod of an owner wait that long for its siblings, so a burst created over a few seconds is
+planned as one; 0 (the default) plans only what is already queued together.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import GroupAssignPlugin, Handle, Plugin
+from kubesched.framework.interface import BurstSettings, GroupAssignPlugin, Handle, Plugin
 from kubesched.placement.joint import PlacementOptions, place_group
 from kubesched.placement.model import GroupInput, Weights
 from kubesched.usage.args import Seconds
@@ -43,8 +48,13 @@ class JointPlacementArgs(BaseModel):
     slot_bonus: int = Field(50, alias="slotBonus", ge=0, le=10_000)
     balance_weight: int = Field(2, alias="balanceWeight", ge=0, le=100)
     empty_node_bonus: int = Field(0, alias="emptyNodeBonus", ge=0, le=100_000)
-    # Larger groups are placed one pod at a time (each member's Filter and Score run for the program).
+    # Larger groups are placed one pod at a time (each member's Filter and Score run for the program);
+    # bursts are cut to this many pods.
     max_members: int = Field(256, alias="maxMembers", ge=1, le=10_000)
+    # Identical pending pods of one owner placed jointly too (burstcycle).
+    bursts: bool = False
+    # How long a new pod of a burst waits for its siblings; 0: only pods already queued together.
+    burst_window: Seconds = Field(0.0, alias="burstWindow", le=60.0)
 
 
 class JointPlacement(Plugin, GroupAssignPlugin):
@@ -63,6 +73,10 @@ class JointPlacement(Plugin, GroupAssignPlugin):
             weights=Weights(slot_bonus=a.slot_bonus, balance_weight=a.balance_weight, empty_node_bonus=a.empty_node_bonus),
         )
         self.last_source = ""  # optimal, feasible, greedy or infeasible: for tests and explanations
+        self.bursts = BurstSettings(a.burst_window, a.max_members) if a.bursts else None
+
+    def burst_settings(self) -> BurstSettings | None:
+        return self.bursts
 
     def assign_group(self, group: Any, members: Sequence[PodInfo], feasible: np.ndarray, scores: np.ndarray,
                      requests: np.ndarray, free: np.ndarray, allocatable: np.ndarray, min_count: int) -> np.ndarray | None:

@@ -9,6 +9,9 @@
   `max_in_unschedulable` seconds.
 - Pods rejected by PreEnqueue (scheduling gates) wait, gated, until an event the gating plugin's
   hint accepts (their own update, usually).
+- kubesched's bursts (queue.bursts): with a profile that places them jointly, activeQ keeps an
+  index of each burst's pods so the scheduler takes a burst whole (`take_burst`), and new pods
+  of a burst may wait a window for their siblings, "gathering" (counted as active).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from kubesched.framework.interface import (
     ClusterEvent,
     Status,
 )
+from kubesched.queue.bursts import BurstOf, BurstPolicy, Gathering
 from kubesched.queue.groups import (
     GROUP_PREFIX,
     INCOMPLETE,
@@ -70,6 +74,7 @@ class QueuedPodInfo:
     pool_cycle: int = 0  # the scheduling cycle whose failure put it in the unschedulable pool
     ident: str = ""  # the pod's uid; a group's "podgroup/<namespace>/<name>"
     group: str = ""  # a member's PodGroup, namespace/name
+    burst: BurstPolicy | None = None  # its burst (queue.bursts) while in activeQ or gathering
 
     def __post_init__(self) -> None:
         if not self.ident:
@@ -112,10 +117,12 @@ class SchedulingQueue:
         on_change: Callable[[], None] | None = None,
         group_of: GroupOf | None = None,
         group_known: GroupKnown | None = None,
+        burst_of: BurstOf | None = None,
     ) -> None:
         """`registrations`: per profile (schedulerName), each plugin's registered events with hints.
         `group_of`: the PodGroup (namespace/name) a pod is a member of, or None (GenericWorkload
-        off: always None); `group_known`: whether that PodGroup exists."""
+        off: always None); `group_known`: whether that PodGroup exists; `burst_of`: a pod's burst
+        (queue.bursts), or None."""
         self.clock = clock
         self._sort_key = sort_key
         self._pre_enqueue = pre_enqueue
@@ -135,7 +142,7 @@ class SchedulingQueue:
         # Pooled and gated pods grouped by profile and rejecting plugins: an event costs one
         # check per group plus the pods whose plugins have hints to ask.
         self._buckets: dict[PoolKey, dict[str, QueuedPodInfo]] = {}
-        self._counts = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+        self._counts = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0, "gathering": 0}
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
         self._backoff_timer: Timer | None = None
@@ -155,6 +162,10 @@ class SchedulingQueue:
         self._incomplete: dict[str, dict[str, QueuedPodInfo]] = {}
         self._arrived: dict[str, dict[str, QueuedPodInfo]] = {}
         self._in_flight_groups: set[str] = set()
+        # Bursts (queue.bursts): activeQ's pods by burst, and new pods gathering for theirs.
+        self._burst_of: BurstOf = burst_of or (lambda pi: None)
+        self._burst_active: dict[object, dict[str, QueuedPodInfo]] = {}
+        self._gathering: dict[object, Gathering] = {}
 
     # --- state changes ---------------------------------------------------------------------------
 
@@ -174,6 +185,8 @@ class SchedulingQueue:
                         del self._buckets[key]
             elif qpi.where == "backoff" and self._error_heap(qpi):
                 self._error_backoff_count -= 1
+            elif qpi.where in ("active", "gathering") and qpi.burst is not None:
+                self._unindex_burst(qpi)
         qpi.where = where
         qpi.version += 1
         if where:
@@ -215,6 +228,10 @@ class SchedulingQueue:
             return
         self._set_where(qpi, "active", event)
         heapq.heappush(self._active, (self._sort_key(qpi), next(self._seq), qpi.version, qpi))
+        if not isinstance(qpi, QueuedGroup) and not qpi.group:
+            qpi.burst = self._burst_of(qpi.pi)
+            if qpi.burst is not None:
+                self._burst_active.setdefault(qpi.burst.key, {})[qpi.ident] = qpi
         self._on_change()
 
     def _to_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
@@ -284,6 +301,10 @@ class SchedulingQueue:
             qpi.group = key
             self._add_member(qpi, "UnscheduledPodAdd")
             return
+        burst = self._burst_of(pi)
+        if burst is not None and burst.window > 0 and not self._gate(qpi, "UnscheduledPodAdd"):
+            self._gather(qpi, burst)
+            return
         self._to_active(qpi, "UnscheduledPodAdd")
 
     def update(self, pi: PodInfo) -> None:
@@ -295,8 +316,8 @@ class SchedulingQueue:
             return
         old, qpi.pi = qpi.pi, pi
         where = qpi.where
-        if qpi.group:
-            return  # a member is updated in place; its group's entity is tried as it is
+        if qpi.group or where == "gathering":
+            return  # updated in place: a member's group entity, a gathering burst, is tried as it is
         if where == "":
             if self._in_flight:  # judged when its attempt ends, with the cluster's events
                 self._events.extend((event, old, pi) for event in pod_changes(pi, old, TARGET_POD))
@@ -337,6 +358,23 @@ class SchedulingQueue:
             if qpi is None:
                 return None
             self.incoming[("active", POP_FROM_BACKOFF_Q)] = self.incoming.get(("active", POP_FROM_BACKOFF_Q), 0) + 1
+        self._start(qpi)
+        return qpi
+
+    def take_burst(self, lead: QueuedPodInfo) -> list[QueuedPodInfo]:
+        """The rest of the popped pod's burst waiting in activeQ, in queue order, each popped as
+        `pop` pops (queue.bursts): the scheduler places them together with it."""
+        burst = lead.burst
+        peers = self._burst_active.get(burst.key) if burst is not None else None
+        if not peers or burst is None:
+            return []
+        taken = sorted(peers.values(), key=self._sort_key)[: max(burst.limit - 1, 0)]
+        for qpi in taken:
+            self._start(qpi)
+        return taken
+
+    def _start(self, qpi: QueuedPodInfo) -> None:
+        """A pod (or group) leaves activeQ or backoffQ for its attempt: in flight from now."""
         self._set_where(qpi, "")
         qpi.attempts += 1
         now = self.clock.now()
@@ -350,7 +388,6 @@ class SchedulingQueue:
                     member.initial_attempt_timestamp = now
         self.scheduling_cycle += 1
         self._in_flight[qpi.ident] = self._events_base + len(self._events)
-        return qpi
 
     @staticmethod
     def _pop_valid(heap: list[Any], want: str) -> QueuedPodInfo | None:
@@ -473,6 +510,7 @@ class SchedulingQueue:
         backoff. Pods keep their place and history; the heaps are re-sorted when the key or the
         backoff changed (the same QueueSort instance carried over is the same key)."""
         self.hints = HintMap(registrations)
+        self._reindex_bursts()
         backoff_changed = (initial_backoff, max_backoff) != (self.initial_backoff, self.max_backoff)
         if backoff_changed:
             self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
@@ -631,6 +669,64 @@ class SchedulingQueue:
                 self._set_where(qpi, "")
                 self._to_active(qpi, EVENT_FORCE_ACTIVATE.label)
 
+    # --- bursts (queue.bursts) ---------------------------------------------------------------------
+
+    def _gather(self, qpi: QueuedPodInfo, burst: BurstPolicy) -> None:
+        """A new pod of a burst waits for its siblings: until the window of the burst's first
+        pod ends, or the burst is full."""
+        qpi.burst = burst
+        gathering = self._gathering.get(burst.key)
+        if gathering is None:
+            gathering = self._gathering[burst.key] = Gathering()
+            gathering.timer = self.clock.call_at(self.clock.now() + burst.window,
+                                                 lambda: self._release_gathering(burst.key))
+        self._set_where(qpi, "gathering")
+        gathering.pods[qpi.ident] = qpi
+        if len(gathering.pods) >= burst.limit:
+            self._release_gathering(burst.key)
+
+    def _release_gathering(self, key: object) -> None:
+        gathering = self._gathering.pop(key, None)
+        if gathering is None:
+            return
+        if gathering.timer is not None:
+            gathering.timer.cancel()
+        for qpi in list(gathering.pods.values()):
+            assert isinstance(qpi, QueuedPodInfo)
+            self._set_where(qpi, "")
+            self._to_active(qpi, "UnscheduledPodAdd")
+
+    def release_gatherings(self) -> None:
+        """Every gathering burst to activeQ now."""
+        for key in list(self._gathering):
+            self._release_gathering(key)
+
+    def _reindex_bursts(self) -> None:
+        """A new configuration: gathering bursts go to activeQ, and activeQ's pods are indexed by
+        their bursts as it now defines them (or not at all)."""
+        self.release_gatherings()
+        self._burst_active.clear()
+        for qpi in self.pods.values():
+            if qpi.where != "active" or qpi.group:
+                continue
+            qpi.burst = self._burst_of(qpi.pi)
+            if qpi.burst is not None:
+                self._burst_active.setdefault(qpi.burst.key, {})[qpi.ident] = qpi
+
+    def _unindex_burst(self, qpi: QueuedPodInfo) -> None:
+        assert qpi.burst is not None
+        key = qpi.burst.key
+        if qpi.where == "gathering":
+            gathering = self._gathering.get(key)
+            if gathering is not None:
+                gathering.pods.pop(qpi.ident, None)
+            return
+        peers = self._burst_active.get(key)
+        if peers is not None:
+            peers.pop(qpi.ident, None)
+            if not peers:
+                del self._burst_active[key]
+
     def _arm_backoff_timer(self, when: float) -> None:
         if when >= self._backoff_timer_at:
             return
@@ -696,7 +792,7 @@ class SchedulingQueue:
 
     def counts(self) -> QueueCounts:
         c = self._counts
-        return QueueCounts(c["active"], c["backoff"], c["unschedulable"], c["gated"])
+        return QueueCounts(c["active"] + c["gathering"], c["backoff"], c["unschedulable"], c["gated"])
 
     def pending(self) -> list[QueuedPodInfo]:
         return list(self.pods.values())
@@ -705,8 +801,8 @@ class SchedulingQueue:
         return list(self._gated.values())
 
     def has_timed_work(self) -> bool:
-        """Pods that will become active by time alone (backoff), as opposed to by events."""
-        return self._counts["backoff"] > 0
+        """Pods that will become active by time alone (backoff, a burst's window), as opposed to by events."""
+        return self._counts["backoff"] > 0 or self._counts["gathering"] > 0
 
 
 @dataclass(slots=True)

@@ -156,7 +156,8 @@ class Simulation:
         owned = [p.pod for p in self.input.pods if not p.pod.spec.node_name and sched.responsible_for(p.pod)]
         total = len(owned)
         started = time.perf_counter()
-        cycles = 0
+        first_cycle = sched.queue.scheduling_cycle  # cycles: pods (a burst's each) and groups popped
+        calls = 0
         yielded = started
         instant, instant_cycles = clock.now(), 0
         spin_limit = SPIN_CYCLES_PER_POD * max(len(self.input.pods), SPIN_MIN_PODS)
@@ -174,9 +175,9 @@ class Simulation:
             if clock.now() != instant:
                 instant, instant_cycles = clock.now(), 0
             while sched.schedule_one():
-                cycles += 1
+                calls += 1
                 instant_cycles += 1
-                if cycles % YIELD_EVERY == 0:
+                if calls % YIELD_EVERY == 0:
                     await asyncio.sleep(0)
                     if self.progress is not None:
                         self.progress(sim.binds, total)
@@ -232,7 +233,7 @@ class Simulation:
         wall = time.perf_counter() - started
         if self.progress is not None:
             self.progress(sim.binds, total)
-        return self._result(sched, sim, owned, wall, clock.now(), cycles)
+        return self._result(sched, sim, owned, wall, clock.now(), sched.queue.scheduling_cycle - first_cycle)
 
     def _group_stats(self, sim: SimCluster, end: float) -> dict[str, Any]:
         if not self.input.pod_groups:
