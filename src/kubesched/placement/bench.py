@@ -15,7 +15,8 @@ every gang, three ways:
 
 Scores are the default profile's resource scores (NodeResourcesFit LeastAllocated and
 NodeResourcesBalancedAllocation, weight 1 each, cpu and memory), computed on the cluster as it is
-when the gang arrives, as the group cycle computes them on its snapshot.
+when the gang arrives, as the group cycle computes them on its snapshot, with each member's
+crowding (how far its score falls with one more like it on the node) as jointplan measures it.
 """
 
 from __future__ import annotations
@@ -126,12 +127,15 @@ def default_scores(req: NDArray[np.int64], free: NDArray[np.int64], alloc: NDArr
     return total
 
 
-def gang_input(gang: Gang, cluster: Cluster, free: NDArray[np.int64]) -> GroupInput:
+def gang_input(gang: Gang, cluster: Cluster, free: NDArray[np.int64], crowding: bool = True) -> GroupInput:
     """The group cycle's input for `gang` on the cluster with `free` left: fit and taint filters, default scores."""
     fits = (gang.req[:, None, :] <= np.maximum(free, 0)[None, :, :]).all(axis=2)
     feasible = fits & cluster.usable[None, :]
     score = default_scores(gang.req, free, cluster.alloc)
-    return GroupInput.build(feasible, score, gang.req, free, cluster.alloc)
+    # How far each member's score falls with one more like it on the node, as jointplan measures it.
+    # (its score with itself on the node twice: one copy already there).
+    fall = np.maximum(score - default_scores(2 * gang.req, free, cluster.alloc), 0) if crowding else None
+    return GroupInput.build(feasible, score, gang.req, free, cluster.alloc, crowding=fall)
 
 
 @dataclass
@@ -171,7 +175,8 @@ def per_pod(gang: Gang, cluster: Cluster, free: NDArray[np.int64]) -> Placement:
     return Placement(nodes, Source.GREEDY if placed else Source.INFEASIBLE, placed, 0, time.perf_counter() - t0, placed, 0)
 
 
-def run_stream(cluster: Cluster, gangs: list[Gang], how: str, options: PlacementOptions) -> tuple[Run, NDArray[np.int64], list[Placement]]:
+def run_stream(cluster: Cluster, gangs: list[Gang], how: str, options: PlacementOptions, crowding: bool = True
+               ) -> tuple[Run, NDArray[np.int64], list[Placement]]:
     """The gangs placed one at a time, each all or nothing: `how` is per-pod, greedy or joint."""
     free = cluster.free.copy()
     run = Run(how)
@@ -180,7 +185,7 @@ def run_stream(cluster: Cluster, gangs: list[Gang], how: str, options: Placement
         if how == "per-pod":
             p = per_pod(gang, cluster, free)
         else:
-            problem = gang_input(gang, cluster, free)
+            problem = gang_input(gang, cluster, free, crowding)
             p = place_group(problem, options) if how == "joint" else place_greedy(problem, options.weights)
         run.add(p)
         placements.append(p)
@@ -206,7 +211,8 @@ def stream_for(nodes: int, seed: int, shape: str, load: float) -> tuple[Cluster,
 HOW = ("per-pod", "greedy", "joint")
 
 
-def report(nodes: int, seeds: list[int], shape: str, load: float, options: PlacementOptions) -> dict[str, object]:
+def report(nodes: int, seeds: list[int], shape: str, load: float, options: PlacementOptions, crowding: bool = True
+           ) -> dict[str, object]:
     """Each seed's stream placed three ways; counts summed over the seeds, times pooled."""
     totals: dict[str, dict[str, int]] = {h: {"gangs_placed": 0, "members_placed": 0, "empty_nodes_after": 0} for h in HOW}
     times: dict[str, list[float]] = {h: [] for h in HOW}
@@ -221,7 +227,7 @@ def report(nodes: int, seeds: list[int], shape: str, load: float, options: Place
         free_cpu += int(np.maximum(cluster.free[:, 0], 0).sum() // 1000)
         demand += int(sum(int(g.req[:, 0].sum()) for g in stream)) // 1000
         for how in HOW:
-            run, free, placements = run_stream(cluster, stream, how, options)
+            run, free, placements = run_stream(cluster, stream, how, options, crowding)
             t = totals[how]
             t["gangs_placed"] += run.gangs_placed
             t["members_placed"] += run.members_placed
@@ -272,11 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slot-bonus", type=int, default=Weights().slot_bonus)
     ap.add_argument("--balance-weight", type=int, default=Weights().balance_weight)
     ap.add_argument("--empty-node-bonus", type=int, default=Weights().empty_node_bonus)
+    ap.add_argument("--no-crowding", action="store_true", help="scores of the snapshot alone (JointPlacement crowding: false)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     weights = Weights(slot_bonus=args.slot_bonus, balance_weight=args.balance_weight, empty_node_bonus=args.empty_node_bonus)
     options = PlacementOptions(time_budget=args.budget, top_k=args.top_k, weights=weights)
-    res = report(args.nodes, list(range(1, args.seeds + 1)), args.shape, args.load, options)
+    res = report(args.nodes, list(range(1, args.seeds + 1)), args.shape, args.load, options, not args.no_crowding)
     if args.json:
         json.dump(res, sys.stdout, indent=2)
         print()

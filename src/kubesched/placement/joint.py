@@ -13,8 +13,8 @@
    result.
 
 The objective, compared lexicographically: the number of members placed, then the sum of the
-profile's scores of the placed members plus the fragmentation terms of `Weights` (a best-fit term
-per member and a charge for every empty node the group starts using).
+profile's scores of the placed members, less their crowding (how a node's score falls as members of
+a class pile onto it: GroupInput.crowding), plus the fragmentation terms of `Weights`.
 
 What the model cannot see. Only per-node capacity (sum of requests <= free, per resource) and the
 `conflicts` groups (at most one member of a group per node) tie members together. Every other
@@ -49,6 +49,7 @@ from kubesched.placement.model import (
     group_members,
     slot_request,
     slots,
+    tie_rank,
 )
 
 # Objective values closer than this are equal (the balance term is a float).
@@ -75,6 +76,7 @@ class PlacementOptions:
     top_k: candidate nodes per class by score (and as many best fits among partly used nodes); <= 0 keeps all.
     group_identical: members with equal requests, feasibility, scores and conflicts share one class
         (one integer count per node instead of one variable per member and node).
+    seed: the solver's, and which of tied nodes wins (model.tie_rank): 0, the lower index.
     """
 
     time_budget: float | None = 0.1
@@ -112,11 +114,13 @@ class Placement:
         return self.source in (Source.OPTIMAL, Source.FEASIBLE)
 
 
-def greedy_assignment(problem: GroupInput, classes: Classes | None = None) -> NDArray[np.intp]:
+def greedy_assignment(problem: GroupInput, classes: Classes | None = None, rank: IntArray | None = None) -> NDArray[np.intp]:
     """[M] the greedy order's node for each member (-1: not placed; all -1 if fewer than min_count fit).
 
     Each member in turn (problem.order) takes its best-scoring feasible node among those with room left
-    for its requests (and holding no member of a conflict group it is in); ties go to the lower node index.
+    for its requests (and holding no member of a conflict group it is in), its score there less its
+    crowding for each member of its class already there; ties go to the node of higher `rank`
+    (model.tie_rank: the lower index by default).
     Work per member is one argmax over N; after each placement only the chosen node's column is
     re-evaluated, so no Python loop runs over nodes.
     """
@@ -130,7 +134,7 @@ def greedy_assignment(problem: GroupInput, classes: Classes | None = None) -> ND
     free = np.maximum(problem.free, 0)
     caps = capacity_counts(c_req, free)
     c_feas = problem.feasible[classes.rep]
-    c_score = problem.score[classes.rep]
+    c_score = problem.score[classes.rep].copy()
     c_groups: list[list[int]] = [[] for _ in range(classes.rep.size)]
     group_classes: list[NDArray[np.intp]] = []
     for gi, g in enumerate(problem.conflicts):
@@ -139,6 +143,7 @@ def greedy_assignment(problem: GroupInput, classes: Classes | None = None) -> ND
         for c in cs.tolist():
             c_groups[c].append(gi)
     lowest = np.iinfo(np.int64).min
+    c_crowd = problem.crowding[classes.rep] if problem.crowding is not None else None
     masked: IntArray = np.where(c_feas & (caps > 0), c_score, lowest)
     placed = 0
     for i in problem.order.tolist():
@@ -147,10 +152,15 @@ def greedy_assignment(problem: GroupInput, classes: Classes | None = None) -> ND
         j = int(np.argmax(row))
         if row[j] == lowest:
             continue
+        if rank is not None:
+            tied = np.flatnonzero(row == row[j])
+            j = int(tied[np.argmax(rank[tied])])
         out[i] = j
         placed += 1
         free[j] -= problem.req[i]
         room = capacity_counts(c_req, free[j : j + 1])[:, 0] > 0
+        if c_crowd is not None:
+            c_score[c, j] -= c_crowd[c, j]  # the next member of the class there scores this much less
         masked[:, j] = np.where(c_feas[:, j] & room & (masked[:, j] != lowest), c_score[:, j], lowest)
         for gi in c_groups[c]:
             masked[group_classes[gi], j] = lowest
@@ -159,15 +169,17 @@ def greedy_assignment(problem: GroupInput, classes: Classes | None = None) -> ND
     return out
 
 
-def evaluate(problem: GroupInput, nodes: NDArray[np.intp], weights: Weights) -> float:
+def evaluate(problem: GroupInput, nodes: NDArray[np.intp], weights: Weights, classes: Classes | None = None) -> float:
     """The objective of an assignment, as the solver maximizes it once the count is fixed: the placed
-    members' scores, minus the slots it breaks, the imbalance it adds and the empty nodes it starts
-    using, on the nodes it uses (see Weights)."""
+    members' scores less their crowding, minus the slots it breaks, the imbalance it adds and the empty
+    nodes it starts using, on the nodes it uses (see Weights)."""
     placed = np.flatnonzero(nodes >= 0)
     if placed.size == 0:
         return 0.0
     j = nodes[placed]
     total = float(problem.score[placed, j].sum())
+    if problem.crowding is not None:
+        total -= float(crowding_cost(problem, nodes, classes or group_members(problem)))
     used = np.unique(j)
     before = np.maximum(problem.free[used], 0)
     after = before.copy()
@@ -181,6 +193,16 @@ def evaluate(problem: GroupInput, nodes: NDArray[np.intp], weights: Weights) -> 
     if weights.balance_weight and problem.req.shape[1] > MEMORY:
         total -= weights.balance_weight * BALANCE_POINTS * float((imbalance(problem, used, after) - imbalance(problem, used, before)).sum())
     return total
+
+
+def crowding_cost(problem: GroupInput, nodes: NDArray[np.intp], classes: Classes) -> int:
+    """Sum over (class, node) of crowding * k * (k - 1) / 2 for the k members of the class placed there."""
+    if problem.crowding is None:
+        return 0
+    placed = np.flatnonzero(nodes >= 0)
+    pairs, k = np.unique(np.stack([classes.of_member[placed], nodes[placed]]), axis=1, return_counts=True)
+    d = problem.crowding[classes.rep[pairs[0]], pairs[1]]
+    return int((d * k * (k - 1) // 2).sum())
 
 
 def imbalance(problem: GroupInput, nodes: NDArray[np.intp], free: IntArray) -> FloatArray:
@@ -238,9 +260,11 @@ def place_group(problem: GroupInput, options: PlacementOptions | None = None) ->
     t0 = time.perf_counter()
     weights = options.weights
     classes = group_members(problem, options.group_identical)
-    g_nodes = greedy_assignment(problem, classes)
+    rank = tie_rank(problem.nodes, options.seed)
+    g_nodes = greedy_assignment(problem, classes, rank)
     g_placed = int((g_nodes >= 0).sum())
-    g_obj = evaluate(problem, g_nodes, weights)
+    merged = classes if options.group_identical else group_members(problem)  # crowding is by identical members
+    g_obj = evaluate(problem, g_nodes, weights, merged)
 
     def finish(nodes: NDArray[np.intp], source: Source, obj: float, exhausted: bool, stats: ModelStats | None) -> Placement:
         placed = int((nodes >= 0).sum())
@@ -253,7 +277,7 @@ def place_group(problem: GroupInput, options: PlacementOptions | None = None) ->
         return finish(g_nodes, Source.OPTIMAL, 0, False, None)
     top_k = options.top_k
     while True:
-        model = build_model(problem, classes, weights, top_k, g_nodes)
+        model = build_model(problem, classes, weights, top_k, g_nodes, rank)
         stats = ModelStats(int(classes.rep.size), model.candidates, model.variables, model.constraints)
         if model.variables == 0:
             # No member has a feasible node with room for it.
@@ -269,7 +293,7 @@ def place_group(problem: GroupInput, options: PlacementOptions | None = None) ->
             if violations(problem, nodes):  # never trust a solver's answer blindly
                 return finish(g_nodes, Source.GREEDY, g_obj, res.limit_reached, stats)
             placed = int((nodes >= 0).sum())
-            obj = evaluate(problem, nodes, weights)
+            obj = evaluate(problem, nodes, weights, merged)
             if placed > g_placed or (placed == g_placed and (obj > g_obj + TOLERANCE or (res.optimal and obj >= g_obj - TOLERANCE))):
                 return finish(nodes, Source.OPTIMAL if res.optimal else Source.FEASIBLE, obj, res.limit_reached, stats)
             return finish(g_nodes, Source.GREEDY, g_obj, res.limit_reached, stats)
@@ -297,7 +321,7 @@ def model_point(problem: GroupInput, model: Model, classes: Classes, nodes: NDAr
     mkey = classes.of_member[placed].astype(np.int64) * (1 << 32) + nodes[placed]
     pos = order[np.searchsorted(key, mkey, sorter=order)]
     np.add.at(hint, pos, 1.0)
-    p, o, s = model.pair_class.size, model.open_node.size, model.slot_node.size
+    p, o, s, b = model.pair_class.size, model.open_node.size, model.slot_node.size, model.balance_node.size
     if o:
         hint[p : p + o] = np.isin(model.open_node, nodes[placed])
     # Free capacity of every candidate node after the greedy assignment.
@@ -306,8 +330,13 @@ def model_point(problem: GroupInput, model: Model, classes: Classes, nodes: NDAr
     np.subtract.at(after, np.searchsorted(cand, nodes[placed]), problem.req[placed])
     if s:
         hint[p + o : p + o + s] = slots(model.slot_request, after[np.searchsorted(cand, model.slot_node)])
-    if model.balance_node.size:
-        hint[p + o + s :] = imbalance(problem, model.balance_node, after[np.searchsorted(cand, model.balance_node)])
+    if b:
+        hint[p + o + s : p + o + s + b] = imbalance(problem, model.balance_node, after[np.searchsorted(cand, model.balance_node)])
+    if model.crowd_pair.size:
+        k = hint[model.crowd_pair]
+        d = problem.crowding[classes.rep[model.pair_class[model.crowd_pair]], model.pair_node[model.crowd_pair]] \
+            if problem.crowding is not None else np.zeros(k.size)
+        hint[p + o + s + b :] = d * k * (k - 1) / 2
     return hint
 
 

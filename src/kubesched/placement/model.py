@@ -2,8 +2,8 @@
 
 A group of M members and N candidate nodes becomes a small model:
 
-- members with the same request vector, the same feasibility and score rows and the same conflict
-  groups are one *class* (a burst of identical pods is one class however many pods it has);
+- members with the same request vector, the same feasibility, score and crowding rows and the same
+  conflict groups are one *class* (a burst of identical pods is one class however many pods it has);
 - each class keeps only its best candidate nodes (top-K by score, top-K best fits among nodes that
   are already partly used, and the nodes the greedy order used), and
 - one integer variable per (class, candidate node) says how many of the class's members go there.
@@ -47,6 +47,10 @@ class GroupInput:
     min_count: all or nothing: at least this many members are placed, or none.
     conflicts: groups of member indices of which at most one may go to any one node
         (required pod anti-affinity on the hostname among members, host ports).
+    crowding[M, N]: how many points the member's score on the node falls for every member of its
+        class placed there before it (the profile's scores are each member's alone on the snapshot;
+        LeastAllocated or a load-aware score fall as a node fills). k members of a class on a node
+        cost crowding * k * (k - 1) / 2. None: scores do not fall.
     """
 
     feasible: BoolArray
@@ -57,6 +61,7 @@ class GroupInput:
     order: NDArray[np.intp]
     min_count: int
     conflicts: tuple[tuple[int, ...], ...] = ()
+    crowding: IntArray | None = None
 
     @staticmethod
     def build(
@@ -68,6 +73,7 @@ class GroupInput:
         order: Sequence[int] | NDArray[np.integer] | None = None,
         min_count: int | None = None,
         conflicts: Sequence[Sequence[int]] = (),
+        crowding: NDArray[np.integer] | None = None,
     ) -> GroupInput:
         """Check shapes and normalize dtypes; `order` defaults to member index order, `min_count` to all members."""
         feasible = np.asarray(feasible, dtype=np.bool_)
@@ -107,7 +113,16 @@ class GroupInput:
                 raise ValueError("a conflict group names a member that does not exist")
             if len(members) > 1:
                 groups.append(members)
-        return GroupInput(feasible, score64, req64, free64, alloc64, order_arr, count, tuple(groups))
+        crowd64 = None
+        if crowding is not None:
+            crowd64 = np.asarray(crowding, dtype=np.int64)
+            if crowd64.shape != (m, n):
+                raise ValueError(f"crowding must have shape {(m, n)}, got {crowd64.shape}")
+            if (crowd64 < 0).any():
+                raise ValueError("crowding must not be negative")
+            if not crowd64.any():
+                crowd64 = None
+        return GroupInput(feasible, score64, req64, free64, alloc64, order_arr, count, tuple(groups), crowd64)
 
     @property
     def members(self) -> int:
@@ -202,10 +217,12 @@ def group_members(problem: GroupInput, merge: bool = True) -> Classes:
     proj = rng.integers(1, 1 << 31, size=(2, n), dtype=np.int64)
     score = np.where(problem.feasible, problem.score, 0)
     # Wrapping int64 arithmetic is fine for a fingerprint: equal rows give equal fingerprints.
+    crowd = problem.crowding if problem.crowding is not None else np.zeros_like(score)
     with np.errstate(over="ignore"):
         fp_score = score @ proj[0]
         fp_feas = problem.feasible.astype(np.int64) @ proj[1]
-    key = np.column_stack([problem.req, fp_score[:, None], fp_feas[:, None]])
+        fp_crowd = crowd @ proj[0]
+    key = np.column_stack([problem.req, fp_score[:, None], fp_feas[:, None], fp_crowd[:, None]])
     exact = _exact_conflict_sets(problem)
     first: dict[tuple[object, ...], int] = {}
     of_member = np.empty(m, dtype=np.intp)
@@ -224,6 +241,7 @@ def group_members(problem: GroupInput, merge: bool = True) -> Classes:
         (problem.feasible == problem.feasible[rep[of_member]]).all(axis=1)
         & (score == score[rep[of_member]]).all(axis=1)
         & (problem.req == problem.req[rep[of_member]]).all(axis=1)
+        & (crowd == crowd[rep[of_member]]).all(axis=1)
     )
     if not same.all():
         for i in np.flatnonzero(~same).tolist():
@@ -281,7 +299,9 @@ class Model:
 
     Variables, in this order: the (class, node) counts [P]; a binary per candidate node that was empty
     ("opened") [O]; the free slots left on each candidate node that has any [S]; the imbalance left on
-    each candidate node [B, continuous]. A is given as COO triplets. `big` is the objective weight of one
+    each candidate node [B, continuous]; the crowding cost of each pair that can hold two members or
+    more and whose score falls [T, continuous: crowding * k * (k - 1) / 2 for k members, from below
+    by its tangents at whole k]. A is given as COO triplets. `big` is the objective weight of one
     placed member (larger than any difference the other terms can make), so the number of placed members
     is maximized first; it is 0 when min_count is every member (the count is then fixed).
     """
@@ -292,6 +312,7 @@ class Model:
     open_node: NDArray[np.intp]  # [O] global node index
     slot_node: NDArray[np.intp]  # [S] global node index
     balance_node: NDArray[np.intp]  # [B] global node index
+    crowd_pair: NDArray[np.intp]  # [T] pair index
     obj: IntArray  # [P + O + S + B]
     ub: IntArray
     continuous: BoolArray
@@ -314,6 +335,16 @@ class Model:
         return int(self.row_lb.size)
 
 
+def tie_rank(nodes: int, seed: int) -> IntArray:
+    """[N] which node wins a tie (the higher rank): the lower index for seed 0, so that a given
+    input always gives the same answer; else a permutation drawn from the seed, as kube breaks a
+    tie between nodes at random (the scheduler draws a seed per call, so equal nodes take turns
+    instead of the first ones taking every group)."""
+    if seed == 0:
+        return np.arange(nodes - 1, -1, -1, dtype=np.int64)
+    return np.random.default_rng(seed).permutation(nodes).astype(np.int64)
+
+
 def candidate_mask(
     problem: GroupInput,
     classes: Classes,
@@ -321,6 +352,7 @@ def candidate_mask(
     fits: IntArray,
     top_k: int,
     extra_nodes: NDArray[np.intp] | None = None,
+    rank: IntArray | None = None,
 ) -> BoolArray:
     """[C, N]: the nodes each class may use in the model.
 
@@ -333,8 +365,7 @@ def candidate_mask(
     if top_k <= 0 or n == 0:
         return feas
     keep = np.zeros_like(feas)
-    # Ties broken towards the lower node index, so the selection is deterministic.
-    tiebreak = np.arange(n - 1, -1, -1, dtype=np.int64)
+    tiebreak = rank if rank is not None else tie_rank(n, 0)
     score = problem.score[classes.rep]
     smin = int(score.min()) if score.size else 0
     score_key = np.where(feas, (score - smin + 1) * n + tiebreak, -1)
@@ -368,12 +399,21 @@ def _keep_top(keep: BoolArray, key: IntArray, k: IntArray) -> None:
     keep[rows[sel], idx[sel]] = True
 
 
+def _crowding_breakpoints(top: int) -> IntArray:
+    """1 .. 8, then about a quarter more each step, up to `top`."""
+    points = list(range(1, min(top, 8) + 1))
+    while points and points[-1] < top:
+        points.append(min(top, int(points[-1] * 1.25) + 1))
+    return np.asarray(points, dtype=np.int64)
+
+
 def build_model(
     problem: GroupInput,
     classes: Classes,
     weights: Weights,
     top_k: int,
     greedy_nodes: NDArray[np.intp] | None = None,
+    rank: IntArray | None = None,
 ) -> Model:
     """The integer program for `problem`, pruned to each class's candidates (see `candidate_mask`)."""
     c_req = problem.req[classes.rep]
@@ -383,7 +423,7 @@ def build_model(
         in_conflict[np.unique(classes.of_member[list(g)])] = True
     caps = np.minimum(caps, np.where(in_conflict, 1, classes.count)[:, None])
     fits = fit_terms(c_req, problem.free, problem.alloc)
-    keep = candidate_mask(problem, classes, caps, fits, top_k, greedy_nodes)
+    keep = candidate_mask(problem, classes, caps, fits, top_k, greedy_nodes, rank)
     pruned = bool((problem.feasible[classes.rep] & (caps > 0) & ~keep).any())
     pair_class, pair_node = np.nonzero(keep)
     pair_class = pair_class.astype(np.intp)
@@ -406,6 +446,13 @@ def build_model(
     # When every member must be placed (min_count == members) the count is fixed and needs no weight,
     # which keeps the objective's coefficients small (the solver's tolerances are relative).
     spread = max(int(pair_gain.max()), 0) - min(int(pair_gain.min()), 0) if p else 0
+    # Crowding: a pair's cost, for the pairs that can hold two members or more.
+    pair_crowd = (problem.crowding[classes.rep[pair_class], pair_node] if problem.crowding is not None
+                  else np.zeros(p, dtype=np.int64))
+    crowd_pair = np.flatnonzero((pair_crowd > 0) & (pair_ub > 1)).astype(np.intp)
+    t_num = crowd_pair.size
+    if t_num:
+        spread += int((pair_crowd[crowd_pair] * (pair_ub[crowd_pair] - 1)).max())
     total = int(classes.count.sum())
     if weights.slot_bonus > 0 and (ref > 0).any():
         # One member breaks at most ceil(request / slot) slots on its dominant resource.
@@ -424,9 +471,13 @@ def build_model(
             np.full(o, -weights.empty_node_bonus, dtype=np.int64),
             np.full(s_num, weights.slot_bonus, dtype=np.int64),
             np.full(b_num, -bw, dtype=np.int64),
+            np.full(t_num, -1, dtype=np.int64),
         ]
     ).astype(np.int64)
-    ub = np.concatenate([pair_ub, np.ones(o, dtype=np.int64), slot_ub, np.ones(b_num, dtype=np.int64)]).astype(np.int64)
+    crowd_d = pair_crowd[crowd_pair]
+    crowd_k = pair_ub[crowd_pair]
+    ub = np.concatenate([pair_ub, np.ones(o, dtype=np.int64), slot_ub, np.ones(b_num, dtype=np.int64),
+                         crowd_d * crowd_k * (crowd_k - 1) // 2]).astype(np.int64)
     continuous = np.zeros(obj.size, dtype=np.bool_)
     continuous[p + o + s_num :] = True
 
@@ -488,6 +539,23 @@ def build_model(
         add(r, c, np.concatenate([-coef_d, np.ones(b_num)]), diff0, np.full(b_num, np.inf))
         add(r, c, np.concatenate([coef_d, np.ones(b_num)]), -diff0, np.full(b_num, np.inf))
 
+    # Crowding: t >= d * j * x - d * j * (j + 1) / 2 (the line through the cost d * x * (x - 1) / 2 at
+    # x = j and j + 1), for j = 1 .. 8 and then every quarter more up to ub - 1: t is the cost itself
+    # at every whole count up to 9 and at the breakpoints, a little under it between far ones (the
+    # answer is judged on the exact cost: joint.evaluate); every j would make the program grow with ub.
+    # (Every half more instead: flink-burst's load-aware hotspots 1,575 -> 2,670 node-seconds.)
+    if t_num:
+        grid = _crowding_breakpoints(int(crowd_k.max()) - 1)
+        use = grid[None, :] <= (crowd_k - 1)[:, None]
+        q, at = np.nonzero(use)
+        q = q.astype(np.intp)
+        j = grid[at]
+        d = crowd_d[q]
+        r = np.arange(q.size, dtype=np.intp)
+        t_col = p + o + s_num + b_num + q
+        add(np.concatenate([r, r]), np.concatenate([t_col, crowd_pair[q]]), np.concatenate([np.ones(q.size), -(d * j)]),
+            -(d * j * (j + 1)) // 2, np.full(q.size, np.inf))
+
     # Conflict groups: at most one of the group's members per node.
     for g in problem.conflicts:
         g_classes = np.unique(classes.of_member[list(g)])
@@ -541,6 +609,7 @@ def build_model(
         big=big,
         slot_node=slot_node.astype(np.intp),
         balance_node=nodes[:b_num].astype(np.intp),
+        crowd_pair=crowd_pair,
         slot_request=ref,
         candidates=int(nodes.size),
         pruned=pruned,

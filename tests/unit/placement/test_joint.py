@@ -34,6 +34,7 @@ def make(
     min_count: int | None = None,
     order: list[int] | None = None,
     conflicts: tuple[tuple[int, ...], ...] = (),
+    crowding: list[list[int]] | None = None,
 ) -> GroupInput:
     m, n = len(req), len(free)
     return GroupInput.build(
@@ -45,6 +46,7 @@ def make(
         order=order,
         min_count=min_count,
         conflicts=conflicts,
+        crowding=None if crowding is None else np.array(crowding),
     )
 
 
@@ -69,13 +71,22 @@ def small_problems(draw: st.DrawFn) -> GroupInput:
     free = [[draw(st.integers(0, 8)) for _ in range(r)] for _ in range(n)]
     alloc = [[f + draw(st.sampled_from([0, 0, 2, 4])) for f in row] for row in free]
     shapes = [[draw(st.integers(0, 4)) for _ in range(r)] for _ in range(draw(st.integers(1, 3)))]
-    req = [shapes[draw(st.integers(0, len(shapes) - 1))] for _ in range(m)]
+    kind = [draw(st.integers(0, len(shapes) - 1)) for _ in range(m)]
+    req = [shapes[k] for k in kind]
     score = [[draw(st.integers(0, 50)) for _ in range(n)] for _ in range(m)]
     feasible = [[draw(st.booleans()) or draw(st.booleans()) for _ in range(n)] for _ in range(m)]
+    crowding = None
+    if draw(st.booleans()):
+        # Members of one shape identical in every row (a burst), so classes form and crowding counts.
+        by_kind = {k: ([draw(st.integers(0, 50)) for _ in range(n)], [draw(st.booleans()) or draw(st.booleans()) for _ in range(n)],
+                       [draw(st.integers(0, 20)) for _ in range(n)]) for k in set(kind)}
+        score = [by_kind[k][0] for k in kind]
+        feasible = [by_kind[k][1] for k in kind]
+        crowding = [by_kind[k][2] for k in kind]
     conflicts: tuple[tuple[int, ...], ...] = ()
     if m > 1 and draw(st.booleans()):
         conflicts = (tuple(draw(st.lists(st.integers(0, m - 1), min_size=2, max_size=m, unique=True))),)
-    return make(free, req, score, feasible, alloc, min_count=draw(st.integers(0, m)), conflicts=conflicts)
+    return make(free, req, score, feasible, alloc, min_count=draw(st.integers(0, m)), conflicts=conflicts, crowding=crowding)
 
 
 WEIGHTS = st.sampled_from(
@@ -366,3 +377,30 @@ def test_the_greedy_assignment_is_a_solution_of_the_model() -> None:
         assert (x[integral] == np.rint(x[integral])).all()
         placed = greedy >= 0
         np.subtract.at(free, greedy[placed], gang.req[placed])
+
+
+def test_crowding_spreads_a_class_the_snapshot_scores_would_pile_up() -> None:
+    # Four identical members; node 0 scores 60 alone, node 1 50, each member on a node costs the
+    # next one there 20 (LeastAllocated falls as a node fills). Without crowding all four go to
+    # node 0; with it two and two (60 + 40 + 50 + 30 beats 60 + 40 + 20 + 0).
+    base = dict(free=[[8, 8], [8, 8]], req=[[1, 1]] * 4, score=[[60, 50]] * 4)
+    flat = place_group(make(**base), PlacementOptions(time_budget=None, top_k=0, weights=Weights(slot_bonus=0, balance_weight=0)))
+    assert sorted(flat.nodes.tolist()) == [0, 0, 0, 0]
+    problem = make(**base, crowding=[[20, 20]] * 4)
+    for p in (place_group(problem, PlacementOptions(time_budget=None, top_k=0, weights=Weights(slot_bonus=0, balance_weight=0))),
+              place_greedy(problem, Weights(slot_bonus=0, balance_weight=0))):
+        assert sorted(p.nodes.tolist()) == [0, 0, 1, 1]
+        assert p.objective == 60 + 40 + 50 + 30
+
+
+def test_the_greedy_assignment_is_a_solution_of_the_model_with_crowding() -> None:
+    problem = make(free=[[8, 8], [8, 8], [3, 3]], req=[[1, 1]] * 5, score=[[60, 50, 70]] * 5, crowding=[[10, 5, 30]] * 5)
+    classes = group_members(problem)
+    greedy = greedy_assignment(problem, classes)
+    model = build_model(problem, classes, Weights(), 0, greedy)
+    assert model.crowd_pair.size == 3
+    x = model_point(problem, model, classes, greedy)
+    row = np.zeros(model.constraints)
+    np.add.at(row, model.rows, model.vals * x[model.cols])
+    assert (row >= model.row_lb - 1e-9).all() and (row <= model.row_ub + 1e-9).all()
+    assert (x >= 0).all() and (x <= model.ub + 1e-9).all()
