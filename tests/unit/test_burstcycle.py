@@ -88,3 +88,29 @@ def test_what_does_not_fit_fails_as_any_pod() -> None:
     failed = [r for r in sim.scheduler.recorder.latest.values() if r.result == "unschedulable"]
     assert [r.message for r in failed] == ["0/1 nodes are available: 1 Insufficient cpu. "
                                            "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."]
+
+
+def test_explain_says_the_burst_chose_the_node() -> None:
+    from rich.console import Console
+
+    from kubesched.observe.explainview import render
+
+    _, sim = run(fragmenting(), joint(emptyNodeBonus=100))
+    e = sim.scheduler.explain("default", "web-1")
+    assert e["record"]["placed_jointly_with"] == 3
+    console = Console(record=True, width=200)
+    render(console, e)
+    assert "a joint plan chose for its burst of 3 pods" in console.export_text()
+
+
+def test_crowding_spreads_a_burst_as_the_per_pod_order_would() -> None:
+    # Scores on the snapshot alone favour n1 (emptier) for every pod; each pod there lowers the
+    # next one's LeastAllocated score, which the plan's crowding sees: the burst spreads as the
+    # per-pod order spreads it (no fragmentation weights to pull it together).
+    objects = [node("n1", cpu="16", memory="64Gi"), node("n2", cpu="16", memory="64Gi"),
+               pod("busy", cpu="4", memory="16Gi", node_name="n2"), *(owned(f"web-{i}", cpu="2", memory="8Gi") for i in range(4))]
+    alone, _ = run(objects)
+    jointly, _ = run(objects, joint(slotBonus=0, balanceWeight=0))
+    nodes = sorted(jointly.placements[f"default/web-{i}"] for i in range(4))
+    assert nodes == sorted(alone.placements[f"default/web-{i}"] for i in range(4))
+    assert nodes.count("n1") == 3

@@ -122,6 +122,8 @@ class NodeTable:
         self.generation = 0
         # Bumped only when nodes are added, updated or removed (not when pods move).
         self.node_generation = 0
+        # Copies of the pod being scored counted on every node, for the duration of `with_copies`.
+        self.copies = 0
 
     # --- shape -------------------------------------------------------------------
 
@@ -364,6 +366,27 @@ class NodeTable:
             self.ports[row].subtract(pi.host_ports)
             self.ports[row] = +self.ports[row]
         self.generation += 1
+
+    @contextlib.contextmanager
+    def with_copies(self, pi: PodInfo, count: int = 1) -> Any:
+        """A what-if for joint placement (jointplan): `count` copies of the pod counted as requested
+        on every node while the block runs, so Score plugins that read the requests (or, through
+        `copies`, the pod's usage estimate) score the pod as the next of its kind on each node.
+        Nothing else sees them: they are taken off again before anything else runs."""
+        size = self.size
+        vec = self.request_vector(pi) * count
+        nz = np.array([pi.non_zero_cpu, pi.non_zero_memory], dtype=np.int64) * count
+        self.requested[:size] += vec
+        self.non_zero_requested[:size] += nz
+        self.copies += count
+        self.generation += 1
+        try:
+            yield
+        finally:
+            self.requested[:size] -= vec
+            self.non_zero_requested[:size] -= nz
+            self.copies -= count
+            self.generation += 1
 
     # --- convenience for plugins and tests ---------------------------------------------
 

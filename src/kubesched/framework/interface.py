@@ -576,10 +576,12 @@ class GroupAssignPlugin(Named):
     before the group cycle places them; the cycle then places each member on its chosen node
     with every Filter run as usual, and falls back to the per-pod order if one does not pass.
     `feasible[m, n]`, `scores[m, n]` are each member's Filter and Score results on the snapshot
-    (each alone); returns a node index per member (-1: leave it to the per-pod order), or None."""
+    (each alone), `crowding[m, n]` how far its score there falls for each one like it already
+    there; returns a node index per member (-1: leave it to the per-pod order), or None."""
 
     def assign_group(self, group: Any, members: Sequence[PodInfo], feasible: np.ndarray, scores: np.ndarray,
-                     requests: np.ndarray, free: np.ndarray, allocatable: np.ndarray, min_count: int) -> np.ndarray | None:
+                     requests: np.ndarray, free: np.ndarray, allocatable: np.ndarray, min_count: int,
+                     crowding: np.ndarray | None = None) -> np.ndarray | None:
         raise NotImplementedError
 
     def burst_settings(self) -> BurstSettings | None:

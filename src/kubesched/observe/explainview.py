@@ -28,6 +28,9 @@ def render(console: Console, data: JSON) -> None:
     record = data.get("record")
     if record and status not in ("scheduled", "binding") and record.get("message"):
         console.print(Text(f"last attempt ({record.get('attempt')}): {record['message']}"))
+    if record and record.get("placed_jointly_with"):
+        console.print(Text(f"placed on the node a joint plan chose for its burst of {record['placed_jointly_with']} pods "
+                           "(JointPlacement), every Filter run there"))
     if data.get("filter"):
         _filter(console, data["filter"], int(data.get("nodes_total") or 0))
     if data.get("preemption"):

@@ -71,7 +71,7 @@ class LoadReader:
         self._masked: tuple[_Base, np.ndarray, dict[str, np.ndarray], dict[Series, np.ndarray]] | None = None
         self._inverse_key: tuple[int, int] | None = None
         self._inverse: dict[str, np.ndarray] = {}
-        self._pod_cache: tuple[tuple[str, int, int], dict[str, np.ndarray]] | None = None
+        self._pod_cache: tuple[tuple[str, int, int, int], dict[str, np.ndarray]] | None = None
 
     def close(self) -> None:
         """The plugin reading is gone: the provider loses a reader (usage.service release)."""
@@ -158,11 +158,12 @@ class LoadReader:
 
     def pod_fraction(self, pi: PodInfo, table: NodeTable) -> dict[str, np.ndarray]:
         """The incoming pod's estimated usage as a fraction of each node's allocatable (computed
-        once per pod and node layout: Filter and Score both ask)."""
-        key = (pi.uid, table.node_generation, table.capacity)
+        once per pod and node layout: Filter and Score both ask), with the copies of it a joint
+        plan's what-if counts on every node (NodeTable.with_copies)."""
+        key = (pi.uid, table.node_generation, table.capacity, table.copies)
         if self._pod_cache is not None and self._pod_cache[0] == key:
             return self._pod_cache[1]
-        cpu, mem = estimate(footprint(pi), self.estimation)
+        cpu, mem = (amount * (1 + table.copies) for amount in estimate(footprint(pi), self.estimation))
         out = {}
         for resource, amount in ((CPU, cpu), (MEMORY, mem)):
             if resource in self.main:

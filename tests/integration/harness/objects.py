@@ -97,6 +97,7 @@ def pod_manifest(
     node_name: str | None = None,
     priority_class: str | None = None,
     extra_spec: dict[str, Any] | None = None,
+    owner_references: list[JSON] | None = None,
 ) -> JSON:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     container: JSON = {"name": "main", "image": PAUSE_IMAGE}
@@ -110,12 +111,10 @@ def pod_manifest(
     if priority_class:
         spec["priorityClassName"] = priority_class
     spec.update(extra_spec or {})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-        "spec": spec,
-    }
+    metadata: JSON = {"name": name, "namespace": namespace, "labels": labels or {}}
+    if owner_references:
+        metadata["ownerReferences"] = owner_references
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def create_pod(kube: Kube, name: str, namespace: str, **kwargs: Any) -> JSON:

@@ -141,3 +141,17 @@ def test_taint_columns_stay_bounded_through_taint_churn():
         row = t.row_of(name)
         carried = [t.taint_list[c] for c in np.flatnonzero(t.taint_pos[row] != NO_TAINT)]
         assert carried == [(x.key, x.value, x.effect) for x in t.nodes[row].spec.taints]
+
+
+def test_copies_of_a_pod_count_on_every_node_only_inside_the_block():
+    t = NodeTable()
+    rows = [t.upsert_node(node(f"n{i}", cpu="4", memory="8Gi")) for i in range(3)]
+    t.add_pod(rows[0], info(pod("there", "1", "1Gi")))
+    before = (t.requested.copy(), t.non_zero_requested.copy(), t.generation)
+    pi = info(pod("p", "500m", "2Gi"))
+    with t.with_copies(pi, 2):
+        assert t.copies == 2 and t.generation > before[2]
+        assert (t.requested[rows, 0] - before[0][rows, 0] == 1000).all()
+        assert (t.non_zero_requested[rows, 1] - before[1][rows, 1] == 4 * (1 << 30)).all()
+    assert t.copies == 0 and t.generation > before[2] + 1
+    assert (t.requested == before[0]).all() and (t.non_zero_requested == before[1]).all()
