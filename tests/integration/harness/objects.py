@@ -9,8 +9,11 @@ is the only way status is written (it is dropped on create).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import secrets
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from .rest import JSON, KINDS, ApiError, Kube, collection_path
@@ -62,6 +65,21 @@ def node_status(*, cpu: str = "4", memory: str = "32Gi", pods: int = 110, extra:
             "osImage": "",
         },
     }
+
+
+@contextlib.contextmanager
+def node_pool(kube: Kube, prefix: str, count: int, *, cpu: str, memory: str) -> Iterator[tuple[str, list[str]]]:
+    """`count` ready nodes named `<prefix>-<token>-<i>` and labelled `<prefix>-test: <token>`, so
+    that only the pods selecting that label go there; deleted afterwards. Yields (token, names)."""
+    token = secrets.token_hex(3)
+    names = [f"{prefix}-{token}-{i}" for i in range(count)]
+    try:
+        for name in names:
+            create_ready_node(kube, name, cpu=cpu, memory=memory, labels={f"{prefix}-test": token})
+        yield token, names
+    finally:
+        for name in names:
+            kube.delete(f"/api/v1/nodes/{name}", missing_ok=True)
 
 
 def create_ready_node(

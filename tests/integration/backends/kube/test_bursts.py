@@ -10,7 +10,6 @@ two nodes and leave the third whole, so a 4-cpu pod created afterwards fits.
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from collections.abc import Iterator
 
@@ -18,7 +17,7 @@ import pytest
 
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
-from integration.harness.objects import create_pod, create_ready_node, wait_bound
+from integration.harness.objects import create_pod, node_pool, wait_bound
 from integration.harness.rest import Kube
 
 SCHEDULER = "kubesched-bursts"
@@ -26,15 +25,8 @@ SCHEDULER = "kubesched-bursts"
 
 @pytest.fixture(scope="module")
 def pool(kube: Kube) -> Iterator[tuple[str, list[str]]]:
-    token = secrets.token_hex(3)
-    names = [f"burst-{token}-{i}" for i in range(3)]
-    for name in names:
-        create_ready_node(kube, name, cpu="4", memory="16Gi", labels={"burst-test": token})
-    try:
-        yield token, names
-    finally:
-        for name in names:
-            kube.delete(f"/api/v1/nodes/{name}", missing_ok=True)
+    with node_pool(kube, "burst", 3, cpu="4", memory="16Gi") as made:
+        yield made
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ import yaml
 from integration.harness.controlplane import ControlPlane
 from integration.harness.crds import delete_custom_objects, install_crds
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
-from integration.harness.objects import create_pod, delete_namespace
+from integration.harness.objects import create_pod, delete_namespace, node_pool
 from integration.harness.procs import wait_until
 from integration.harness.rest import JSON, Kube
 
@@ -57,17 +57,8 @@ def crds(kube: Kube) -> None:
 @pytest.fixture(scope="module")
 def pool(kube: Kube) -> Iterator[tuple[str, list[str]]]:
     """Two nodes of 2 cpu for the module, labelled so that only this module's pods go there."""
-    from integration.harness.objects import create_ready_node
-
-    token = secrets.token_hex(3)
-    names = [f"xk8s-{token}-{i}" for i in range(2)]
-    for name in names:
-        create_ready_node(kube, name, cpu="2", memory="8Gi", labels={"xk8s-test": token})
-    try:
-        yield token, names
-    finally:
-        for name in names:
-            kube.delete(f"/api/v1/nodes/{name}", missing_ok=True)
+    with node_pool(kube, "xk8s", 2, cpu="2", memory="8Gi") as made:
+        yield made
 
 
 def _run(control_plane: ControlPlane, workdir: Path, profile: dict[str, Any], kubeconfig: Path | None = None,
