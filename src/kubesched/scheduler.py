@@ -522,8 +522,12 @@ class Scheduler:
         fwk.plugin_metrics = self.metrics if pod_cycle % PLUGIN_METRICS_EVERY == 1 else None
         trace = fwk.trace = self.tracer.start() if self.tracer.enabled else None
         detail = fwk.detail = CycleDetail() if fwk.records_detail else None
-        state, record, result = self._planned(fwk, qpi, planned, burst) if planned >= 0 else (None, None, None)
-        if state is None or record is None or result is None:
+        placed = self._planned(fwk, qpi, planned, burst) if planned >= 0 else None
+        if placed is not None:
+            state, record, result = placed
+        else:
+            if planned >= 0 and detail is not None:  # the verdicts of the one node tried are not this cycle's
+                detail = fwk.detail = CycleDetail()
             state = CycleState()
             record = DecisionRecord(pi.key, fwk.name, qpi.attempts, self.clock.now(), len(self.cache.table), pi.uid)
             self.current_record = record
@@ -560,13 +564,13 @@ class Scheduler:
         self.recorder.add(record)
 
     def _planned(self, fwk: Framework, qpi: QueuedPodInfo, row: int, burst: int
-                 ) -> tuple[CycleState | None, DecisionRecord | None, ScheduleResult | None]:
+                 ) -> tuple[CycleState, DecisionRecord, ScheduleResult] | None:
         """The pod tried on the one node its burst's plan chose (every Filter run there); its
-        state, record and result when it passes, else Nones (the whole cycle then runs afresh)."""
+        state, record and result when it passes there, else None (the whole cycle runs afresh)."""
         pi = qpi.pi
         table = self.cache.table
         if row >= table.size:
-            return None, None, None
+            return None
         only = np.zeros(table.size, dtype=bool)
         only[row] = True
         state = CycleState()
@@ -574,7 +578,7 @@ class Scheduler:
         self.current_record = record
         result = self._schedule_pod(fwk, state, pi, record, only)
         if result.node is None or result.node != table.name_of(row):
-            return None, None, None
+            return None
         record.jointly = burst
         return state, record, result
 
