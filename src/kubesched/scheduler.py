@@ -60,7 +60,7 @@ from kubesched.framework.waiting import PodAtPermit
 from kubesched.groupcycle import GroupCycle
 from kubesched.observe.explain import explain_pod
 from kubesched.observe.metrics import TIE, DurationHistogram, SchedulerMetrics
-from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message, score_margin
+from kubesched.observe.record import DecisionRecord, Recorder, TopScores, fit_error_message
 from kubesched.observe.tracing import CycleTrace, Tracer
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.bursts import BurstPolicy, burst_key
@@ -101,9 +101,9 @@ def _late_results(fwk: Framework, status: Status | None) -> dict[str, dict[str, 
 
 def _decided_by(record: DecisionRecord) -> str | None:
     """The Score plugin that decided the cycle's winner (metrics.TIE for a tie), or None."""
-    if not record.top or record.chosen is None:
+    if record.scored_top is None or record.chosen is None:
         return None
-    margin, plugin = score_margin(record.top, record.chosen)
+    margin, plugin = record.scored_top.margin(record.chosen)
     if margin is None:
         return None
     return plugin if margin > 0 and plugin is not None else TIE
@@ -654,16 +654,17 @@ class Scheduler:
         top = top[np.argsort(-totals[top], kind="stable")]
         if pick not in top:
             top[-1] = pick
-        parts = list(zip(scored.by_plugin, scored.raw, scored.weights, strict=True))
-        record.top = [
-            (
-                table.name_of(int(scored.rows[i])),
-                int(totals[i]),
-                tuple((name, int(raw[i]), int(weighted[i]) // weight, int(weighted[i]))
-                      for (name, weighted), raw, weight in parts),
-            )
-            for i in top.tolist()
-        ]
+        count = len(scored.by_plugin)
+        # One gather for every plugin's raw and weighted scores of the few nodes kept.
+        kept = np.vstack([*scored.raw, *(w for _, w in scored.by_plugin)])[:, top].T.tolist() if count else [[]] * k
+        record.scored_top = TopScores(
+            nodes=[table.name_of(int(scored.rows[i])) for i in top.tolist()],
+            totals=totals[top].tolist(),
+            plugins=tuple(name for name, _ in scored.by_plugin),
+            weights=tuple(scored.weights),
+            raw=[row[:count] for row in kept],
+            weighted=[row[count:] for row in kept],
+        )
         return table.name_of(int(scored.rows[pick]))
 
     def _publish(self, fwk: Framework, pi: PodInfo, detail: CycleDetail, record: DecisionRecord) -> None:

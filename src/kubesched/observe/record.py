@@ -40,6 +40,34 @@ def fit_error_message(
     return msg
 
 
+ScoredNode = tuple[str, int, tuple[tuple[str, int, int, int], ...]]  # as DecisionRecord.top
+
+
+@dataclass(slots=True)
+class TopScores:
+    """A cycle's best scored nodes as plain lists, best first: what a record keeps of the scores.
+    Every scoring cycle makes one and few are ever read, so the per-plugin tuples of
+    DecisionRecord.top are only built when asked for."""
+
+    nodes: list[str]
+    totals: list[int]
+    plugins: tuple[str, ...]
+    weights: tuple[int, ...]
+    raw: list[list[int]]  # per node, per plugin: the Score plugin's own score
+    weighted: list[list[int]]  # per node, per plugin: normalized score times weight
+
+    def expand(self) -> list[ScoredNode]:
+        return [
+            (node, int(total), tuple((name, int(r), int(w) // weight, int(w))
+                                     for name, r, w, weight in zip(self.plugins, raw, weighted, self.weights, strict=True)))
+            for node, total, raw, weighted in zip(self.nodes, self.totals, self.raw, self.weighted, strict=True)
+        ]
+
+    def margin(self, chosen: str | None) -> tuple[int | None, str | None]:
+        """score_margin over these nodes, without expanding them."""
+        return _lead(self.nodes, self.totals, self.weighted, self.plugins, chosen)
+
+
 @dataclass(slots=True)
 class DecisionRecord:
     pod: str
@@ -52,9 +80,8 @@ class DecisionRecord:
     scored: int = 0
     # (plugin, reason, nodes): why nodes were rejected, first failing plugin per node.
     rejections: list[tuple[str, str, int]] = field(default_factory=list)
-    # Best nodes, best first (the chosen one among them): (node, total, ((plugin, raw score,
-    # normalized score, weighted score), ...)); the weighted scores sum to the total.
-    top: list[tuple[str, int, tuple[tuple[str, int, int, int], ...]]] = field(default_factory=list)
+    # The best scored nodes, kept compact; `top` expands them when something reads them.
+    scored_top: TopScores | None = None
     chosen: str | None = None
     message: str = ""
     nominated: str | None = None
@@ -65,6 +92,12 @@ class DecisionRecord:
     shadow: tuple[Any, ...] = ()
     # Placed on the node a joint plan chose for its burst of this many pods (burstcycle); 0: alone.
     jointly: int = 0
+
+    @property
+    def top(self) -> list[ScoredNode]:
+        """Best nodes, best first (the chosen one among them): (node, total, ((plugin, raw score,
+        normalized score, weighted score), ...)); the weighted scores sum to the total."""
+        return self.scored_top.expand() if self.scored_top is not None else []
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -128,27 +161,31 @@ class Recorder:
             del self.latest[key]
 
 
-ScoredNode = tuple[str, int, tuple[tuple[str, int, int, int], ...]]  # as DecisionRecord.top
-
-
 def score_margin(top: Sequence[ScoredNode], chosen: str | None) -> tuple[int | None, str | None]:
     """The chosen node's lead over the best other scored node, and the score plugin whose
     weighted score gave it the most of that lead. (None, None) without another node to compare
-    with; (0, None) for a tie, broken at random. Runs after every scoring cycle, so it is plain
+    with; (0, None) for a tie, broken at random."""
+    plugins = [part[0] for part in top[0][2]] if top else []
+    return _lead([e[0] for e in top], [e[1] for e in top], [[part[3] for part in e[2]] for e in top], plugins, chosen)
+
+
+def _lead(nodes: Sequence[str], totals: Sequence[int], weighted: Sequence[Sequence[int]], plugins: Sequence[str],
+          chosen: str | None) -> tuple[int | None, str | None]:
+    """score_margin's work over parallel lists. Runs after every scoring cycle, so it is plain
     loops: the nodes' plugin lists come from one cycle and are in the same order."""
-    mine = runner = None
-    for entry in top:
-        if entry[0] == chosen and mine is None:
-            mine = entry
-        elif runner is None or entry[1] > runner[1]:
-            runner = entry
-    if mine is None or runner is None:
+    mine = runner = -1
+    for i, node in enumerate(nodes):
+        if node == chosen and mine < 0:
+            mine = i
+        elif runner < 0 or totals[i] > totals[runner]:
+            runner = i
+    if mine < 0 or runner < 0:
         return None, None
-    margin = mine[1] - runner[1]
+    margin = int(totals[mine] - totals[runner])
     if margin <= 0:
         return margin, None
     best, lead = None, 0
-    for (plugin, _, _, weighted), (_, _, _, theirs) in zip(mine[2], runner[2], strict=False):
-        if best is None or weighted - theirs > lead:
-            best, lead = plugin, weighted - theirs
+    for name, ours, theirs in zip(plugins, weighted[mine], weighted[runner], strict=False):
+        if best is None or ours - theirs > lead:
+            best, lead = name, int(ours - theirs)
     return margin, best
