@@ -26,6 +26,7 @@ PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
 KUBESCHED = "kubesched"
 SETTLE = 4.0  # seconds both schedulers get after the scenario looks settled (retries, statuses)
 NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+DRA_MISSING_STATE = 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +202,15 @@ def test_members_created_before_their_pod_group_wait_for_it(kube: Kube, nodes: l
         _group(kube, ns, "gl", 2)
         return 1
 
-    ours = _same(_compare(kube, build))
+    outcomes = _compare(kube, build)
+    # kube-scheduler's queue may move the members on the PodGroup's event before its group cycle
+    # can read the PodGroup; that cycle then fails at PreFilter, and DynamicResources' PodGroupPostFilter
+    # (which kubesched does not have: README, Compatibility) reports its missing state as below. The
+    # members are placed by the next cycle all the same. Seen on a fresh machine's first `make test` (2026-11-25).
+    for pod in outcomes["default-scheduler"]["pods"].values():
+        if pod["bound"] and pod["first_failure"] == ("Warning", DRA_MISSING_STATE):
+            pod["first_failure"] = None
+    ours = _same(outcomes)
     assert all(p["bound"] for p in ours["pods"].values())
 
 
