@@ -353,13 +353,26 @@ def bench(
     feature_gates: Annotated[
         str, typer.Option(help="kube's feature gates, e.g. GenericWorkload=true (pod groups); as kube-scheduler takes them.")
     ] = "",
+    scheduler_perf: Annotated[str | None, typer.Option(
+        "--scheduler-perf", help="kube-scheduler's scheduler_perf config: a performance-config.yaml, a directory of the pinned "
+        "release's scheduler_perf (misc, affinity, ...), or 'all'.")] = None,
+    workload: Annotated[list[str] | None, typer.Option(
+        "--workload", help="NAME/CASE of a workload in --scheduler-perf (repeat for more); default: every one with --label.")] = None,
+    label: Annotated[str, typer.Option(help="With --scheduler-perf and no --workload: the workloads with this label.")] = "performance",
+    timeout: Annotated[float, typer.Option(min=1, help="With --scheduler-perf: seconds an op may wait for its pods.")] = 600.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
-    """scheduler_perf's SchedulingBasic on the simulator: wall-clock pods/s and cycle latency."""
+    """scheduler_perf on the simulator: its SchedulingBasic shape (--nodes, --pods), or its own workloads
+    read from the pinned kubernetes release (--scheduler-perf): pods/s, latency, CPU per 1,000 pods, RSS."""
+    from kubesched import gcpolicy
     from kubesched.backends.sim.limits import LimitError
     from kubesched.bench import explain_latency, reload_latency, scheduling_basic
 
     _check_writable(json_out, "--json")
+    gcpolicy.for_scheduling()
+    if scheduler_perf is not None:
+        _bench_scheduler_perf(scheduler_perf, workload or [], label, config, timeout, json_out, quiet)
+        return
     tracing = _tracing(tracing_config_file)
     _set_feature_gates(feature_gates)
     try:
@@ -395,6 +408,32 @@ def bench(
     console.print(table)
     if json_out is not None:
         _write_json(json_out, figures, "--json")
+
+
+def _bench_scheduler_perf(spec: str, workloads: list[str], label: str, config: Path | None, timeout: float,
+                          json_out: Path | None, quiet: bool) -> None:
+    from kubesched.perf import command, report
+    from kubesched.perf.source import SourceError
+    from kubesched.perf.workloads import WorkloadError
+
+    try:
+        plans = command.plans(command.Selection(spec, tuple(workloads), label))
+        if config is not None:
+            load_config(config)  # refused here, before anything runs
+    except (SourceError, WorkloadError, ConfigError) as exc:
+        raise fail(str(exc)) from None
+    rows = command.on_simulator(plans, config=config, wait_seconds=timeout,
+                                progress=None if quiet else (lambda line: err.print(line, highlight=False, markup=False)))
+    wide = Console(width=max(console.width, 160))  # a narrow (or piped) terminal would cut the names
+    wide.print(report.table(rows, f"scheduler_perf on {report.machine()}"))
+    for row in rows:
+        if row.refused or row.failed:
+            console.print(f"{row.workload}: {'not run' if row.refused else 'FAILED'}: {row.refused or row.failed}",
+                          highlight=False, markup=False)
+    if json_out is not None:
+        _write_json(json_out, report.as_json(rows), "--json")
+    if any(r.failed for r in rows):
+        raise typer.Exit(1)
 
 
 def _log_levels(spec: str) -> tuple[int, dict[str, int]]:

@@ -24,6 +24,7 @@ GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
 
 _KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling"}
+KNOWN_GATES = frozenset(_KNOWN)
 
 
 class FeatureGateError(ValueError):

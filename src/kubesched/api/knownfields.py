@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
-__all__ = ["go_nulls", "strict_decoding_error", "unknown_fields", "wrong_type"]
+__all__ = ["go_field_names", "go_nulls", "strict_decoding_error", "unknown_fields", "wrong_type"]
 
 # Scalar shapes in known-fields.json, with the zero value Go's decoder leaves for a JSON null in
 # a list or map of them; "" is anything else (raw JSON), where null stays null.
@@ -137,6 +137,38 @@ def go_nulls(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
             return ZERO[shape]
         # A nil list, map or raw value; an empty object for a struct.
         return None if shape in SCALARS or shape[:2] in ("[]", "{}") else {}
+
+    result: dict[str, Any] = value(obj, root)
+    return result
+
+
+def go_field_names(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with each field name the API does not define, but does define in another letter case,
+    spelt as the API spells it: what Go's encoding/json does when it decodes into a typed object
+    (it matches field names case-insensitively), before a typed client sends the object on. A copy;
+    names that match nothing are kept, for the strict check."""
+    schema = _schema()
+    root = schema["kinds"].get(kind)
+    if root is None:
+        return obj
+    types: dict[str, dict[str, str]] = schema["types"]
+
+    def value(v: Any, shape: str) -> Any:
+        if shape in SCALARS:
+            return v
+        if shape[:2] == "[]":
+            return [value(x, shape[2:]) for x in v] if isinstance(v, list) else v
+        if shape[:2] == "{}":
+            return {k: value(x, shape[2:]) for k, x in v.items()} if isinstance(v, dict) else v
+        if not isinstance(v, dict):
+            return v
+        fields = types[shape]
+        folded = {name.lower(): name for name in fields}
+        out = {}
+        for k, x in v.items():
+            name = k if not isinstance(k, str) or k in fields else folded.get(k.lower(), k)
+            out[name] = value(x, fields[name]) if name in fields else x
+        return out
 
     result: dict[str, Any] = value(obj, root)
     return result

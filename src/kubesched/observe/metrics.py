@@ -131,6 +131,16 @@ class DurationHistogram:
                 return self.low * 2.0 ** ((i + 0.5) / self._inv_log_r)
         raise AssertionError("unreachable: the counts add up to count")
 
+    def cumulative(self) -> list[tuple[float, float]]:
+        """(upper bound, observations at or below it) per bucket, as a Prometheus histogram's
+        buckets read: the last bound is +Inf."""
+        out, seen = [], 0
+        for i, n in enumerate(self._counts):
+            seen += n
+            out.append((self.low * 2.0 ** ((i + 1) / self._inv_log_r), float(seen)))
+        out[-1] = (math.inf, float(seen))
+        return out
+
 
 class LabelledCounter:
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:

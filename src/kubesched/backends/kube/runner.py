@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import socket
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubesched import gcpolicy
 from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.backend import KubeBackend
 from kubesched.backends.kube.events import EventRecorder
@@ -218,8 +218,8 @@ class KubeScheduler:
             # What exists now (modules, the initial caches, the first generation) lives as long as the
             # process: out of the collector's sight, a full collection scans only what came since, a few
             # ms instead of about 50 (one stops every thread, holding the GIL: the loop too).
-            gc.collect()
-            gc.freeze()
+            gcpolicy.settle()
+            gcpolicy.for_scheduling()
             halt = asyncio.Event()
             relay = loop.create_task(_relay(halt, stop, lost))
             await self.reload.check_file()  # a change a standby did not apply

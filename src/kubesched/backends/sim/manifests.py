@@ -489,8 +489,9 @@ def _outages(value: str, where: str) -> list[tuple[float, float]]:
 
 
 class _Loader:
-    def __init__(self, keep_going: bool = False) -> None:
+    def __init__(self, keep_going: bool = False, disabled_admission: frozenset[str] = frozenset()) -> None:
         self.keep_going = keep_going
+        self.disabled_admission = disabled_admission
         self.errors: list[str] = []
         self.docs: dict[str, list[_Doc]] = {kind: [] for kind in _GROUPS}
         self.order: list[_Doc] = []
@@ -900,6 +901,8 @@ class _Loader:
         """The Priority admission plugin on a PodGroup's create: spec.priority from its class (or
         the global default), and an explicit value that disagrees refused, as the API server does."""
         spec = pg.spec
+        if "Priority" in self.disabled_admission:
+            return  # the group keeps the priority it was given, as the pods do
         if spec.priority_class_name:
             pc = self.classes.get(spec.priority_class_name)
             if pc is None:
@@ -949,6 +952,11 @@ class _Loader:
         """The Priority admission plugin, on create."""
         spec = pod.spec
         meta = pod.metadata
+        if "Priority" in self.disabled_admission:
+            # As an apiserver run with --disable-admission-plugins=Priority (scheduler_perf's): the
+            # pod keeps the priority it was given, none if none.
+            spec.preemption_policy = spec.preemption_policy or "PreemptLowerPriority"
+            return
         if spec.priority is not None and (meta.resource_version or meta.creation_timestamp):
             # An object exported from a cluster was admitted long ago: it keeps its priority even
             # if its class has since changed or gone (as it does in the cluster).
@@ -1227,13 +1235,15 @@ def _pod_field_error(pod: Pod, exc: PodError) -> FieldError:
 
 
 def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dict[str, Any]],
-                 source: str = "<input>", *, keep_going: bool = False) -> ClusterInput:
+                 source: str = "<input>", *, keep_going: bool = False,
+                 disabled_admission: frozenset[str] = frozenset()) -> ClusterInput:
     """Build a cluster from already-parsed objects (dicts, or (Origin, dict) pairs).
 
     An object the API server would refuse raises ManifestError; with keep_going it is left out
     and its message added to ClusterInput.errors instead, and the rest loads. Problems with the
-    input's shape (a document that is not an object) stay fatal."""
-    loader = _Loader(keep_going)
+    input's shape (a document that is not an object) stay fatal. `disabled_admission` names
+    admission plugins the emulated API server runs without (only "Priority" changes anything)."""
+    loader = _Loader(keep_going, disabled_admission)
     for i, entry in enumerate(objects, 1):
         if isinstance(entry, tuple):
             origin, data = entry
