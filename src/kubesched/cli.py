@@ -13,6 +13,7 @@ import signal
 import warnings
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -360,6 +361,14 @@ def bench(
         "--workload", help="NAME/CASE of a workload in --scheduler-perf (repeat for more); default: every one with --label.")] = None,
     label: Annotated[str, typer.Option(help="With --scheduler-perf and no --workload: the workloads with this label.")] = "performance",
     timeout: Annotated[float, typer.Option(min=1, help="With --scheduler-perf: seconds an op may wait for its pods.")] = 600.0,
+    kube: Annotated[bool, typer.Option("--kube", help="With --scheduler-perf: on a throwaway real kube-apiserver (etcd and "
+                                       "kube-apiserver of the pinned release, started for each run), kubesched as a process.")] = False,
+    vs: Annotated[str | None, typer.Option("--vs", help="With --kube: 'kube-scheduler', the same workload through the real "
+                                           "kube-scheduler too, in alternating order.")] = None,
+    rounds: Annotated[int, typer.Option(min=1, help="With --kube: runs of each scheduler.")] = 1,
+    k8s_bin: Annotated[Path | None, typer.Option("--k8s-bin", help="With --kube: the directory of etcd, kube-apiserver and "
+                                                  "kube-scheduler (default: what `make k8s-bin` builds).")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="With --kube: keep each run's logs and configuration here.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """scheduler_perf on the simulator: its SchedulingBasic shape (--nodes, --pods), or its own workloads
@@ -370,8 +379,13 @@ def bench(
 
     _check_writable(json_out, "--json")
     gcpolicy.for_scheduling()
+    if vs is not None and vs != "kube-scheduler":
+        raise fail(f"--vs {vs!r}: only kube-scheduler can be compared with")
+    if (kube or vs) and scheduler_perf is None:
+        raise fail("--kube and --vs run scheduler_perf workloads: give --scheduler-perf")
     if scheduler_perf is not None:
-        _bench_scheduler_perf(scheduler_perf, workload or [], label, config, timeout, json_out, quiet)
+        where = _KubeOptions(kube or vs is not None, vs is not None, rounds, k8s_bin, workdir)
+        _bench_scheduler_perf(scheduler_perf, workload or [], label, config, timeout, json_out, quiet, where)
         return
     tracing = _tracing(tracing_config_file)
     _set_feature_gates(feature_gates)
@@ -410,8 +424,18 @@ def bench(
         _write_json(json_out, figures, "--json")
 
 
+@dataclass(frozen=True)
+class _KubeOptions:
+    on: bool
+    vs: bool
+    rounds: int
+    k8s_bin: Path | None
+    workdir: Path | None
+
+
 def _bench_scheduler_perf(spec: str, workloads: list[str], label: str, config: Path | None, timeout: float,
-                          json_out: Path | None, quiet: bool) -> None:
+                          json_out: Path | None, quiet: bool, kube: _KubeOptions) -> None:
+    from kubesched.devcluster.binaries import BinariesMissing
     from kubesched.perf import command, report
     from kubesched.perf.source import SourceError
     from kubesched.perf.workloads import WorkloadError
@@ -422,8 +446,15 @@ def _bench_scheduler_perf(spec: str, workloads: list[str], label: str, config: P
             load_config(config)  # refused here, before anything runs
     except (SourceError, WorkloadError, ConfigError) as exc:
         raise fail(str(exc)) from None
-    rows = command.on_simulator(plans, config=config, wait_seconds=timeout,
-                                progress=None if quiet else (lambda line: err.print(line, highlight=False, markup=False)))
+    progress = None if quiet else (lambda line: err.print(line, highlight=False, markup=False))
+    if kube.on:
+        try:
+            rows = command.on_kube(plans, vs=kube.vs, rounds=kube.rounds, k8s_bin=kube.k8s_bin, workdir=kube.workdir, config=config,
+                                   wait_seconds=timeout, progress=progress)
+        except BinariesMissing as exc:
+            raise fail(str(exc)) from None
+    else:
+        rows = command.on_simulator(plans, config=config, wait_seconds=timeout, progress=progress)
     wide = Console(width=max(console.width, 160))  # a narrow (or piped) terminal would cut the names
     wide.print(report.table(rows, f"scheduler_perf on {report.machine()}"))
     for row in rows:

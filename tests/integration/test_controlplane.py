@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import sys
 import time
 from collections.abc import Callable
@@ -19,8 +17,9 @@ from integration.harness.binaries import Binaries, BinariesMissing, pinned_kube_
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.objects import create_pod, wait_bound
-from integration.harness.procs import ProcessDied
 from integration.harness.rest import JSON, ApiError, Kube
+from integration.harness.sockets import listening_addresses
+from kubesched.devcluster.procs import ProcessDied
 
 T = TypeVar("T")
 
@@ -50,43 +49,10 @@ def test_admin_identity_and_kubeconfigs(control_plane: ControlPlane, kube: Kube)
     assert Path(user["client-certificate"]).is_file() and Path(user["client-key"]).is_file()
 
 
-def _listening_inodes() -> dict[int, str]:
-    """inode -> "address:port" of every listening TCP socket on this machine (Linux /proc)."""
-    found: dict[int, str] = {}
-    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] != "0A":  # TCP_LISTEN
-                continue
-            addr_hex, port_hex = fields[1].split(":")
-            raw = bytes.fromhex(addr_hex)
-            # /proc prints the address as host-order 32-bit words.
-            packed = b"".join(struct.pack("<I", struct.unpack(">I", raw[i : i + 4])[0]) for i in range(0, len(raw), 4))
-            found[int(fields[9])] = f"{socket.inet_ntop(family, packed)}:{int(port_hex, 16)}"
-    return found
-
-
-def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return inodes
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_listens_only_on_loopback(control_plane: ControlPlane) -> None:
-    listening = _listening_inodes()
     procs = [p for p in (control_plane.etcd, control_plane.apiserver) if p is not None]
-    addresses = sorted(listening[i] for p in procs if p.pid for i in _socket_inodes(p.pid) if i in listening)
+    addresses = listening_addresses([p.pid for p in procs if p.pid])
     assert addresses, "found no listening socket of etcd / kube-apiserver"
     assert all(a.startswith("127.0.0.1:") for a in addresses), addresses
     assert f"127.0.0.1:{control_plane.apiserver_port}" in addresses

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kubesched.perf import source, workloads
 from kubesched.perf.report import Row
-from kubesched.perf.run import Plan, plan, run_on_simulator
+from kubesched.perf.run import Plan, compare, plan, run_on_kube, run_on_simulator
 from kubesched.perf.workloads import WorkloadError
 
 SIMULATOR = "kubesched (simulator)"
@@ -58,6 +58,33 @@ def on_simulator(plans_: list[Plan], *, config: Path | None = None, wait_seconds
             except WorkloadError as exc:
                 row.failed = str(exc)
         rows.append(row)
+    return rows
+
+
+def on_kube(plans_: list[Plan], *, vs: bool, rounds: int, k8s_bin: Path | None = None, workdir: Path | None = None,
+            config: Path | None = None, wait_seconds: float = 600.0, progress: Callable[[str], None] | None = None) -> list[Row]:
+    """Each workload on a fresh real apiserver: through kubesched, or (vs) through kubesched and the
+    real kube-scheduler in alternating order, `rounds` times. BinariesMissing without the binaries."""
+    rows = []
+    say: Callable[[str], None] = progress or (lambda _: None)
+    for p in plans_:
+        targets = ["kubesched (apiserver)", "kube-scheduler (apiserver)"] if vs else ["kubesched (apiserver)"]
+        if p.refused:
+            rows += [Row(p.name, t, p.workload.threshold, refused=p.refused) for t in targets]
+            continue
+        where = workdir / p.name.replace("/", "_") if workdir is not None else None
+        try:
+            if vs:
+                results = asyncio.run(compare(p, rounds, k8s_bin=k8s_bin, workdir=where, config=config, wait_seconds=wait_seconds,
+                                              progress=_prefixed(say, p.name)))
+            else:
+                results = [asyncio.run(run_on_kube(p, k8s_bin=k8s_bin, workdir=where and where / f"round{r}", config=config,
+                                                   wait_seconds=wait_seconds, progress=_prefixed(say, p.name)))
+                           for r in range(1, rounds + 1)]
+        except WorkloadError as exc:
+            rows.append(Row(p.name, targets[0], p.workload.threshold, failed=str(exc)))
+            continue
+        rows += [Row(p.name, r.target, p.workload.threshold, result=r) for r in results]
     return rows
 
 

@@ -57,6 +57,7 @@ class PodIndex:
 
     def __init__(self) -> None:
         self.by_namespace: dict[str, dict[str, PodState]] = {}
+        self.scheduled: dict[str, int] = {}  # namespace -> pods bound there now
         self.on_scheduled: list[Callable[[str, PodState], None]] = []
 
     def observe(self, namespace: str, name: str, labels: dict[str, str], node: str, attempted: bool) -> None:
@@ -65,13 +66,17 @@ class PodIndex:
         if state is None:
             state = pods[name] = PodState(labels)
         newly = node and not state.node
+        if bool(node) != bool(state.node):
+            self.scheduled[namespace] = self.scheduled.get(namespace, 0) + (1 if node else -1)
         state.labels, state.node, state.attempted = labels, node, attempted or bool(node)
         if newly:
             for listener in self.on_scheduled:
                 listener(namespace, state)
 
     def forget(self, namespace: str, name: str) -> None:
-        self.by_namespace.get(namespace, {}).pop(name, None)
+        state = self.by_namespace.get(namespace, {}).pop(name, None)
+        if state is not None and state.node:
+            self.scheduled[namespace] -= 1
 
     def select(self, namespaces: Sequence[str], selector: dict[str, str]) -> list[PodState]:
         spaces = namespaces or list(self.by_namespace)
@@ -368,7 +373,7 @@ class Executor:
             if op.skip_wait:
                 self.pending[op.namespace] = self.pending.get(op.namespace, 0) + op.count
             else:
-                await self._wait(lambda: sum(1 for s in self.target.pods.select([op.namespace], {}) if s.node) >= op.count,
+                await self._wait(lambda: self.target.pods.scheduled.get(op.namespace, 0) >= op.count,
                                  f"{op.count} pods of op {op.index} scheduled in {op.namespace}")
         if op.collect_metrics:
             await self._stop_collecting()
@@ -420,7 +425,7 @@ class Executor:
                     return False
             return True
 
-        await self._wait(done, f"pods of {', '.join(spaces) or 'every namespace'} {op.stage.lower()}")
+        await self._wait(done, f"pods of {', '.join(spaces) or 'every namespace'} {op.stage.lower()}", poll=0.05)
         if not attempted:
             if op.namespaces:
                 for ns in spaces:
@@ -428,12 +433,13 @@ class Executor:
             else:
                 self.pending.clear()
 
-    async def _wait(self, condition: Callable[[], bool], what: str) -> None:
+    async def _wait(self, condition: Callable[[], bool], what: str, poll: float = 0.005) -> None:
+        """Until `condition` holds (checked every `poll` seconds: a barrier's check walks every pod)."""
         deadline = time.perf_counter() + self.wait_seconds
         while not condition():
             if time.perf_counter() > deadline:
                 raise WorkloadError(f"timed out after {self.wait_seconds:.0f} s waiting for {what}")
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(poll)
 
     async def _delete_pods(self, namespace: str, names: list[str], per_second: int) -> None:
         for name in names:

@@ -1,4 +1,5 @@
-"""One scheduler_perf workload, start to end, on a target; and the list of what can run."""
+"""One scheduler_perf workload, start to end, on a target (the simulator, or a real apiserver with
+kubesched or kube-scheduler as the scheduler); and the list of what can run."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from pathlib import Path
 from kubesched import features
 from kubesched.config import SchedulerConfig
 from kubesched.configload import load_config
+from kubesched.devcluster.binaries import Binaries, find_binaries
+from kubesched.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.perf.executor import Executor, WorkloadResult, refusal
 from kubesched.perf.gates import kubesched_gates
+from kubesched.perf.kuberun import SCHEDULERS, run_dir, run_workload
 from kubesched.perf.simtarget import SimTarget
 from kubesched.perf.workloads import TestCase, Workload, WorkloadError
 
@@ -53,3 +57,53 @@ async def run_on_simulator(p: Plan, *, config: Path | None = None, wait_seconds:
             return await Executor(p.case, p.workload, target, wait_seconds=wait_seconds, progress=progress).run(p.case.ops(p.workload))
         finally:
             await target.stop()
+
+
+async def run_on_kube(p: Plan, scheduler: str = KUBESCHED, *, binaries: Binaries | None = None, k8s_bin: Path | None = None,
+                      workdir: Path | None = None, config: Path | None = None, wait_seconds: float = 600.0,
+                      progress: Callable[[str], None] | None = None) -> WorkloadResult:
+    """Runs the workload on a fresh real control plane (etcd + kube-apiserver, found in `k8s_bin`, else
+    as `make k8s-bin` leaves them) with `scheduler` ("kubesched" or "kube-scheduler") as a process;
+    its target label is e.g. "kubesched (apiserver)". Logs (and the configuration) go to `workdir`,
+    kept; without one, to a temporary directory removed afterwards unless the run failed.
+    WorkloadError if the workload cannot run there; BinariesMissing (one line naming `make k8s-bin`)
+    without the binaries."""
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"unknown scheduler {scheduler!r} (one of {', '.join(SCHEDULERS)})")
+    # kube-scheduler runs what kubesched lacks a feature for, not an op this client cannot run.
+    why = p.refused if scheduler == KUBESCHED else refusal(p.case, p.workload, p.case.ops(p.workload), lambda _g: None)
+    if why:
+        raise WorkloadError(f"{p.name}: {why}")
+    found = binaries or find_binaries(k8s_bin)
+    if scheduler == KUBE_SCHEDULER:
+        found.need_kube_scheduler()
+    else:
+        with features.gates(**asdict(features.parse(p.gates))):
+            scheduler_config(p.case, config)  # refused here with its message, not in the process's log
+    with run_dir(workdir) as d:
+        return await run_workload(p.case, p.workload, scheduler, found, d, kubesched_gates=p.gates, config=config,
+                                  wait_seconds=wait_seconds, progress=progress)
+
+
+async def compare(p: Plan, rounds: int = 1, *, binaries: Binaries | None = None, k8s_bin: Path | None = None,
+                  workdir: Path | None = None, config: Path | None = None, wait_seconds: float = 600.0,
+                  progress: Callable[[str], None] | None = None) -> list[WorkloadResult]:
+    """The workload through kubesched and through kube-scheduler, `rounds` times each, each run on a
+    fresh control plane; the order alternates (round 1: kubesched first, round 2: kube-scheduler
+    first, ...) so neither always runs on a machine the other has just warmed or tired. The results
+    in the order run. Logs of each run in <workdir>/round<N>-<scheduler> when `workdir` is given."""
+    found = binaries or find_binaries(k8s_bin)
+    found.need_kube_scheduler()
+    say = progress or (lambda _: None)
+    results = []
+    for r in range(1, rounds + 1):
+        order = SCHEDULERS if r % 2 else tuple(reversed(SCHEDULERS))
+        for scheduler in order:
+            where = workdir / f"round{r}-{scheduler}" if workdir is not None else None
+            results.append(await run_on_kube(p, scheduler, binaries=found, workdir=where, config=config, wait_seconds=wait_seconds,
+                                             progress=_prefixed(say, f"round {r}/{rounds}, {scheduler}: ")))
+    return results
+
+
+def _prefixed(say: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    return lambda line: say(prefix + line)

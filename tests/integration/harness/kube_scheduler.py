@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import ssl
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +11,12 @@ from typing import Any
 
 import yaml
 
+from kubesched.devcluster.https import https_get
+from kubesched.devcluster.procs import ManagedProcess, free_port, wait_until
+from kubesched.devcluster.schedulers import kube_scheduler_argv
+
 from .binaries import require_binaries
 from .controlplane import SCHEDULER_FEATURE_GATES, ControlPlane
-from .procs import ManagedProcess, free_port, wait_until
 
 _counter = itertools.count(1)
 
@@ -41,14 +41,8 @@ class KubeScheduler:
 
     def get(self, path: str) -> tuple[int, str]:
         """(status, body) of a GET on the scheduler's own secure port (its certificate is self-signed)."""
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        try:
-            with urllib.request.urlopen(self.url + path, context=ctx, timeout=5) as resp:
-                return resp.status, resp.read().decode(errors="replace")
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode(errors="replace")
+        status, body = https_get(self.url + path)
+        return status, body.decode(errors="replace")
 
     def stop(self) -> None:
         """Stop it before the end of the `with` block (e.g. to hand over a lease)."""
@@ -119,18 +113,8 @@ def run_kube_scheduler(
     port = free_port()
     proc = ManagedProcess(
         "kube-scheduler",
-        [
-            str(binaries.kube_scheduler),
-            f"--config={config_file}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={cp.workdir / f'kube-scheduler-{n}-certs'}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--feature-gates={feature_gates}",
-            "--v=2",
-            *extra_args,
-        ],
+        kube_scheduler_argv(binaries.kube_scheduler, config_file, port, cert_dir=cp.workdir / f"kube-scheduler-{n}-certs",
+                            kubeconfig=kubeconfig, feature_gates=feature_gates, verbosity=2, args=extra_args),
         cp.workdir / f"kube-scheduler-{n}.log",
     )
     sched = KubeScheduler(proc, config_file, port)

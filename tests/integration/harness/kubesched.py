@@ -9,10 +9,6 @@ from __future__ import annotations
 import base64
 import itertools
 import os
-import ssl
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +17,9 @@ from typing import Any
 
 import yaml
 
-from .procs import ManagedProcess, free_port, wait_until
+from kubesched.devcluster.https import https_get
+from kubesched.devcluster.procs import ManagedProcess, free_port, wait_until
+from kubesched.devcluster.schedulers import kubesched_argv
 
 _counter = itertools.count(1)
 
@@ -42,17 +40,9 @@ class Kubesched:
     def get(self, path: str, *, token: str | None = None, anonymous: bool = False) -> tuple[int, str]:
         """(status, body) of a GET on the secure port (self-signed certificate): as the admin
         (client certificate), with a bearer `token` instead, or with no credential at all."""
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        if self.client_cert is not None and token is None and not anonymous:
-            ctx.load_cert_chain(*self.client_cert)
-        request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {token}"} if token else {})
-        try:
-            with urllib.request.urlopen(request, context=ctx, timeout=5) as resp:
-                return resp.status, resp.read().decode(errors="replace")
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode(errors="replace")
+        cert = self.client_cert if token is None and not anonymous else None
+        status, body = https_get(self.url + path, client_cert=cert, headers={"Authorization": f"Bearer {token}"} if token else None)
+        return status, body.decode(errors="replace")
 
     def metric(self, metric_name: str, /, **labels: str) -> float:
         """The value of one sample of /metrics (0 when absent)."""
@@ -142,8 +132,7 @@ def run_kubesched(
     else:
         config_file = config_path
     port = free_port()
-    argv = [sys.executable, "-m", "kubesched.cli", "run", "--config", str(config_file),
-            "--bind-address", "127.0.0.1", "--secure-port", str(port), "--log-level", log_level, *args]
+    argv = kubesched_argv(config_file, port, log_level=log_level, args=args)
     process = ManagedProcess(f"kubesched-{n}", argv, workdir / f"kubesched-{n}.log",
                              env=None if env is None else {**os.environ, **env})
     process.start()

@@ -40,8 +40,9 @@ from typing import Any
 
 import yaml
 
+from kubesched.devcluster.procs import ManagedProcess, ProcessDied, StartupTimeout, free_port, wait_until
+
 from .binaries import missing_binaries_outcome
-from .procs import ManagedProcess, ProcessDied, StartupTimeout, free_port, wait_until
 
 DEFAULT_BINARY = Path("/usr/bin/prometheus")
 START_TIMEOUT = 30.0

@@ -6,7 +6,6 @@ through the code under test.
 
 from __future__ import annotations
 
-import base64
 import builtins
 import contextlib
 import http.client
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from kubesched.devcluster.controlplane import write_kubeconfig
 
 JSON = dict[str, Any]
 
@@ -79,33 +80,6 @@ def collection_path(kind: str, namespace: str | None = None) -> str:
 def object_path(obj: JSON) -> str:
     meta = obj.get("metadata") or {}
     return f"{collection_path(obj['kind'], meta.get('namespace'))}/{meta['name']}"
-
-
-def write_kubeconfig(
-    path: Path, server: str, user: JSON, *, ca_pem: bytes | None = None, ca_file: Path | None = None, user_name: str = "kubesched-test"
-) -> Path:
-    """A kubeconfig with one cluster/user/context; `user` is the kubeconfig `user:` mapping. The CA is
-    embedded (`ca_pem`) or referenced by path (`ca_file`)."""
-    cluster: JSON = {"server": server}
-    if ca_pem is not None:
-        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
-    elif ca_file is not None:
-        cluster["certificate-authority"] = str(ca_file)
-    else:
-        raise ValueError("give ca_pem or ca_file")
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "kubesched-test", "cluster": cluster}],
-        "users": [{"name": user_name, "user": user}],
-        "contexts": [{"name": "kubesched-test", "context": {"cluster": "kubesched-test", "user": user_name}}],
-        "current-context": "kubesched-test",
-        "preferences": {},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-    return path
 
 
 class Kube:

@@ -11,8 +11,8 @@ from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, wait_bound
 from integration.harness.otelcol import Span, run_collector
-from integration.harness.procs import wait_until
 from integration.harness.rest import JSON, Kube
+from kubesched.devcluster.procs import wait_until
 
 
 def cycle(spans: list[Span], pod: str, result: str) -> Span | None:

@@ -22,9 +22,9 @@ from typing import Any
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, wait_bound
-from integration.harness.procs import wait_until
 from integration.harness.prometheus import CPU_QUERY, NodeExporterStub, PrometheusServer
 from integration.harness.rest import JSON, Kube
+from kubesched.devcluster.procs import wait_until
 from kubesched.plugins.loadaware import NO_METRICS
 
 SCHEDULER = "kubesched"

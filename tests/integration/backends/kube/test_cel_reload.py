@@ -34,8 +34,8 @@ from integration.harness.configmap import ConfigMapVolume, apply_configmap
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, wait_bound
-from integration.harness.procs import wait_until
 from integration.harness.rest import JSON, Kube
+from kubesched.devcluster.procs import wait_until
 
 SCHEDULER = "kubesched"
 CONFIGMAP = "kubesched-config"

@@ -19,9 +19,9 @@ from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.kubesched import kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, create_ready_node, wait_bound
-from integration.harness.procs import wait_until
 from integration.harness.rest import JSON, Kube
 from kubesched.api.quantity import parse_quantity
+from kubesched.devcluster.procs import wait_until
 
 SCHEDULER = "kubesched"
 

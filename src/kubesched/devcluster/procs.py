@@ -1,10 +1,11 @@
-"""Child processes of the harness: own process group, output to a log file, always killed.
+"""Child processes of a throw-away control plane (the bench's, the integration tests'): own process
+group, output to a log file, always killed.
 
 Every process is started in its own session (so a stop signals the whole group), is asked on Linux
-to receive SIGKILL when the test interpreter dies (PR_SET_PDEATHSIG, when started from the main
-thread: covers a SIGKILLed pytest),
-and is registered for an atexit sweep (covers a normal interpreter exit with fixtures not torn
-down). A process that dies while the harness waits on it raises ProcessDied with the end of its log.
+to receive SIGKILL when the starting interpreter dies (PR_SET_PDEATHSIG, when started from the main
+thread: covers a SIGKILLed pytest or bench),
+and is registered for an atexit sweep (covers a normal interpreter exit without a stop). A process
+that dies while its starter waits on it raises ProcessDied with the end of its log.
 """
 
 from __future__ import annotations
