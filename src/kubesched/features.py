@@ -12,6 +12,9 @@ known; their defaults are kube v1.37.2's:
   through candidate placements (a PodGroup's schedulingConstraints.topology key: one per value of
   the label), the successful ones scored; the default profile gains TopologyPlacementGenerator
   and PodGroupPodsCount.
+- OpportunisticBatching (beta, on): a pod with the same scheduling signature as the pod placed in
+  the cycle before it takes the next best node of that cycle's scoring, re-checked there, instead
+  of a whole cycle (framework.batching).
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from dataclasses import dataclass, replace
 
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
+OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
 
-_KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling"}
+_KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling",
+          OPPORTUNISTIC_BATCHING: "opportunistic_batching"}
 KNOWN_GATES = frozenset(_KNOWN)
 
 
@@ -35,6 +40,7 @@ class FeatureGateError(ValueError):
 class FeatureGates:
     generic_workload: bool = False
     topology_aware_workload_scheduling: bool = False
+    opportunistic_batching: bool = True
 
     def describe(self) -> str:
         return ",".join(f"{name}={str(getattr(self, attr)).lower()}" for name, attr in sorted(_KNOWN.items()))

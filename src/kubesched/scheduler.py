@@ -16,6 +16,7 @@ import asyncio
 import functools
 import logging
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ from kubesched.framework.events import (
     node_changes,
     pod_changes,
 )
+from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
 from kubesched.framework.feasibility import find_feasible
 from kubesched.framework.generation import Generation, build_generation, configuration_digest
 from kubesched.framework.interface import ASSIGNED_POD, ActionType, ClusterEvent, Code, CycleState, Diagnosis, Status
@@ -172,6 +174,7 @@ class Scheduler:
         self.rng = np.random.default_rng(seed)
         self.nominator = Nominator()
         self.waiting: dict[str, PodAtPermit] = {}
+        self._batches: weakref.WeakKeyDictionary[Framework, OpportunisticBatch] = weakref.WeakKeyDictionary()
         self.in_flight: dict[str, QueuedPodInfo] = {}  # assumed pods whose binding cycle runs
         self.current_record: DecisionRecord | None = None
         self.bindings: dict[str, asyncio.Task[None]] = {}  # binding cycles by pod uid
@@ -600,7 +603,29 @@ class Scheduler:
     def _schedule_pod(
         self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
     ) -> ScheduleResult:
-        found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi), within)
+        # OpportunisticBatching for a pod's own cycle (a group's members and a plan's pinned pods
+        # take the whole path); `batched` remembers the choice for the next pod of the same signature.
+        batch = self._batch(fwk) if within is None and features.current().opportunistic_batching else None
+        signature = batch.sign(pi) if batch is not None else None
+        cycle = self.queue.scheduling_cycle
+        hinted: list[int | None] = [None]
+
+        def hint(st: CycleState) -> int | None:
+            assert batch is not None
+            hinted[0] = batch.hint(st, pi, signature, cycle)
+            return hinted[0]
+
+        def batched(node: str, others: Candidates | None = None) -> ScheduleResult:
+            if batch is not None:
+                batch.store(signature, hinted[0], self.cache.table.row_of(node), others, cycle)
+            return ScheduleResult(node=node)
+
+        found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi), within,
+                              hint if batch is not None and signature is not None else None)
+        if found.hinted is not None:
+            record.feasible = 1
+            record.chosen = self.cache.table.name_of(found.hinted)
+            return batched(record.chosen)
         if found.prefilter_cut is not None:
             record.rejections.append(("PreFilter", *found.prefilter_cut))
         if found.failure is not None:
@@ -618,15 +643,26 @@ class Scheduler:
             row = table.index.get(nominated)
             if row is not None and outcome.alive[row]:
                 record.chosen = nominated
-                return ScheduleResult(node=nominated)
+                return batched(nominated)
         rows, _ = fwk.sample(outcome.alive, found.diagnosis.num_nodes)
         record.scored = int(rows.size)
         if rows.size == 1:
-            return ScheduleResult(node=table.name_of(int(rows[0])))
+            return batched(table.name_of(int(rows[0])))
         scored = fwk.run_scores(state, pi, rows)
         if isinstance(scored, Status):
             return ScheduleResult(failure=scored)
-        return ScheduleResult(node=self._select_host(table, scored, record))
+        if batch is None or signature is None:
+            return batched(self._select_host(table, scored, record))
+        # kube v1.37 takes the head of its sorted score list; the rest is kept for the next pod.
+        pick, others = ranked(scored, self.rng)
+        return batched(self._select_host(table, scored, record, pick=pick), others)
+
+    def _batch(self, fwk: Framework) -> OpportunisticBatch:
+        """The profile's OpportunisticBatching state (a new generation's framework starts afresh)."""
+        batch = self._batches.get(fwk)
+        if batch is None:
+            batch = self._batches[fwk] = OpportunisticBatch(fwk)
+        return batch
 
     def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]:
         """Pods nominated to the alive rows with priority >= the pod's: it must fit with them too,
@@ -644,11 +680,14 @@ class Scheduler:
                 out[row] = ahead
         return out
 
-    def _select_host(self, table: NodeTable, scored: ScoreOutcome, record: DecisionRecord) -> str:
+    def _select_host(self, table: NodeTable, scored: ScoreOutcome, record: DecisionRecord, pick: int = -1) -> str:
+        """The scored node with the highest total, ties at random (or the index `pick` of the
+        rows, chosen already); the best few are recorded."""
         totals = scored.totals
-        best = totals.max()
-        ties = np.flatnonzero(totals == best)
-        pick = int(ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)])
+        if pick < 0:
+            best = totals.max()
+            ties = np.flatnonzero(totals == best)
+            pick = int(ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)])
         k = min(TOP_NODES_RECORDED, totals.size)
         top = np.argpartition(-totals, k - 1)[:k]
         top = top[np.argsort(-totals[top], kind="stable")]

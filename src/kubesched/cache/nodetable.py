@@ -117,6 +117,9 @@ class NodeTable:
         self.images: list[dict[str, int]] = []
         self.image_rows: dict[str, dict[int, int]] = {}
         self.ports: list[Counter[HostPort]] = []
+        # (protocol, port) -> host IP -> rows using it (and by how many pods): kept with `ports`,
+        # so NodePorts reads it as it is instead of building it again after every placement.
+        self.port_index: dict[tuple[str, int], dict[str, dict[int, int]]] = {}
         self.pods: list[dict[str, PodInfo]] = []
         # Bumped on every change; plugins may key caches on it.
         self.generation = 0
@@ -336,6 +339,8 @@ class NodeTable:
         self._clear_taints(row)
         self._compact_taints()
         self._drop_images(row)
+        for hp, count in self.ports[row].items():
+            self._unindex_port(hp, row, count)
         self.ports[row] = Counter()
         self.pods[row] = {}
         self.names[row] = None
@@ -353,6 +358,9 @@ class NodeTable:
         self.non_zero_requested[row, 1] += pi.non_zero_memory
         if pi.host_ports:
             self.ports[row].update(pi.host_ports)
+            for hp in pi.host_ports:
+                rows = self.port_index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, {})
+                rows[row] = rows.get(row, 0) + 1
         self.pods[row][pi.uid] = pi
         self.generation += 1
 
@@ -365,7 +373,22 @@ class NodeTable:
         if pi.host_ports:
             self.ports[row].subtract(pi.host_ports)
             self.ports[row] = +self.ports[row]
+            for hp in pi.host_ports:
+                self._unindex_port(hp, row, 1)
         self.generation += 1
+
+    def _unindex_port(self, hp: HostPort, row: int, count: int) -> None:
+        by_ip = self.port_index.get((hp.protocol, hp.port))
+        rows = by_ip.get(hp.host_ip) if by_ip is not None else None
+        if by_ip is None or rows is None or row not in rows:
+            return
+        rows[row] -= count
+        if rows[row] <= 0:
+            del rows[row]
+            if not rows:
+                del by_ip[hp.host_ip]
+                if not by_ip:
+                    del self.port_index[(hp.protocol, hp.port)]
 
     @contextlib.contextmanager
     def with_copies(self, pi: PodInfo, count: int = 1) -> Any:

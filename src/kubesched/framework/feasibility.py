@@ -35,15 +35,19 @@ class Feasibility:
     prefilter_cut: tuple[str, int] | None = None
     prefilter_status: Status | None = None  # the PreFilter rejection, if one refused the pod
     feasible: int = 0  # nodes that passed every Filter
+    hinted: int | None = None  # the row of OpportunisticBatching's hint, when the pod passed there
 
 
 def find_feasible(
-    fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahead: NominatedAhead, within: np.ndarray | None = None
+    fwk: Framework, state: CycleState, pi: PodInfo, nominated_ahead: NominatedAhead, within: np.ndarray | None = None,
+    hint: Callable[[CycleState], int | None] | None = None,
 ) -> Feasibility:
     """Runs PreFilter, then every Filter (with the pods nominated ahead) over the nodes left. When no
     node fits, the diagnosis is complete: reasons per node count, unresolvable rows, rejecting
     plugins, as PostFilter and the failure message need them. `within`: the rows of a pod group's
-    placement (the cluster, for the pod, is then those nodes alone: messages count only them)."""
+    placement (the cluster, for the pod, is then those nodes alone: messages count only them).
+    `hint`: asked after PreFilter for a row to try alone first (framework.batching), as kube tries
+    a nominated node; if the pod passes every Filter there, that row is the only feasible one."""
     table = fwk.cache.table
     present = table.present[: table.size] if within is None else table.present[: table.size] & within[: table.size]
     num_nodes = len(table) if within is None else int(np.count_nonzero(present))
@@ -59,6 +63,14 @@ def find_feasible(
         # kube gives every node the PreFilter's status: preemption may still help an Unschedulable one.
         diagnosis.unresolvable = present.copy() if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else np.zeros_like(present)
         return Feasibility(diagnosis, prefilter_status=status)
+    if hint is not None:
+        row = hint(state)
+        if row is not None and present[row]:
+            only = np.zeros_like(present)
+            only[row] = True
+            tried = fwk.run_filters_with_nominated(state, pi, only, nominated_ahead(only))
+            if tried.error is None and tried.alive[row]:
+                return Feasibility(diagnosis, outcome=tried, evaluated=only, feasible=1, hinted=row)
     alive = present.copy()
     found = Feasibility(diagnosis)
     if names is not None:

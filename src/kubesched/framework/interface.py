@@ -14,7 +14,7 @@ allocates nothing.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -458,6 +458,15 @@ class FilterPlugin(Named):
         raise NotImplementedError
 
 
+class RowFilter(Named):
+    """Optional for Filter plugins: the verdict on a few rows only, codes aligned with `rows` (None:
+    every one passes). The framework asks it when it filters a handful of nodes (OpportunisticBatching's
+    hint and re-check); a plugin without it is run over the table and read at those rows."""
+
+    def filter_rows(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
+        raise NotImplementedError
+
+
 class PostFilterPlugin(Named):
     def post_filter(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
@@ -494,6 +503,21 @@ class FilterMisses(Named):
 
     def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
         """What the node lacks, in a few words."""
+        raise NotImplementedError
+
+
+# One part of a pod's scheduling signature: a signer's name and a hashable value (kube's SignFragment).
+SignFragment = tuple[str, Hashable]
+
+
+class SignPlugin(Named):
+    """kube's SignPlugin, for OpportunisticBatching: the parts of the pod this plugin's PreFilter,
+    Filter, PreScore and Score read, so that two pods with equal signatures get the same
+    feasibility and scores on the same nodes. None: the pod cannot be signed (its placement
+    depends on more than the node it lands on). A profile signs pods only if every one of its
+    PreFilter, Filter, PreScore and Score plugins is a SignPlugin, as kube's does."""
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
         raise NotImplementedError
 
 

@@ -54,6 +54,7 @@ from kubesched.framework.interface import (
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
+    RowFilter,
     ScorePlugin,
     Status,
 )
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
 # kube-scheduler's adaptive sampling (schedule_one.go numFeasibleNodesToFind).
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+# Filters asked about this many rows or fewer judge those rows alone (RowFilter), not the table.
+FEW_ROWS = 16
 # The plugins whose rejections a pod waits out in the queue (kube's shouldHaveEnqueueExtensions).
 _MAY_REJECT = (PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, NodeFilterPlugin, ReservePlugin, PermitPlugin)
 # Status labels of the metrics, as kube-scheduler spells the codes.
@@ -403,6 +406,10 @@ class Framework:
     def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> FilterOutcome:
         """Runs every Filter over the table, narrowing `alive` (modified in place)."""
         table = self.cache.table
+        if self.detail is None:
+            few = np.flatnonzero(alive[: table.size])
+            if few.size <= FEW_ROWS:
+                return self._filter_rows(state, pi, alive, few, explain)
         out = FilterOutcome(alive)
         # Preemption's dry runs (explain=False) are not timed: they would swamp the cycle's figures.
         metrics = self.plugin_metrics if explain else None
@@ -437,6 +444,44 @@ class Framework:
                 self._explain(out, pname, codes, failed, describe)
             if not alive.any():
                 break
+        if explain:
+            self._point("Filter", out.error, started)
+        return out
+
+    def _filter_rows(self, state: CycleState, pi: PodInfo, alive: np.ndarray, rows: np.ndarray, explain: bool) -> FilterOutcome:
+        """run_filters over a handful of rows (a hint, a nominated node): a plugin that can judge
+        some rows alone (RowFilter) is asked about those only, any other is read at them."""
+        table = self.cache.table
+        out = FilterOutcome(alive)
+        metrics = self.plugin_metrics if explain else None
+        started = perf_counter()
+        for plugin in self.filter:
+            pname = plugin.name
+            if pname in state.skip_filter or not rows.size:
+                continue
+            t0 = perf_counter()
+            if isinstance(plugin, RowFilter):
+                result = plugin.filter_rows(state, pi, table, rows)
+                codes = None if result is None else result.codes
+            else:
+                result = self.filter_adapters[pname].run(state, pi, table, alive) if isinstance(plugin, NodeFilterPlugin) \
+                    else plugin.filter(state, pi, table)
+                codes = None if result is None else result.codes[rows]
+            failed = np.zeros(0, dtype=bool) if codes is None else codes != 0
+            count = int(np.count_nonzero(failed))
+            if metrics is not None:
+                metrics.plugin(pname, "Filter", "Unschedulable" if count else "Success", perf_counter() - t0)
+            if not count or result is None or codes is None:
+                continue
+            out.rejected_by.append((pname, count))
+            if explain:
+                full_codes = np.zeros(table.size, dtype=codes.dtype)
+                full_codes[rows] = codes
+                full_failed = np.zeros(table.size, dtype=bool)
+                full_failed[rows[failed]] = True
+                self._explain(out, pname, full_codes, full_failed, result.describe)
+            alive[rows[failed]] = False
+            rows = rows[~failed]
         if explain:
             self._point("Filter", out.error, started)
         return out

@@ -9,11 +9,25 @@ rows holding the pod's images, never to the cluster size.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo, normalize_image
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, Plugin, PreScorePlugin, ScorePlugin, Status
+from kubesched.framework import signers
+from kubesched.framework.interface import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    Handle,
+    Plugin,
+    PreScorePlugin,
+    ScorePlugin,
+    SignFragment,
+    SignPlugin,
+    Status,
+)
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -35,9 +49,12 @@ def priority(sums: np.ndarray, containers: int) -> np.ndarray:
     return out
 
 
-class ImageLocality(Plugin, PreScorePlugin, ScorePlugin):
+class ImageLocality(Plugin, PreScorePlugin, ScorePlugin, SignPlugin):
     name = "ImageLocality"
     Args = None
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.image_names(pi)]
 
     def __init__(self, args: object = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

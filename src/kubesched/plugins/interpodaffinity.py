@@ -23,7 +23,7 @@ and the one changed object whether an event may let the pod in; they match terms
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -36,6 +36,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector, SelectorError, compile_label_selector
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     MAX_NODE_SCORE,
@@ -57,6 +58,8 @@ from kubesched.framework.interface import (
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 
@@ -530,12 +533,19 @@ class PreScoreState:
 # --- the plugin ----------------------------------------------------------------------------------------
 
 
-class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = InterPodAffinityArgs
 
     has_prefilter_extensions: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        affinity = pi.pod.spec.affinity
+        if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
+            return None
+        # Other pods' terms may select this pod by its labels, unless their preferred terms are ignored.
+        return [] if self.args.ignore_preferred_terms_of_existing_pods else [signers.labels(pi)]
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args or InterPodAffinityArgs(), handle)

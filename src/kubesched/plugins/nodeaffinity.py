@@ -43,6 +43,7 @@ from kubesched.api.selectors import Requirement
 from kubesched.api.validation.scheduling import validate_affinity
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     NODE,
     ActionType,
@@ -61,6 +62,8 @@ from kubesched.framework.interface import (
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
     default_normalize,
 )
@@ -479,10 +482,13 @@ def _unknown_field(value: Any, info: Any, path: str) -> str | None:
 # --- the plugin ------------------------------------------------------------------------------------
 
 
-class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = NodeAffinityArgs
     has_normalize: ClassVar[bool] = True
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return signers.node_affinity(pi)
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         if isinstance(args, Mapping):

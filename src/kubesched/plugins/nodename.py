@@ -6,13 +6,14 @@ behind the alpha InPlacePodVerticalScalingSchedulerPreemption gate, so this plug
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     NODE,
     ActionType,
@@ -25,14 +26,19 @@ from kubesched.framework.interface import (
     FilterResult,
     Handle,
     Plugin,
+    SignFragment,
+    SignPlugin,
 )
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(Plugin, FilterPlugin, EnqueueExtensions):
+class NodeName(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.node_name(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         if isinstance(args, Mapping) and args:

@@ -12,13 +12,13 @@ wants, judged with the same conflict rule) or a new node can let a rejected pod 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     NODE,
@@ -35,29 +35,21 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 BIND_ALL = "0.0.0.0"
 
-# (protocol, port) -> host IP -> rows using it
-PortIndex = dict[tuple[str, int], dict[str, list[int]]]
+# (protocol, port) -> host IP -> rows using it (NodeTable.port_index's shape; the counts are not read here)
+PortIndex = Mapping[tuple[str, int], Mapping[str, Mapping[int, int] | list[int]]]
 
 
-def build_index(table: NodeTable) -> PortIndex:
-    index: PortIndex = {}
-    ports = table.ports
-    # compress tests each row's Counter for emptiness in C: most rows use no host port.
-    for row in itertools.compress(range(len(ports)), ports):
-        for hp in ports[row]:
-            index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, []).append(row)
-    return index
-
-
-def ports_index(ports: Iterable[HostPort], row: int = 0) -> PortIndex:
+def ports_index(ports: Iterable[HostPort], row: int = 0) -> dict[tuple[str, int], dict[str, list[int]]]:
     """An index of the given ports, all on one row (a single pod's, say)."""
-    index: PortIndex = {}
+    index: dict[tuple[str, int], dict[str, list[int]]] = {}
     for hp in ports:
         index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, []).append(row)
     return index
@@ -72,22 +64,16 @@ def conflicting_rows(index: PortIndex, want: HostPort) -> list[int]:
     return [*by_ip.get(BIND_ALL, ()), *by_ip.get(want.host_ip, ())]
 
 
-class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name = "NodePorts"
     Args = None
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.host_ports(pi)]
 
     def __init__(self, args: object = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)
         self._key = "PreFilter" + self.name
-        self._table: NodeTable | None = None
-        self._generation = -1
-        self._index: PortIndex = {}
-
-    def index(self, table: NodeTable) -> PortIndex:
-        if self._table is not table or self._generation != table.generation:
-            self._table, self._generation = table, table.generation
-            self._index = build_index(table)
-        return self._index
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
         if not pi.host_ports:
@@ -99,7 +85,7 @@ class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
         wanted: tuple[HostPort, ...] = state.read(self._key) or pi.host_ports
         if not wanted:
             return None
-        index = self.index(table)
+        index = table.port_index
         rows: list[int] = []
         for want in wanted:
             rows.extend(conflicting_rows(index, want))

@@ -11,6 +11,7 @@ on the same emptiest node and pile up there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import MAX_NODE_SCORE, Code, CycleState, Handle, Plugin, PreScorePlugin, ScorePlugin, Status
+from kubesched.framework import signers
+from kubesched.framework.interface import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    Handle,
+    Plugin,
+    PreScorePlugin,
+    ScorePlugin,
+    SignFragment,
+    SignPlugin,
+    Status,
+)
 from kubesched.plugins import resourcescoring as rs
 
 
@@ -52,9 +65,12 @@ class _ScoreState:
     requests: np.ndarray
 
 
-class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin):
+class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin, SignPlugin):
     name = "NodeResourcesBalancedAllocation"
     Args = NodeResourcesBalancedAllocationArgs
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.resources(pi)]
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None) -> None:
         super().__init__(args or self.Args(), handle)

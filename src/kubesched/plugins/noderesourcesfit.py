@@ -32,6 +32,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.api.quantity import describe_amount, resource_value
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     NODE,
@@ -53,7 +54,10 @@ from kubesched.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     QueueingHint,
+    RowFilter,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 from kubesched.plugins import resourcescoring as rs
@@ -235,10 +239,14 @@ def requested_resources_increased(requests: dict[str, int], old: dict[str, int],
 
 
 class NodeResourcesFit(
-    Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions
+    Plugin, PreFilterPlugin, FilterPlugin, RowFilter, FilterMisses, PreScorePlugin, ScorePlugin, PlacementScorePlugin,
+    EnqueueExtensions, SignPlugin,
 ):
     name = "NodeResourcesFit"
     Args = NodeResourcesFitArgs
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.resources(pi)]
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         super().__init__(args or self.Args(), handle)
@@ -300,17 +308,25 @@ class NodeResourcesFit(
         return None, None
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        return self._filter(state, pi, table, slice(0, table.size))
+
+    def filter_rows(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
+        return self._filter(state, pi, table, rows)
+
+    def _filter(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray | slice) -> FilterResult | None:
         checks: _Checks | None = state.read(self._state_key)
         if checks is None:
             checks = self.checks(pi)
-        n = table.size
         # Make sure every requested resource has a column (nodes lacking it allocate 0).
         table.request_vector(pi)
         cols = np.fromiter((table.resource_index[name] for name in checks.names), dtype=np.intp,
                            count=len(checks.names))
-        allocatable = table.allocatable[:n, cols]
-        short = checks.amounts > allocatable - table.requested[:n, cols]
-        failing = short.any(axis=1) & table.present[:n]
+        if isinstance(rows, slice):
+            allocatable, requested = table.allocatable[rows, cols], table.requested[rows, cols]
+        else:
+            allocatable, requested = table.allocatable[np.ix_(rows, cols)], table.requested[np.ix_(rows, cols)]
+        short = checks.amounts > allocatable - requested
+        failing = short.any(axis=1) & table.present[rows]
         if not failing.any():
             return None
         bits = np.left_shift(np.int64(1), np.arange(len(cols), dtype=np.int64))

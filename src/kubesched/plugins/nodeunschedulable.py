@@ -7,7 +7,7 @@ pod gaining tolerations of which one tolerates that taint."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +16,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     NODE,
     TARGET_POD,
@@ -30,6 +31,8 @@ from kubesched.framework.interface import (
     Handle,
     Plugin,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
 )
 
 NAME = "NodeUnschedulable"
@@ -46,8 +49,11 @@ def tolerates_unschedulable(pi: PodInfo) -> bool:
     return ok
 
 
-class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.tolerations(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         if isinstance(args, Mapping) and args:

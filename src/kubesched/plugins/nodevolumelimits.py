@@ -19,6 +19,7 @@ are counted one by one, and only for pods with claims.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -39,6 +40,7 @@ from kubesched.api.storage import (
 )
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.storage import StorageIndex, pod_volumes
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     SKIP,
@@ -55,6 +57,8 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 
@@ -123,8 +127,11 @@ class _Limits:
     limits: dict[str, int]
 
 
-class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.volumes(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

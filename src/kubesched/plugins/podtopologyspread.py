@@ -50,6 +50,8 @@ from kubesched.framework.interface import (
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 from kubesched.plugins.nodeaffinity import required_node_affinity_mask
@@ -405,12 +407,18 @@ def topology_normalizing_weight(size: int) -> float:
 # --- the plugin ----------------------------------------------------------------------------------
 
 
-class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name = NAME
     Args = PodTopologySpreadArgs
 
     has_prefilter_extensions: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        # Placement depends on where the other pods of its spread are, not on the node alone.
+        if pi.pod.spec.topology_spread_constraints or self.system_defaulted or self.args.default_constraints:
+            return None
+        return []
 
     def __init__(self, args: PodTopologySpreadArgs | None, handle: Handle) -> None:
         super().__init__(args or PodTopologySpreadArgs(), handle)

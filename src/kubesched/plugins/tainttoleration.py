@@ -29,6 +29,7 @@ from kubesched.api.objects import Node, Taint, Toleration
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NO_TAINT, NodeTable
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     NODE,
     TARGET_POD,
@@ -46,6 +47,8 @@ from kubesched.framework.interface import (
     PreScorePlugin,
     QueueingHint,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
     default_normalize,
 )
@@ -104,9 +107,12 @@ def _pod_info(pi: PodInfo, table: NodeTable) -> _PodTaintInfo:
     return info
 
 
-class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
     has_normalize: ClassVar[bool] = True
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.tolerations(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         if isinstance(args, Mapping) and args:

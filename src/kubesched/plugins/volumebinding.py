@@ -78,6 +78,7 @@ from kubesched.api.storage import (
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.storage import AssumeError, StorageIndex, pod_volumes
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     NODE,
     SKIP,
@@ -98,6 +99,8 @@ from kubesched.framework.interface import (
     QueueingHint,
     ReservePlugin,
     ScorePlugin,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 from kubesched.plugins import resourcescoring as rs
@@ -374,9 +377,12 @@ class _State:
 
 class VolumeBinding(
     Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin, EnqueueExtensions
-):
+, SignPlugin):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = VolumeBindingArgs
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.volumes(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         if isinstance(args, dict):

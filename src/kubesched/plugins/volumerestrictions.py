@@ -14,6 +14,7 @@ placed pods that carry volumes, never by walking every pod.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,6 +25,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PERSISTENT_VOLUME_CLAIM, READ_WRITE_ONCE_POD, PersistentVolumeClaim
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.storage import StorageIndex, pod_volumes
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     NODE,
@@ -41,6 +43,8 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 
@@ -106,8 +110,11 @@ def _pod_of(obj: Any) -> Pod | None:
     return obj if isinstance(obj, Pod) else None
 
 
-class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.volumes(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

@@ -12,6 +12,7 @@ PV label must find the node's value (the GA key stands in for a beta one) among 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,6 +31,7 @@ from kubesched.api.storage import (
 )
 from kubesched.cache.nodetable import ABSENT, NodeTable
 from kubesched.cache.storage import StorageIndex, pod_volumes
+from kubesched.framework import signers
 from kubesched.framework.interface import (
     NODE,
     SKIP,
@@ -46,6 +48,8 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
+    SignPlugin,
     Status,
 )
 
@@ -87,8 +91,11 @@ def _not_found(resource: str, name: str) -> Status:
     return Status.unresolvable(f'{resource} "{name}" not found', plugin=NAME)
 
 
-class VolumeZone(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+class VolumeZone(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
+
+    def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        return [signers.volumes(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

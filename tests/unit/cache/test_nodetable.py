@@ -155,3 +155,23 @@ def test_copies_of_a_pod_count_on_every_node_only_inside_the_block():
         assert (t.non_zero_requested[rows, 1] - before[1][rows, 1] == 4 * (1 << 30)).all()
     assert t.copies == 0 and t.generation > before[2] + 1
     assert (t.requested == before[0]).all() and (t.non_zero_requested == before[1]).all()
+
+
+
+def test_the_port_index_follows_pods_and_nodes() -> None:
+    table = NodeTable()
+    rows = [table.upsert_node(node(f"n{i}")) for i in range(2)]
+
+    def with_port(name: str, port: int, ip: str = ""):  # type: ignore[no-untyped-def]
+        return info(pod(name, containers=[{"name": "c", "ports": [{"containerPort": port, "hostPort": port, "hostIP": ip}]}]))
+
+    a, b, c = with_port("a", 80), with_port("b", 80), with_port("c", 443, "10.0.0.1")
+    table.add_pod(rows[0], a)
+    table.add_pod(rows[0], b)
+    table.add_pod(rows[1], c)
+    assert table.port_index == {("TCP", 80): {"0.0.0.0": {rows[0]: 2}}, ("TCP", 443): {"10.0.0.1": {rows[1]: 1}}}
+    table.remove_pod(rows[0], a)
+    assert table.port_index[("TCP", 80)] == {"0.0.0.0": {rows[0]: 1}}
+    table.remove_pod(rows[0], b)
+    table.remove_node("n1")
+    assert table.port_index == {}
