@@ -36,6 +36,7 @@ from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import PENDING, group_key, member_key
 from kubesched.clock import Clock
 from kubesched.config import SchedulerConfig
+from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
 from kubesched.framework.detail import SUCCESS, CycleDetail
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -50,7 +51,6 @@ from kubesched.framework.events import (
     node_changes,
     pod_changes,
 )
-from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
 from kubesched.framework.feasibility import find_feasible
 from kubesched.framework.generation import Generation, build_generation, configuration_digest
 from kubesched.framework.interface import ASSIGNED_POD, ActionType, ClusterEvent, Code, CycleState, Diagnosis, Status
