@@ -193,6 +193,9 @@ def simulate(
     from kubesched.backends.sim.manifests import ManifestError
     from kubesched.backends.sim.scenarios import DEFAULT_SCENARIO, load_refs
 
+    from kubesched import gcpolicy
+
+    gcpolicy.for_scheduling()
     _check_writable(json_out, "--json")
     _check_writable(report, "--report")
     explain_refs = [_pod_ref(ref, "default") for ref in explain_pods or []]

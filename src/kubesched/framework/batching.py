@@ -46,7 +46,8 @@ def signers(fwk: Framework) -> list[SignPlugin] | None:
         if not isinstance(plugin, SignPlugin):
             return None
         out[plugin.name] = plugin
-    return list(out.values())
+    # Those that may refuse to sign go first: a refusal ends the signing (the others' work is wasted).
+    return sorted(out.values(), key=lambda p: not getattr(p, "may_refuse_signing", False))
 
 
 @dataclass

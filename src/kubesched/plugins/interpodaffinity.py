@@ -540,6 +540,8 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
     has_prefilter_extensions: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
 
+    may_refuse_signing = True  # framework.batching asks it first
+
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
         affinity = pi.pod.spec.affinity
         if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):

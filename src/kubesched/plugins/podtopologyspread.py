@@ -414,6 +414,8 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
     has_prefilter_extensions: ClassVar[bool] = True
     has_normalize: ClassVar[bool] = True
 
+    may_refuse_signing = True  # framework.batching asks it first
+
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
         # Placement depends on where the other pods of its spread are, not on the node alone.
         if pi.pod.spec.topology_spread_constraints or self.system_defaulted or self.args.default_constraints:
