@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration conformance fuzz k8s-bin prometheus-bin chromium-bin otelcol-bin lint typecheck bench bench-kube clean
+.PHONY: demo test unit integration conformance fuzz k8s-bin perf-src prometheus-bin chromium-bin otelcol-bin lint typecheck bench bench-kube bench-bind clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ demo: $(STAMP)
 # kube-scheduler, which k8s-bin builds once (Go, through the module proxy) into ~/.cache/kubesched,
 # a real Prometheus server, which prometheus-bin installs (the Debian package) if missing, and a real
 # headless Chromium for the HTML report, which chromium-bin installs (Debian packages) if missing.
-test: $(STAMP) lint typecheck k8s-bin prometheus-bin chromium-bin otelcol-bin
+test: $(STAMP) lint typecheck k8s-bin perf-src prometheus-bin chromium-bin otelcol-bin
 	$(BIN)/python -m pytest
 
 unit: $(STAMP)
@@ -70,11 +70,29 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP)
-	$(BIN)/kubesched bench --nodes 5000 --pods 10000
+# kube-scheduler's scheduler_perf workloads are read from the k8s.io/kubernetes module of the pinned
+# release in Go's module cache (nothing of them is copied here); this makes sure it is there.
+perf-src:
+	@cd tools/k8s/kube && go mod download k8s.io/kubernetes
+
+# The core-only table: every scheduler_perf workload labelled `performance` of the pinned release,
+# on the simulator (kubesched's scheduling core, no API server), one after another; JSON in bench-sim.json.
+bench: $(STAMP) perf-src
+	$(BIN)/kubesched bench --scheduler-perf all --label performance --json bench-sim.json
+
+# The same workloads on a real kube-apiserver, through kubesched and through the real kube-scheduler
+# in alternating order (BENCH_ROUNDS rounds, default 2; a fresh etcd and kube-apiserver per run);
+# BENCH_WORKLOADS narrows it (e.g. "--workload SchedulingBasic/5000Nodes_10000Pods", with
+# BENCH_CONFIG=misc). JSON in bench-kube.json. Hours for the whole set on a 2-core machine.
+BENCH_ROUNDS ?= 2
+BENCH_CONFIG ?= all
+BENCH_WORKLOADS ?=
+bench-kube: $(STAMP) k8s-bin perf-src
+	$(BIN)/kubesched bench --scheduler-perf $(BENCH_CONFIG) $(BENCH_WORKLOADS) --label performance --kube --vs kube-scheduler \
+		--rounds $(BENCH_ROUNDS) --json bench-kube.json
 
 # Binding 1,000 pods onto 100 nodes through a real kube-apiserver: kubesched, then kube-scheduler.
-bench-kube: $(STAMP) k8s-bin
+bench-bind: $(STAMP) k8s-bin
 	cd tests && ../$(BIN)/python -m integration.perf.bind_throughput
 
 # 200,000 pods created and deleted through the scheduler on the simulated cluster; fails if the

@@ -205,3 +205,19 @@ def test_field_names_in_another_case_are_read_as_go_reads_them() -> None:
     got = objects.typed("Pod", pod)
     assert got["spec"]["topologySpreadConstraints"] == [{"nodeAffinityPolicy": "Honor", "maxSkew": 1}]
     assert got["spec"]["containers"] == [{"name": "c"}] and got["spec"]["madeUp"] == 1
+
+
+def test_the_markdown_table_takes_medians_and_lists_what_did_not_run() -> None:
+    from kubesched.perf.markdown import table
+
+    def row(workload: str, target: str, pps: float, **more: object) -> dict[str, object]:
+        return {"workload": workload, "target": target, "threshold": 100, "pods_per_second": pps,
+                "cpu_seconds_per_1000_pods": 1.0, "rss_peak_mib": 50, "attempt_ms": {"p99": 1.5}, **more}
+
+    sim = {"rows": [row("A/x", "kubesched (simulator)", 900), {"workload": "D/y", "target": "kubesched (simulator)",
+                                                                "threshold": 0, "refused": "dynamic resource allocation"}]}
+    kube = {"rows": [row("A/x", "kubesched (apiserver)", 300), row("A/x", "kubesched (apiserver)", 500),
+                     row("A/x", "kube-scheduler (apiserver)", 200)]}
+    text = table(sim, kube)
+    assert "| A/x | 100 | 900 | 1.50 | 400 | 200 | 1.00 | 1.00 | 50 | 50 |" in text
+    assert "- D/y: dynamic resource allocation" in text
