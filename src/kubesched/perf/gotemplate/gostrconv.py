@@ -125,14 +125,8 @@ def _strconv_float(f: float, verb: str, prec: int) -> str:
     if verb in "xX":
         return sign + _hex_float(abs(f), prec, verb)
     if verb == "b":
-        bits = struct.unpack("<Q", struct.pack("<d", f))[0]
-        exp = (bits >> 52) & 0x7FF
-        mant = bits & ((1 << 52) - 1)
-        if exp == 0:
-            exp = 1
-        else:
-            mant |= 1 << 52
-        exp += -1023 - 52
+        mant, exp = _mantissa_exponent(f)
+        exp -= 52
         return f"{sign}{mant}p{'+' if exp >= 0 else ''}{exp}"
     a = abs(f)
     if prec < 0:
@@ -148,16 +142,21 @@ def _strconv_float(f: float, verb: str, prec: int) -> str:
     return sign + format(a, f".{prec}{verb}")
 
 
-def _hex_float(a: float, prec: int, verb: str) -> str:
-    """strconv's %x of a non-negative finite float: 0x1.8p+01."""
-    bits = struct.unpack("<Q", struct.pack("<d", a))[0]
+def _mantissa_exponent(f: float) -> tuple[int, int]:
+    """The float's 53-bit mantissa (with the implicit bit; subnormals without) and unbiased exponent."""
+    bits = struct.unpack("<Q", struct.pack("<d", f))[0]
     exp = (bits >> 52) & 0x7FF
     mant = bits & ((1 << 52) - 1)
     if exp == 0:
         exp = 1
     else:
         mant |= 1 << 52
-    exp -= 1023
+    return mant, exp - 1023
+
+
+def _hex_float(a: float, prec: int, verb: str) -> str:
+    """strconv's %x of a non-negative finite float: 0x1.8p+01."""
+    mant, exp = _mantissa_exponent(a)
     if mant == 0:
         exp = 0
     mask64 = (1 << 64) - 1
