@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +32,31 @@ def _has_pod_affinity(pi: PodInfo) -> tuple[bool, bool]:
     return any_terms, required_anti
 
 
+# Selectors whose matching pods are kept current as pods come and go (the ones asked most recently).
+MATCH_CACHE_SIZE = 64
+
+
+@dataclass(slots=True)
+class _Matches:
+    """The pods one (selector, namespaces) matches, and how many on each row."""
+
+    uids: dict[str, int] = field(default_factory=dict)  # uid -> row
+    per_row: dict[int, int] = field(default_factory=dict)
+
+    def add(self, uid: str, row: int) -> None:
+        self.uids[uid] = row
+        self.per_row[row] = self.per_row.get(row, 0) + 1
+
+    def remove(self, uid: str) -> None:
+        row = self.uids.pop(uid, None)
+        if row is not None:
+            left = self.per_row[row] - 1
+            if left:
+                self.per_row[row] = left
+            else:
+                del self.per_row[row]
+
+
 class PodIndex:
     """Pods on nodes (bound or assumed), with an inverted label index.
 
@@ -45,6 +72,7 @@ class PodIndex:
         self._by_key: dict[str, set[str]] = {}
         self.with_affinity: dict[str, PodInfo] = {}
         self.with_required_anti_affinity: dict[str, PodInfo] = {}
+        self._matches: OrderedDict[tuple[Selector, frozenset[str] | None], _Matches] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -61,6 +89,9 @@ class PodIndex:
             self.with_affinity[uid] = pi
         if required_anti:
             self.with_required_anti_affinity[uid] = pi
+        for (selector, namespaces), matches in self._matches.items():
+            if (namespaces is None or pi.namespace in namespaces) and selector.matches(pi.labels):
+                matches.add(uid, row)
 
     def remove(self, pi: PodInfo) -> None:
         uid = pi.uid
@@ -80,6 +111,8 @@ class PodIndex:
                     del self._by_key[k]
         self.with_affinity.pop(uid, None)
         self.with_required_anti_affinity.pop(uid, None)
+        for matches in self._matches.values():
+            matches.remove(uid)
 
     def matching(self, selector: Selector, namespaces: Collection[str] | None = None) -> list[PodInfo]:
         """Pods whose labels match `selector`, restricted to `namespaces` (None: all)."""
@@ -108,6 +141,25 @@ class PodIndex:
             if selector.matches(pi.labels):
                 out.append(pi)
         return out
+
+    def rows_matching(self, selector: Selector, namespaces: Collection[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, how many matching pods on each) for `selector` in `namespaces` (None: all): what
+        `matching` finds, counted per node. Kept current as pods come and go for the selectors
+        asked most recently, so a term every pod of a workload repeats costs a copy, not a walk."""
+        key = (selector, None if namespaces is None else frozenset(namespaces))
+        matches = self._matches.get(key)
+        if matches is None:
+            matches = _Matches()
+            for pi in self.matching(selector, namespaces):
+                matches.add(pi.uid, self.row[pi.uid])
+            self._matches[key] = matches
+            if len(self._matches) > MATCH_CACHE_SIZE:
+                self._matches.popitem(last=False)
+        else:
+            self._matches.move_to_end(key)
+        per_row = matches.per_row
+        return (np.fromiter(per_row.keys(), dtype=np.int64, count=len(per_row)),
+                np.fromiter(per_row.values(), dtype=np.int64, count=len(per_row)))
 
     def count_by_row(self, pods: Iterable[PodInfo], size: int) -> np.ndarray:
         rows = np.fromiter((self.row[p.uid] for p in pods), dtype=np.int64)

@@ -309,7 +309,7 @@ def _add_rows(counts: Counts, table: NodeTable, key: str, rows: np.ndarray, weig
     if isinstance(weights, int):
         arr[:n] += np.bincount(ids, minlength=n)[:n] * weights
     else:
-        np.add.at(arr, ids, weights)
+        arr[:n] += np.bincount(ids, weights=weights, minlength=n)[:n].astype(np.int64)
     return True
 
 
@@ -665,9 +665,11 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
                 for t in s.affinity_terms:
                     _add_rows(s.affinity, table, t.topology_key, rows, 1)
         for t in s.anti_affinity_terms:
-            matched = self._matching(cache, t)
-            if matched:
-                _add_rows(s.anti_affinity, table, t.topology_key, _rows_of(cache, matched), 1)
+            if t.namespaces is not None and not t.namespaces:
+                continue
+            rows, times = cache.pods.rows_matching(t.selector, t.namespaces)
+            if rows.size:
+                _add_rows(s.anti_affinity, table, t.topology_key, rows, times)
         state.write(PRE_FILTER_KEY, s)
         return None, None
 
@@ -774,10 +776,11 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
         for group, sign in ((terms.preferred_affinity, 1), (terms.preferred_anti_affinity, -1)):
             for term in group:
                 rterm = resolve_term(term, cache.namespace_labels)
-                matched = self._matching(cache, rterm)
-                if matched:
-                    rows_m = _rows_of(cache, matched)
-                    touched |= _add_rows(scores, table, rterm.topology_key, rows_m, sign * rterm.weight)
+                if rterm.namespaces is not None and not rterm.namespaces:
+                    continue
+                rows_m, times = cache.pods.rows_matching(rterm.selector, rterm.namespaces)
+                if rows_m.size:
+                    touched |= _add_rows(scores, table, rterm.topology_key, rows_m, times * (sign * rterm.weight))
         if with_affinity:
             touched |= self._score_existing(scores, pi, cache, table)
         if not touched:

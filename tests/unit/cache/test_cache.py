@@ -124,3 +124,32 @@ def test_listeners_hear_placements_once_and_removals():
         ("removed", failed.uid),
         ("removed", theirs.uid),
     ]
+
+
+def test_rows_matching_follows_pods_as_they_come_and_go() -> None:
+    import random
+
+    from kubesched.cache.podindex import PodIndex
+
+    index = PodIndex()
+    selector = compile_label_selector(LabelSelector(match_labels={"app": "web"}))
+    rng = random.Random(7)
+    placed: dict[str, object] = {}
+
+    def expected(namespaces: set[str] | None) -> dict[int, int]:
+        want: dict[int, int] = {}
+        for p in index.matching(selector, namespaces):
+            want[index.row[p.uid]] = want.get(index.row[p.uid], 0) + 1
+        return want
+
+    for step in range(400):
+        if placed and rng.random() < 0.4:
+            uid = rng.choice(sorted(placed))
+            index.remove(placed.pop(uid))  # type: ignore[arg-type]
+        else:
+            p = info(pod(f"p{step}", namespace=rng.choice(["a", "b"]), labels={"app": rng.choice(["web", "db"])}))
+            index.add(p, rng.randrange(5))
+            placed[p.uid] = p
+        for namespaces in (None, {"a"}):
+            rows, counts = index.rows_matching(selector, namespaces)
+            assert dict(zip(rows.tolist(), counts.tolist(), strict=True)) == expected(namespaces)
