@@ -55,8 +55,10 @@ def on_simulator(plans_: list[Plan], *, config: Path | None = None, wait_seconds
             try:
                 row.result = asyncio.run(run_on_simulator(p, config=config, wait_seconds=wait_seconds,
                                                           progress=_prefixed(say, p.name)))
+                say(f"{p.name}: {row.result.pods_per_second:,.0f} pods/s (threshold {p.workload.threshold:,.0f})")
             except WorkloadError as exc:
                 row.failed = str(exc)
+                say(f"{p.name}: FAILED: {exc}")
         rows.append(row)
     return rows
 
