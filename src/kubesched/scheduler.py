@@ -689,20 +689,20 @@ class Scheduler:
             ties = np.flatnonzero(totals == best)
             pick = int(ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)])
         k = min(TOP_NODES_RECORDED, totals.size)
-        top = np.argpartition(-totals, k - 1)[:k]
+        top = np.argpartition(totals, totals.size - k)[totals.size - k:]
         top = top[np.argsort(-totals[top], kind="stable")]
         if pick not in top:
             top[-1] = pick
-        count = len(scored.by_plugin)
-        # One gather for every plugin's raw and weighted scores of the few nodes kept.
-        kept = np.vstack([*scored.raw, *(w for _, w in scored.by_plugin)])[:, top].T.tolist() if count else [[]] * k
+        # Each plugin's raw and weighted scores of the few nodes kept, read at those nodes only.
+        raw = [a[top].tolist() for a in scored.raw]
+        weighted = [w[top].tolist() for _, w in scored.by_plugin]
         record.scored_top = TopScores(
             nodes=[table.name_of(int(scored.rows[i])) for i in top.tolist()],
             totals=totals[top].tolist(),
             plugins=tuple(name for name, _ in scored.by_plugin),
             weights=tuple(scored.weights),
-            raw=[row[:count] for row in kept],
-            weighted=[row[count:] for row in kept],
+            raw=[list(column) for column in zip(*raw, strict=True)] if raw else [[] for _ in range(k)],
+            weighted=[list(column) for column in zip(*weighted, strict=True)] if weighted else [[] for _ in range(k)],
         )
         return table.name_of(int(scored.rows[pick]))
 

@@ -406,10 +406,8 @@ class Framework:
     def run_filters(self, state: CycleState, pi: PodInfo, alive: np.ndarray, *, explain: bool = True) -> FilterOutcome:
         """Runs every Filter over the table, narrowing `alive` (modified in place)."""
         table = self.cache.table
-        if self.detail is None:
-            few = np.flatnonzero(alive[: table.size])
-            if few.size <= FEW_ROWS:
-                return self._filter_rows(state, pi, alive, few, explain)
+        if self.detail is None and np.count_nonzero(alive[: table.size]) <= FEW_ROWS:
+            return self._filter_rows(state, pi, alive, np.flatnonzero(alive[: table.size]), explain)
         out = FilterOutcome(alive)
         # Preemption's dry runs (explain=False) are not timed: they would swamp the cycle's figures.
         metrics = self.plugin_metrics if explain else None

@@ -95,8 +95,7 @@ class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin, SignP
             requests = s.requests
         weights = (1,) * len(self.resource_names)
         names = self.resource_names
-        with_pod = rs.score_rows(table, rows, names, weights, requests, True, rs.balanced)
-        without = rs.score_rows(table, rows, names, weights, requests, True, rs.balanced, with_pod=False)
+        with_pod, without = rs.score_rows_with_and_without(table, rows, names, weights, requests, True, rs.balanced)
         # kube 1.37 scores the change in balance the pod brings: both balances lie in 50..100, so
         # 50 + (50 + with - without) / 2 stays in 50..100; about 75 when the pod changes little.
         half = MAX_NODE_SCORE // 2

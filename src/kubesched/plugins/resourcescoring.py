@@ -157,6 +157,23 @@ def score_rows(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights
     return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod), m)
 
 
+def score_rows_with_and_without(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights: Sequence[int],
+                                pod_requests: np.ndarray, use_requested: bool, scorer: Scorer) -> tuple[np.ndarray, np.ndarray]:
+    """score_rows with the pod counted and without it, from one read of the table's columns."""
+    m = len(rows)
+    if m == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    whole = 4 * m >= table.size
+    where: np.ndarray | slice = slice(0, table.size) if whole else rows
+    indexed = gather_indexed(table, where, names, weights, pod_requests, use_requested, with_pod=False)
+    without_items = [item for _, item in indexed]
+    with_items = [(w, used + int(pod_requests[i]), alloc) for i, (w, used, alloc) in indexed]
+    size = table.size if whole else m
+    with_pod, without = scorer(with_items, size), scorer(without_items, size)
+    return (with_pod[rows], without[rows]) if whole else (with_pod, without)
+
+
 def _safe(allocatable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Allocatable with zeros replaced by 1 (to divide by), and which rows count the resource
     (None when all do, the common case)."""
