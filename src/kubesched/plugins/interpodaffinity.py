@@ -656,14 +656,18 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
             return None, SKIP
         if s.affinity_terms:
             s.matches_own_affinity = pod_matches_all(s.affinity_terms, pi)
-            first = s.affinity_terms[0]
-            candidates = self._matching(cache, first)
-            rest = s.affinity_terms[1:]
-            matched = [p for p in candidates if all(t.matches(p) for t in rest)] if rest else candidates
-            if matched:
-                rows = _rows_of(cache, matched)
-                for t in s.affinity_terms:
-                    _add_rows(s.affinity, table, t.topology_key, rows, 1)
+            first, rest = s.affinity_terms[0], s.affinity_terms[1:]
+            if not rest:  # one term (the common case): its matches counted per node, kept current
+                rows, times = cache.pods.rows_matching(first.selector, first.namespaces) \
+                    if first.namespaces is None or first.namespaces else (np.zeros(0, dtype=np.int64), 1)
+                if rows.size:
+                    _add_rows(s.affinity, table, first.topology_key, rows, times)
+            else:
+                matched = [p for p in self._matching(cache, first) if all(t.matches(p) for t in rest)]
+                if matched:
+                    rows = _rows_of(cache, matched)
+                    for t in s.affinity_terms:
+                        _add_rows(s.affinity, table, t.topology_key, rows, 1)
         for t in s.anti_affinity_terms:
             if t.namespaces is not None and not t.namespaces:
                 continue
