@@ -621,7 +621,7 @@ class Scheduler:
             return ScheduleResult(node=node)
 
         found = find_feasible(fwk, state, pi, functools.partial(self.nominated_ahead, pi), within,
-                              hint if batch is not None and signature is not None else None)
+                              hint if batch is not None else None)
         if found.hinted is not None:
             record.feasible = 1
             record.chosen = self.cache.table.name_of(found.hinted)

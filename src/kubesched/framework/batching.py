@@ -131,7 +131,13 @@ class OpportunisticBatch:
     # --- kube's GetNodeHint ---------------------------------------------------------------------
 
     def hint(self, state: CycleState, pi: PodInfo, signature: Signature | None, cycle: int) -> int | None:
-        """The row the pod should try first, or None for a whole cycle."""
+        """The row the pod should try first, or None for a whole cycle (counted as kube counts it)."""
+        row = self._hint(state, pi, signature, cycle)
+        if row is None:
+            self.fwk.metrics.batch_attempts.inc((self.fwk.name, "no_hint"))
+        return row
+
+    def _hint(self, state: CycleState, pi: PodInfo, signature: Signature | None, cycle: int) -> int | None:
         cands = self.candidates
         if cands is None or not len(cands) or self.signature is None:
             return None
@@ -214,7 +220,10 @@ class OpportunisticBatch:
         self.last = _LastCycle(cycle, chosen, True)
         if hinted is not None and hinted == chosen:
             self.batched += 1
+            self.fwk.metrics.batch_attempts.inc((self.fwk.name, "hint_used"))
             return
+        if hinted is not None:
+            self.fwk.metrics.batch_attempts.inc((self.fwk.name, "hint_not_used"))
         if signature is not None and others is not None and len(others) > 0:
             self.signature, self.candidates, self.created = signature, others, self.fwk.clock.now()
         else:

@@ -238,10 +238,13 @@ class SchedulerMetrics(Collector):
             ["result", "profile"],
             exponential_buckets(0.001, 2, 15),
         )
+        self.batch_attempts = LabelledCounter(
+            "scheduler_batch_attempts_total", "Counts of results when we attempt to use batching.", ["profile", "result"]
+        )
         self._reasons_seen: dict[tuple[str, str], set[str]] = {}
         self.counters: list[LabelledCounter] = [
             self.attempts, self.preemption_attempts, self.incoming_pods, self.bind_failures, self.filter_rejections,
-            self.score_decided, self.group_attempts,
+            self.score_decided, self.group_attempts, self.batch_attempts,
         ]
         self.histograms: list[BatchedHistogram] = [
             self.attempt_duration,
