@@ -72,7 +72,8 @@ class PodIndex:
         self._by_key: dict[str, set[str]] = {}
         self.with_affinity: dict[str, PodInfo] = {}
         self.with_required_anti_affinity: dict[str, PodInfo] = {}
-        self._matches: OrderedDict[tuple[Selector, frozenset[str] | None], _Matches] = OrderedDict()
+        # (selector, namespaces, live pods only) -> its matches, kept current (rows_matching).
+        self._matches: OrderedDict[tuple[Selector, frozenset[str] | None, bool], _Matches] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -89,8 +90,10 @@ class PodIndex:
             self.with_affinity[uid] = pi
         if required_anti:
             self.with_required_anti_affinity[uid] = pi
-        for (selector, namespaces), matches in self._matches.items():
-            if (namespaces is None or pi.namespace in namespaces) and selector.matches(pi.labels):
+        terminating = pi.pod.metadata.deletion_timestamp is not None
+        for (selector, namespaces, live_only), matches in self._matches.items():
+            if (namespaces is None or pi.namespace in namespaces) and not (live_only and terminating) \
+                    and selector.matches(pi.labels):
                 matches.add(uid, row)
 
     def remove(self, pi: PodInfo) -> None:
@@ -142,16 +145,19 @@ class PodIndex:
                 out.append(pi)
         return out
 
-    def rows_matching(self, selector: Selector, namespaces: Collection[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def rows_matching(self, selector: Selector, namespaces: Collection[str] | None = None, *,
+                      live_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(rows, how many matching pods on each) for `selector` in `namespaces` (None: all): what
-        `matching` finds, counted per node. Kept current as pods come and go for the selectors
-        asked most recently, so a term every pod of a workload repeats costs a copy, not a walk."""
-        key = (selector, None if namespaces is None else frozenset(namespaces))
+        `matching` finds (without terminating pods if `live_only`), counted per node. Kept current as
+        pods come and go for the selectors asked most recently, so a term every pod of a workload
+        repeats costs a copy, not a walk."""
+        key = (selector, None if namespaces is None else frozenset(namespaces), live_only)
         matches = self._matches.get(key)
         if matches is None:
             matches = _Matches()
             for pi in self.matching(selector, namespaces):
-                matches.add(pi.uid, self.row[pi.uid])
+                if not (live_only and pi.pod.metadata.deletion_timestamp is not None):
+                    matches.add(pi.uid, self.row[pi.uid])
             self._matches[key] = matches
             if len(self._matches) > MATCH_CACHE_SIZE:
                 self._matches.popitem(last=False)

@@ -269,9 +269,11 @@ def _value_ids(table: NodeTable, key: str) -> tuple[np.ndarray, int]:
 
 def _matching_counts(cache: Cache, selector: Selector, namespace: str, size: int) -> np.ndarray:
     """Matching pods per row: same namespace as the incoming pod, selector matches, not terminating."""
-    pods = cache.pods.matching(selector, (namespace,))
-    live = [p for p in pods if p.pod.metadata.deletion_timestamp is None]
-    return cache.pods.count_by_row(live, size)
+    rows, times = cache.pods.rows_matching(selector, (namespace,), live_only=True)
+    counts = np.zeros(size, dtype=np.int64)
+    inside = rows < size
+    counts[rows[inside]] = times[inside]
+    return counts
 
 
 class _Inclusion:

@@ -153,3 +153,21 @@ def test_rows_matching_follows_pods_as_they_come_and_go() -> None:
         for namespaces in (None, {"a"}):
             rows, counts = index.rows_matching(selector, namespaces)
             assert dict(zip(rows.tolist(), counts.tolist(), strict=True)) == expected(namespaces)
+
+
+def test_rows_matching_live_only_leaves_out_terminating_pods() -> None:
+    import msgspec
+
+    from kubesched.cache.podindex import PodIndex
+
+    index = PodIndex()
+    selector = compile_label_selector(LabelSelector(match_labels={"app": "web"}))
+    live = info(pod("live", labels={"app": "web"}))
+    going = pod("going", labels={"app": "web"})
+    going = msgspec.structs.replace(going, metadata=msgspec.structs.replace(going.metadata, deletion_timestamp="2026-11-25T00:00:00Z"))
+    index.rows_matching(selector, None, live_only=True)  # cached before the pods come
+    index.add(live, 1)
+    index.add(info(going), 2)
+    rows, counts = index.rows_matching(selector, None, live_only=True)
+    assert rows.tolist() == [1] and counts.tolist() == [1]
+    assert sorted(index.rows_matching(selector, None)[0].tolist()) == [1, 2]
