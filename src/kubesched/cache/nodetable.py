@@ -125,6 +125,9 @@ class NodeTable:
         self.generation = 0
         # Bumped only when nodes are added, updated or removed (not when pods move).
         self.node_generation = 0
+        # The table generation of each row's last change (its node, or pods on it): per-row
+        # caches compare it in one vector operation to find the rows to redo.
+        self.row_generation = np.zeros(capacity, dtype=np.int64)
         # Copies of the pod being scored counted on every node, for the duration of `with_copies`.
         self.copies = 0
 
@@ -153,6 +156,7 @@ class NodeTable:
         self.requested = pad(self.requested, 0)
         self.non_zero_requested = pad(self.non_zero_requested, 0)
         self.taint_pos = pad(self.taint_pos, NO_TAINT)
+        self.row_generation = pad(self.row_generation, 0)
         for col in self.labels.values():
             col.ids = pad(col.ids, ABSENT)
         self.capacity = cap
@@ -271,6 +275,7 @@ class NodeTable:
         self._set_images(row, node)
         self.generation += 1
         self.node_generation += 1
+        self.row_generation[row] = self.generation
         return row
 
     def _set_labels(self, row: int, labels: dict[str, str]) -> None:
@@ -348,6 +353,7 @@ class NodeTable:
         self._free.append(row)
         self.generation += 1
         self.node_generation += 1
+        self.row_generation[row] = self.generation
         return row
 
     # --- pods on nodes -------------------------------------------------------------
@@ -363,6 +369,7 @@ class NodeTable:
                 rows[row] = rows.get(row, 0) + 1
         self.pods[row][pi.uid] = pi
         self.generation += 1
+        self.row_generation[row] = self.generation
 
     def remove_pod(self, row: int, pi: PodInfo) -> None:
         if self.pods[row].pop(pi.uid, None) is None:
@@ -376,6 +383,7 @@ class NodeTable:
             for hp in pi.host_ports:
                 self._unindex_port(hp, row, 1)
         self.generation += 1
+        self.row_generation[row] = self.generation
 
     def _unindex_port(self, hp: HostPort, row: int, count: int) -> None:
         by_ip = self.port_index.get((hp.protocol, hp.port))

@@ -11,8 +11,9 @@ delivered them, plus what kube's volume binder keeps beside its informers:
 - which claims pods placed on nodes use (kube's snapshot StorageInfos.IsPVCUsedByPods), and the
   placed pods that carry volumes per node (what volume limits and disk conflicts count), kept by
   the cache's pod listener, so pods without volumes cost one attribute check;
-- a generation, bumped on every change, and callbacks for code waiting on a change (PreBind
-  waiting for the PV controller).
+- a generation, bumped on every change, a short journal of the latest changes (so a plugin
+  keeping per-node answers redoes only the nodes a change touches), and callbacks for code
+  waiting on a change (PreBind waiting for the PV controller).
 
 `pod_volumes(pi)` is what the plugins derive once from a pod's spec.volumes.
 """
@@ -20,7 +21,7 @@ delivered them, plus what kube's volume binder keeps beside its informers:
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VOLUMES_KEY = "Volumes"  # PodInfo.extra key of pod_volumes
+JOURNAL_LENGTH = 4096
+POD_LEFT_NODE = "PodLeftNode"  # journal entry of a pod with volumes leaving its node
 
 
 # --- what a pod's volumes ask for ------------------------------------------------------------------
@@ -133,6 +136,9 @@ class StorageIndex:
         self.volume_pods: dict[str, dict[str, PodInfo]] = {}  # node name -> uid -> pod
         self._placed: dict[str, tuple[str, PodInfo]] = {}  # uid -> (node, pod)
         self.generation = 0
+        # (generation, resource, object) of the latest changes, oldest first; a reader that fell
+        # further behind than its start treats everything as changed.
+        self.journal: deque[tuple[int, str, Any]] = deque(maxlen=JOURNAL_LENGTH)
         self._waiters: dict[int, Waiter] = {}
         self._next_waiter = 0
 
@@ -169,7 +175,7 @@ class StorageIndex:
             self.attachments_by_node.setdefault(obj.spec.node_name, {})[name] = None
         else:
             return
-        self._changed()
+        self._changed(resource, obj)
 
     def delete(self, resource: str, obj: Any) -> None:
         """An object deleted (`obj` is its last known state)."""
@@ -197,7 +203,7 @@ class StorageIndex:
                 self._unindex_attachment(old_va)
         else:
             return
-        self._changed()
+        self._changed(resource, obj)
 
     def _unindex_pv(self, pv: PersistentVolume) -> None:
         names = self.pvs_by_class.get(volume_class(pv))
@@ -221,8 +227,12 @@ class StorageIndex:
         if held is not None and held.metadata.resource_version != obj.metadata.resource_version:
             del assumed[key]
 
-    def _changed(self) -> None:
+    def _record(self, resource: str, obj: Any) -> None:
         self.generation += 1
+        self.journal.append((self.generation, resource, obj))
+
+    def _changed(self, resource: str, obj: Any) -> None:
+        self._record(resource, obj)
         for waiter in list(self._waiters.values()):
             try:
                 waiter()
@@ -291,19 +301,19 @@ class StorageIndex:
             raise AssumeError(f'"{key}" is out of sync (stored: {stored.metadata.resource_version}, '
                               f"assume: {obj.metadata.resource_version})")
         assumed[key] = obj
-        self.generation += 1
+        self._record(PERSISTENT_VOLUME if store is self.pvs else PERSISTENT_VOLUME_CLAIM, obj)
 
     def restore_pv(self, pv: PersistentVolume) -> None:
-        self._restore(self._assumed_pvs, pv.metadata.name, pv)
+        self._restore(self._assumed_pvs, PERSISTENT_VOLUME, pv.metadata.name, pv)
 
     def restore_pvc(self, pvc: PersistentVolumeClaim) -> None:
-        self._restore(self._assumed_pvcs, f"{pvc.metadata.namespace}/{pvc.metadata.name}", pvc)
+        self._restore(self._assumed_pvcs, PERSISTENT_VOLUME_CLAIM, f"{pvc.metadata.namespace}/{pvc.metadata.name}", pvc)
 
-    def _restore(self, assumed: dict[str, Any], key: str, obj: Any) -> None:
+    def _restore(self, assumed: dict[str, Any], resource: str, key: str, obj: Any) -> None:
         held = assumed.get(key)
         if held is not None and held.metadata.resource_version == obj.metadata.resource_version:
             del assumed[key]
-            self.generation += 1
+            self._record(resource, obj)
 
     def storage_class(self, name: str) -> StorageClass | None:
         return self.classes.get(name)
@@ -351,7 +361,7 @@ class StorageIndex:
             self.claim_users[key] -= 1
             if self.claim_users[key] <= 0:
                 del self.claim_users[key]
-        self._changed()
+        self._changed(POD_LEFT_NODE, pi)
 
     def pods_with_volumes(self, node: str) -> list[PodInfo]:
         return list(self.volume_pods.get(node, {}).values())

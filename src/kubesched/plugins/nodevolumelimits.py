@@ -12,14 +12,15 @@ In-tree volumes migrated to CSI (AWS EBS, GCE PD, Azure Disk, Cinder, Portworx, 
 where the pod spec carries them) count under their CSI driver's name on nodes that have a
 CSINode, with the in-tree volume's id as the handle.
 
-Nodes without a CSINode have no limits: they are judged all at once. Only nodes with a CSINode
-are counted one by one, and only for pods with claims.
+Nodes without a CSINode have no limits: they are judged all at once. What the pods on each node
+with a CSINode attach is kept between cycles (attachedvolumes.py) and redone only for the nodes
+a change touches, so a cycle's verdict is a few vector operations.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -61,6 +62,7 @@ from kubesched.framework.interface import (
     SignPlugin,
     Status,
 )
+from kubesched.plugins.attachedvolumes import AttachedVolumes, NodeCount, claim_read, class_read, volume_read
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
@@ -137,6 +139,7 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
         super().__init__(args, handle)
         # Unbound claims are counted under a made-up handle (kube: a random prefix per plugin).
         self.random_prefix = uuid.uuid4().hex
+        self._attached: AttachedVolumes | None = None
 
     def _storage(self) -> StorageIndex:
         assert self.handle is not None, "NodeVolumeLimits needs the framework handle"
@@ -154,8 +157,10 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
 
     # --- counting --------------------------------------------------------------------------------
 
-    def _attachable(self, pod: Pod, csinode: CSINode | None, new_pod: bool, into: dict[str, str]) -> None:
-        """kube's filterAttachableVolumes: the pod's CSI volumes as unique name -> driver."""
+    def _attachable(self, pod: Pod, has_csinode: bool, new_pod: bool, into: dict[str, str],
+                    reads: set[str] | None = None) -> None:
+        """kube's filterAttachableVolumes: the pod's CSI volumes as unique name -> driver; `reads`
+        collects the storage objects looked at (found or not)."""
         storage = self._storage()
         namespace = pod.metadata.namespace
         for volume in pod.spec.volumes:
@@ -167,11 +172,13 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
                 ephemeral = True
             else:
                 inline = _inline_in_tree(volume)
-                if inline is not None and csinode is not None:
+                if inline is not None and has_csinode:
                     into[f"{inline[0]}/{inline[1]}"] = inline[0]
                 continue
             if not claim:
                 raise _LookupError("PersistentVolumeClaim had no name", False)
+            if reads is not None:
+                reads.add(claim_read(f"{namespace}/{claim}"))
             pvc = storage.pvc(f"{namespace}/{claim}")
             if pvc is None:
                 if new_pod:
@@ -181,80 +188,61 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
                 problem = ephemeral_claim_error(pod, pvc)
                 if problem:
                     raise _LookupError(problem, False)
-            driver, handle = self._driver_info(csinode, pvc)
+            driver, handle = self._driver_info(has_csinode, pvc, reads)
             if driver and handle:
                 into[f"{driver}/{handle}"] = driver
 
-    def _driver_info(self, csinode: CSINode | None, pvc: PersistentVolumeClaim) -> tuple[str, str]:
+    def _driver_info(self, has_csinode: bool, pvc: PersistentVolumeClaim, reads: set[str] | None) -> tuple[str, str]:
         storage = self._storage()
         if pvc.spec.volume_name:
+            if reads is not None:
+                reads.add(volume_read(pvc.spec.volume_name))
             pv = storage.pv(pvc.spec.volume_name)
             if pv is not None:
                 if pv.spec.csi is not None:
                     return pv.spec.csi.driver, pv.spec.csi.volume_handle
                 migrated = _pv_in_tree(pv)
-                if migrated is None or csinode is None:
+                if migrated is None or not has_csinode:
                     return "", ""
                 return migrated
         # Unbound (or its PV is gone): counted by its class's provisioner.
         class_name = claim_class(pvc)
+        if class_name and reads is not None:
+            reads.add(class_read(class_name))
         sc = storage.storage_class(class_name) if class_name else None
         if sc is None:
             return "", ""
         handle = f"{self.random_prefix}-{pvc.metadata.namespace}/{pvc.metadata.name}"
         provisioner = sc.provisioner
         if provisioner in IN_TREE_TO_CSI:
-            return (IN_TREE_TO_CSI[provisioner], handle) if csinode is not None else ("", "")
+            return (IN_TREE_TO_CSI[provisioner], handle) if has_csinode else ("", "")
         return provisioner, handle
 
-    def _driver_installed(self, driver: str, csinode: CSINode | None) -> bool:
+    def _prevents_missing(self, driver: str) -> bool:
+        """Whether the driver's CSIDriver keeps pods off nodes whose CSINode does not list it."""
         csidriver = self._storage().csidriver(driver)
-        if csidriver is None or not csidriver.spec.prevent_pod_scheduling_if_missing:
-            return True
-        return csinode is not None and any(d.name == driver for d in csinode.spec.drivers)
+        return csidriver is not None and bool(csidriver.spec.prevent_pod_scheduling_if_missing)
 
-    def _node_verdict(self, pi: PodInfo, node: str, csinode: CSINode | None, on_node: dict[str, PodInfo] | None = None
-                      ) -> Status | None:
-        """kube's Filter for one node; `on_node` is the table's pods on it (preemption's trials
-        remove victims there)."""
-        new: dict[str, str] = {}
-        try:
-            self._attachable(pi.pod, csinode, True, new)
-        except _LookupError as exc:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if exc.not_found else Code.ERROR, (str(exc),), NAME)
-        if not new:
-            return None
-        for driver in sorted(set(new.values())):
-            if not self._driver_installed(driver, csinode):
-                return Status(Code.UNSCHEDULABLE, (f"{driver} CSI driver is not installed on the node",), NAME)
-        limits = {d.name: int(d.allocatable.count) for d in csinode.spec.drivers
-                  if d.allocatable is not None and d.allocatable.count is not None} if csinode is not None else {}
-        if not limits:
-            return None
+    def _count_node(self, node: str, on_node: dict[str, Any]) -> NodeCount:
+        """What the node's pods (those the table has on it: preemption's trials remove victims)
+        and its VolumeAttachments attach, for a node whose CSINode sets limits."""
         storage = self._storage()
-        attached: dict[str, str] = {}
+        count = NodeCount()
         try:
             for existing in storage.pods_with_volumes(node):
-                if on_node is None or existing.uid in on_node:
-                    self._attachable(existing.pod, csinode, False, attached)
+                if existing.uid in on_node:
+                    self._attachable(existing.pod, True, False, count.uniques, count.reads)
         except _LookupError as exc:
-            return Status(Code.ERROR, (str(exc),), NAME)
-        counts: dict[str, int] = {}
-        for unique, driver in attached.items():
-            new.pop(unique, None)
-            counts[driver] = counts.get(driver, 0) + 1
+            count.error = str(exc)
+        for driver in count.uniques.values():
+            count.counts[driver] = count.counts.get(driver, 0) + 1
         for va in storage.attachments_on(node):
+            if va.spec.source.persistent_volume_name:
+                count.reads.add(volume_read(va.spec.source.persistent_volume_name))
             found = self._attachment_volume(va)
-            if found is not None and found[0] not in attached:
-                counts[found[1]] = counts.get(found[1], 0) + 1
-        wanted: dict[str, int] = {}
-        for driver in new.values():
-            wanted[driver] = wanted.get(driver, 0) + 1
-        for driver, count in wanted.items():
-            limit = limits.get(driver)
-            if limit is not None and counts.get(driver, 0) + count > limit:
-                return Status(Code.UNSCHEDULABLE, (ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,), NAME)
-        return None
+            if found is not None and found[0] not in count.uniques:
+                count.counts[found[1]] = count.counts.get(found[1], 0) + 1
+        return count
 
     def _attachment_volume(self, va: VolumeAttachment) -> tuple[str, str] | None:
         if not va.spec.attacher or not va.spec.source.persistent_volume_name:
@@ -270,27 +258,70 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
         if not pi.pod.spec.volumes:
             return None
         size = table.size
+        present = table.present[:size]
+        new: dict[str, str] = {}
+        try:
+            self._attachable(pi.pod, True, True, new)
+        except _LookupError as exc:  # the same on every node
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if exc.not_found else Code.ERROR
+            return FilterResult.reject(present, str(exc), code)
+        without: dict[str, str] = {}
+        self._attachable(pi.pod, False, True, without)
+        if not new and not without:
+            return None
+        if self._attached is None:
+            self._attached = AttachedVolumes(self._storage(), self._count_node)
+        attached = self._attached
+        attached.refresh(table)
         codes = np.zeros(size, dtype=np.int32)
         verdicts: dict[tuple[Code, tuple[str, ...]], int] = {}
 
-        def mark(rows: Any, status: Status | None) -> None:
-            if status is not None:
-                codes[rows] = verdicts.setdefault((status.code, status.reasons), len(verdicts) + 1)
+        def mark(rows: np.ndarray, code: Code, reason: str) -> None:
+            if rows.any():
+                codes[rows] = verdicts.setdefault((code, (reason,)), len(verdicts) + 1)
 
-        storage = self._storage()
-        index = table.index
-        with_csinode = np.zeros(size, dtype=bool)
-        for node, csinode in storage.csinodes.items():
-            row = index.get(node)
-            if row is not None:
-                with_csinode[row] = True
-                mark(row, self._node_verdict(pi, node, csinode, table.pods[row]))
-        # Every node without a CSINode gets the same verdict: no limits, only the driver check.
-        mark(table.present[:size] & ~with_csinode, self._node_verdict(pi, "", None))
+        with_csinode = present & attached.has_csinode[:size]
+        # Nodes without a CSINode have no limits, only the drivers' installation check.
+        for driver in sorted(set(without.values())):
+            if self._prevents_missing(driver):
+                mark(present & ~with_csinode, Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node")
+                break
+        if new:
+            self._judge_counted(new, attached, with_csinode, mark)
         if not verdicts:
             return None
-        reasons = {v: k for k, v in verdicts.items()}
-        return FilterResult.from_reasons(codes, reasons)
+        return FilterResult.from_reasons(codes, {v: k for k, v in verdicts.items()})
+
+    def _judge_counted(self, new: dict[str, str], attached: AttachedVolumes, undecided: np.ndarray,
+                       mark: Callable[[np.ndarray, Code, str], None]) -> None:
+        """kube's Filter on the nodes with a CSINode, in its order: drivers not installed, then
+        (where the CSINode sets limits) unresolvable pods on the node, then the counts."""
+        size = len(undecided)
+        undecided = undecided.copy()
+        for driver in sorted(set(new.values())):
+            if self._prevents_missing(driver):
+                missing = undecided & ~attached.listed(driver)[:size]
+                mark(missing, Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node")
+                undecided &= ~missing
+        undecided &= attached.has_limits[:size]
+        for row, message in attached.errors.items():
+            if row < size and undecided[row]:
+                mark(np.arange(size) == row, Code.ERROR, message)
+                undecided[row] = False
+        wanted: dict[str, int] = {}
+        for driver in new.values():
+            wanted[driver] = wanted.get(driver, 0) + 1
+        exceeded = np.zeros(size, dtype=bool)
+        for driver, count in wanted.items():
+            need = np.full(size, count, dtype=np.int64)
+            for unique, d in new.items():  # a volume already on the node is not counted twice
+                if d == driver:
+                    for row in attached.holders.get(unique, ()):
+                        if row < size:
+                            need[row] -= 1
+            limit = attached.limit(driver)[:size]
+            exceeded |= (limit >= 0) & (need > 0) & (attached.count(driver)[:size] + need > limit)
+        mark(undecided & exceeded, Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
 
     # --- events ----------------------------------------------------------------------------------
 
