@@ -28,14 +28,20 @@ def _num(value: float | None, digits: int = 0) -> str:
     return "" if value is None else f"{value:,.{digits}f}"
 
 
+def _name(row: dict[str, Any]) -> str:
+    """A row's test case and workload, as scheduler_perf names them (SchedulingBasic/5000Nodes)."""
+    return f"{row['case']}/{row['workload']}" if row.get("case") else str(row["workload"])
+
+
 def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:
     by_workload: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     order: list[str] = []
     for source in (sim, kube or {"rows": []}):
         for row in source["rows"]:
-            if row["workload"] not in by_workload:
-                order.append(row["workload"])
-            by_workload[row["workload"]][row["target"]].append(row)
+            name = _name(row)
+            if name not in by_workload:
+                order.append(name)
+            by_workload[name][row["target"]].append(row)
     head = ["workload", "threshold", "simulator pods/s", "simulator p99 ms"]
     if kube is not None:
         head += ["kubesched pods/s", "kube-scheduler pods/s", "kubesched CPU s/1000", "kube-scheduler CPU s/1000",

@@ -1,0 +1,41 @@
+"""The benchmark table (kubesched.perf.markdown): one row per test case and workload, simulator and
+real-apiserver figures side by side, medians over rounds, refused workloads listed with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.perf.markdown import KUBE_SCHEDULER, KUBESCHED_KUBE, table
+
+SIM = "kubesched (simulator)"
+
+
+def row(case: str, workload: str, target: str, pods_per_second: float, **extra: Any) -> dict[str, Any]:
+    return {"case": case, "workload": workload, "target": target, "threshold": extra.pop("threshold", 0.0),
+            "pods_per_second": pods_per_second, **extra}
+
+
+def test_cases_sharing_a_workload_name_stay_apart() -> None:
+    out = table({"rows": [row("TopologySpreading", "5000Nodes", SIM, 1500, threshold=460),
+                          row("PreferredTopologySpreading", "5000Nodes", SIM, 1600, threshold=340)]})
+    lines = out.splitlines()
+    assert any(line.startswith("| TopologySpreading/5000Nodes | 460 | 1,500 |") for line in lines)
+    assert any(line.startswith("| PreferredTopologySpreading/5000Nodes | 340 | 1,600 |") for line in lines)
+
+
+def test_apiserver_rounds_are_medians_beside_the_simulator() -> None:
+    sim = {"rows": [row("SchedulingBasic", "5000Nodes_10000Pods", SIM, 2560, threshold=680)]}
+    kube = {"rows": [
+        row("SchedulingBasic", "5000Nodes_10000Pods", KUBESCHED_KUBE, 240, cpu_seconds_per_1000_pods=1.4, rss_peak_mib=266),
+        row("SchedulingBasic", "5000Nodes_10000Pods", KUBE_SCHEDULER, 160, cpu_seconds_per_1000_pods=3.2, rss_peak_mib=297),
+        row("SchedulingBasic", "5000Nodes_10000Pods", KUBE_SCHEDULER, 180, cpu_seconds_per_1000_pods=3.0, rss_peak_mib=303),
+        row("SchedulingBasic", "5000Nodes_10000Pods", KUBESCHED_KUBE, 280, cpu_seconds_per_1000_pods=1.2, rss_peak_mib=250),
+    ]}
+    line = next(x for x in table(sim, kube).splitlines() if x.startswith("| SchedulingBasic/"))
+    assert line == "| SchedulingBasic/5000Nodes_10000Pods | 680 | 2,560 |  | 260 | 170 | 1.30 | 3.10 | 258 | 300 |"
+
+
+def test_refused_workloads_are_listed_with_the_reason() -> None:
+    out = table({"rows": [row("SchedulingWithResourceClaimTemplate", "5000pods_500nodes", SIM, 0,
+                              refused="needs dynamic resource allocation")]})
+    assert "- SchedulingWithResourceClaimTemplate/5000pods_500nodes: needs dynamic resource allocation" in out
