@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -95,8 +94,10 @@ STATUS_LABEL = {
 T = TypeVar("T")
 U = TypeVar("U")
 
-# Each plugin instance's registered events, kept while the instance lives.
-_REGISTERED: weakref.WeakKeyDictionary[Plugin, Sequence[ClusterEventWithHint | ClusterEvent]] = weakref.WeakKeyDictionary()
+# Each plugin instance's registered events are kept on the instance itself: their hints are its
+# bound methods, so a table keyed by weak references to the instances would keep every instance
+# (and the cache its handle reaches) alive for good.
+_REGISTERED_ATTR = "_kubesched_registered_events"
 
 
 def status_label(status: Status | None) -> str:
@@ -307,10 +308,11 @@ class Framework:
         out: dict[str, Sequence[ClusterEventWithHint | ClusterEvent]] = {}
         for name, plugin in self.instances.items():
             if isinstance(plugin, _MAY_REJECT):  # only these can leave a pod waiting for events
-                events = _REGISTERED.get(plugin)
+                events = getattr(plugin, _REGISTERED_ATTR, None)
                 if events is None:
                     events = plugin.events_to_register() if isinstance(plugin, EnqueueExtensions) else [WILDCARD_EVENT]
-                    _REGISTERED[plugin] = events
+                    with contextlib.suppress(AttributeError):  # a plugin with __slots__ is asked each time
+                        setattr(plugin, _REGISTERED_ATTR, events)
                 out[name] = events
         return out
 

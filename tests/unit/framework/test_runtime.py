@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import (
+    NODE,
     SKIP,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
+    EnqueueExtensions,
     FilterPlugin,
     FilterResult,
     NodeFilterPlugin,
@@ -20,6 +28,7 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
 )
@@ -421,3 +430,29 @@ def test_the_first_plugin_with_an_invalid_score_is_reported() -> None:
     fwk = framework({"score": [(A, 1), (Negative, 1), (B, 1), (TooHigh, 1)]})
     status = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
     assert isinstance(status, Status) and 'plugin "Negative" returns an invalid score -3' in status.message()
+
+
+class Hinted(RejectAll, EnqueueExtensions):
+    name = "Hinted"
+    asked = 0
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        Hinted.asked += 1
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add), self.hint)]
+
+    def hint(self, pi: PodInfo, old: object, new: object) -> QueueingHint:
+        return QueueingHint.Queue
+
+
+def test_registered_events_are_asked_once_and_do_not_outlive_the_plugin() -> None:
+    # The hints are the plugin's bound methods: kept in a table outside the instance, they kept
+    # every framework (and its cache) of a process alive; a benchmark of many workloads grew to
+    # gigabytes.
+    Hinted.asked = 0
+    fwk = framework({"filter": [Hinted]})
+    first = fwk.events_by_plugin()["Hinted"]
+    assert fwk.events_by_plugin()["Hinted"] is first and Hinted.asked == 1
+    plugin = weakref.ref(fwk.instances["Hinted"])
+    del fwk, first
+    gc.collect()
+    assert plugin() is None
