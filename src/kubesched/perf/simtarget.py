@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import resource
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -25,6 +27,7 @@ from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_objects
 from kubesched.clock import VirtualClock
 from kubesched.config import SchedulerConfig
+from kubesched.devcluster.schedulers import read_usage
 from kubesched.framework.interface import Status
 from kubesched.perf.executor import PodIndex, Usage
 from kubesched.perf.objects import Obj
@@ -34,6 +37,13 @@ from kubesched.scheduler import Scheduler
 YIELD_CYCLES = 32  # scheduling cycles between chances for the workload's own tasks to run
 # scheduler_perf's API server runs without these admission plugins.
 ADMISSION_OFF = frozenset({"Priority", "TaintNodesByCondition", "ServiceAccount"})
+
+
+def _reset_peak_rss() -> None:
+    """Starts the process's VmHWM again from its current RSS (Linux's clear_refs 5); without it
+    a workload would report the peak of any workload before it."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
 
 
 class _Cluster(SimCluster):
@@ -72,6 +82,7 @@ class SimTarget:
         self._prepared: dict[tuple[str, str], Pod] = {}  # (namespace, name) -> the pod as admitted, not yet created
         self._task: asyncio.Task[None] | None = None
         self._cpu0 = time.process_time()
+        _reset_peak_rss()
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._pump())
@@ -219,8 +230,13 @@ class SimTarget:
         await asyncio.sleep(0)
 
     def usage(self) -> Usage:
-        # The scheduler shares the process with the workload's object building; ru_maxrss is KiB on Linux.
-        return Usage(time.process_time() - self._cpu0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        # The scheduler shares the process with the workload's object building. The peak is this
+        # workload's when the kernel let us reset it (several workloads run in one process).
+        try:
+            peak = read_usage(os.getpid()).rss_peak_bytes
+        except OSError:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        return Usage(time.process_time() - self._cpu0, peak)
 
     def attempt_seconds(self) -> list[tuple[float, float]]:
         return self.scheduler.cycle_seconds.cumulative()
