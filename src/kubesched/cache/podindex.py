@@ -61,8 +61,8 @@ class PodIndex:
     """Pods on nodes (bound or assumed), with an inverted label index.
 
     `matching` finds pods for a selector in time proportional to the pods that share a
-    label with it, not to the cluster size; `count_by_row` turns them into a per-node
-    count with one bincount.
+    label with it, not to the cluster size; `rows_matching` keeps those matches counted per
+    node for the selectors asked most recently, and `counts_matching` gives them per row.
     """
 
     def __init__(self) -> None:
@@ -167,6 +167,11 @@ class PodIndex:
         return (np.fromiter(per_row.keys(), dtype=np.int64, count=len(per_row)),
                 np.fromiter(per_row.values(), dtype=np.int64, count=len(per_row)))
 
-    def count_by_row(self, pods: Iterable[PodInfo], size: int) -> np.ndarray:
-        rows = np.fromiter((self.row[p.uid] for p in pods), dtype=np.int64)
-        return np.bincount(rows, minlength=size)[:size] if rows.size else np.zeros(size, dtype=np.int64)
+    def counts_matching(self, selector: Selector, namespaces: Collection[str] | None, size: int, *,
+                        live_only: bool = False) -> np.ndarray:
+        """`rows_matching` as a count for each of the table's first `size` rows."""
+        rows, times = self.rows_matching(selector, namespaces, live_only=live_only)
+        counts = np.zeros(size, dtype=np.int64)
+        inside = rows < size
+        counts[rows[inside]] = times[inside]
+        return counts

@@ -269,11 +269,7 @@ def _value_ids(table: NodeTable, key: str) -> tuple[np.ndarray, int]:
 
 def _matching_counts(cache: Cache, selector: Selector, namespace: str, size: int) -> np.ndarray:
     """Matching pods per row: same namespace as the incoming pod, selector matches, not terminating."""
-    rows, times = cache.pods.rows_matching(selector, (namespace,), live_only=True)
-    counts = np.zeros(size, dtype=np.int64)
-    inside = rows < size
-    counts[rows[inside]] = times[inside]
-    return counts
+    return cache.pods.counts_matching(selector, (namespace,), size, live_only=True)
 
 
 class _Inclusion:

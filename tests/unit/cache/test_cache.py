@@ -74,8 +74,7 @@ def test_pod_index_counts_by_row_and_namespace():
         ],
     )
     sel = compile_label_selector(LabelSelector(match_labels={"app": "x"}))
-    hits = c.pods.matching(sel, {"default"})
-    assert list(c.pods.count_by_row(hits, c.table.size)) == [1, 1]
+    assert list(c.pods.counts_matching(sel, {"default"}, c.table.size)) == [1, 1]
     assert len(c.pods.matching(sel)) == 3
 
 
