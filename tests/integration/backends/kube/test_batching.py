@@ -52,6 +52,14 @@ def _hints_used(metrics_text: str) -> float:
                if s.name == "scheduler_batch_attempts_total" and s.labels.get("result") == "hint_used")
 
 
+def _observe(kube: Kube, ns: str, get: Callable[[str], tuple[int, str]]) -> tuple[list[str], float]:
+    """Where the scheduler put the batch's pods, and how many of its attempts used a batching hint."""
+    placements = _placements(kube, ns)
+    code, text = get("/metrics")
+    assert code == 200, text[:300]
+    return placements, _hints_used(text)
+
+
 def test_identical_pods_are_batched_and_land_where_kube_scheduler_puts_them(
     control_plane: ControlPlane, kube: Kube, make_node: Callable[..., JSON], tmp_path: Path
 ) -> None:
@@ -65,20 +73,14 @@ def test_identical_pods_are_batched_and_land_where_kube_scheduler_puts_them(
     try:
         with run_kube_scheduler(control_plane, profiles=[{"schedulerName": "default-scheduler", "pluginConfig": NO_DEFAULT_SPREAD}],
                                 extra_args=[METRICS_OPEN]) as ks:
-            outcome["kube-scheduler"] = _placements(kube, ns)
-            code, text = ks.get("/metrics")
-            assert code == 200, text[:300]
-            hints["kube-scheduler"] = _hints_used(text)
+            outcome["kube-scheduler"], hints["kube-scheduler"] = _observe(kube, ns, ks.get)
     finally:
         delete_namespace(kube, ns)
     ns = _batch(kube, "kubesched")
     config = kubesched_config(control_plane.admin_kubeconfig, extra_profile={"pluginConfig": NO_DEFAULT_SPREAD})
     try:
         with run_kubesched(tmp_path, config) as ours:
-            outcome["kubesched"] = _placements(kube, ns)
-            code, text = ours.get("/metrics")
-            assert code == 200, text[:300]
-            hints["kubesched"] = _hints_used(text)
+            outcome["kubesched"], hints["kubesched"] = _observe(kube, ns, ours.get)
     finally:
         delete_namespace(kube, ns)
     kube_side, ours_side = sorted(outcome["kube-scheduler"]), sorted(outcome["kubesched"])
