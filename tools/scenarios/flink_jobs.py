@@ -97,7 +97,8 @@ def main() -> None:
         docs.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"{name}-jobmanager", "namespace": tenant, "labels": {**labels, "component": "jobmanager"},
                                   "annotations": {"sim.kubesched.io/arrival": str(jm_at), "sim.kubesched.io/duration": str(runs + 8),
-                                                  "sim.kubesched.io/usage-cpu": "steady:40%", "sim.kubesched.io/usage-memory": "steady:70%"}},
+                                                  "sim.kubesched.io/usage-cpu": "steady:40%",
+                                                  "sim.kubesched.io/usage-memory": "steady:70%"}},
                      "spec": {"schedulingGroup": {"podGroupName": name},
                               "containers": [{"name": "flink-main-container", "image": "flink:1.19",
                                               "resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}]}})
@@ -105,7 +106,8 @@ def main() -> None:
                      "metadata": {"name": f"{name}-taskmanager-1", "namespace": tenant, "labels": {**labels, "component": "taskmanager"},
                                   "annotations": {"sim.kubesched.io/count": str(tms), "sim.kubesched.io/arrival": str(tm_at),
                                                   "sim.kubesched.io/arrival-interval": "0.2", "sim.kubesched.io/duration": str(runs),
-                                                  "sim.kubesched.io/usage-cpu": "bursty:uniform(600m,1600m),peak=uniform(3,4),duty=0.35,mean=3m",
+                                                  "sim.kubesched.io/usage-cpu":
+                                                      "bursty:uniform(600m,1600m),peak=uniform(3,4),duty=0.35,mean=3m",
                                                   "sim.kubesched.io/usage-memory": "steady:85%"}},
                      "spec": {"schedulingGroup": {"podGroupName": name},
                               "containers": [{"name": "flink-main-container", "image": "flink:1.19",
