@@ -6,12 +6,10 @@ test keeps ``kubesched.perf.source.KUBE_VERSION``, which names the cache directo
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-import pytest
-
+from ci import in_ci, missing_outcome
 from kubesched.devcluster.binaries import Binaries, BinariesMissing, cache_dir, find_binaries
 
 __all__ = [
@@ -47,15 +45,7 @@ def pinned_etcd_version() -> str:
     return _required_version(K8S_TOOLS / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3")
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() == "true"
-
-
-def missing_binaries_outcome(message: str) -> None:
-    """Skip (on a workstation) or fail loudly (when CI=true, where a skip would hide the whole suite)."""
-    if in_ci():
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
+missing_binaries_outcome = missing_outcome
 
 
 def require_binaries(*, kube_scheduler: bool = False) -> Binaries:
