@@ -32,6 +32,11 @@ def _has_pod_affinity(pi: PodInfo) -> tuple[bool, bool]:
     return any_terms, required_anti
 
 
+def _counted(pi: PodInfo, live_only: bool) -> bool:
+    """Whether a match counts: always, or (`live_only`) unless the pod is terminating."""
+    return not (live_only and pi.pod.metadata.deletion_timestamp is not None)
+
+
 # Selectors whose matching pods are kept current as pods come and go (the ones asked most recently).
 MATCH_CACHE_SIZE = 64
 
@@ -90,10 +95,8 @@ class PodIndex:
             self.with_affinity[uid] = pi
         if required_anti:
             self.with_required_anti_affinity[uid] = pi
-        terminating = pi.pod.metadata.deletion_timestamp is not None
         for (selector, namespaces, live_only), matches in self._matches.items():
-            if (namespaces is None or pi.namespace in namespaces) and not (live_only and terminating) \
-                    and selector.matches(pi.labels):
+            if (namespaces is None or pi.namespace in namespaces) and _counted(pi, live_only) and selector.matches(pi.labels):
                 matches.add(uid, row)
 
     def remove(self, pi: PodInfo) -> None:
@@ -156,7 +159,7 @@ class PodIndex:
         if matches is None:
             matches = _Matches()
             for pi in self.matching(selector, namespaces):
-                if not (live_only and pi.pod.metadata.deletion_timestamp is not None):
+                if _counted(pi, live_only):
                     matches.add(pi.uid, self.row[pi.uid])
             self._matches[key] = matches
             if len(self._matches) > MATCH_CACHE_SIZE:
