@@ -157,10 +157,12 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
 
     # --- counting --------------------------------------------------------------------------------
 
-    def _attachable(self, pod: Pod, has_csinode: bool, new_pod: bool, into: dict[str, str],
-                    reads: set[str] | None = None) -> None:
-        """kube's filterAttachableVolumes: the pod's CSI volumes as unique name -> driver; `reads`
-        collects the storage objects looked at (found or not)."""
+    def _attachable(self, pod: Pod, new_pod: bool, into: dict[str, str], reads: set[str] | None = None,
+                    without_csinode: dict[str, str] | None = None) -> None:
+        """kube's filterAttachableVolumes: the pod's CSI volumes as unique name -> driver, as counted
+        on a node with a CSINode (`into`) and, in the same walk, on one without (`without_csinode`:
+        there in-tree volumes are not migrated, so they do not count); `reads` collects the storage
+        objects looked at (found or not)."""
         storage = self._storage()
         namespace = pod.metadata.namespace
         for volume in pod.spec.volumes:
@@ -172,7 +174,7 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
                 ephemeral = True
             else:
                 inline = _inline_in_tree(volume)
-                if inline is not None and has_csinode:
+                if inline is not None:
                     into[f"{inline[0]}/{inline[1]}"] = inline[0]
                 continue
             if not claim:
@@ -188,11 +190,15 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
                 problem = ephemeral_claim_error(pod, pvc)
                 if problem:
                     raise _LookupError(problem, False)
-            driver, handle = self._driver_info(has_csinode, pvc, reads)
+            (driver, handle), in_tree = self._driver_info(pvc, reads)
             if driver and handle:
                 into[f"{driver}/{handle}"] = driver
+                if without_csinode is not None and not in_tree:
+                    without_csinode[f"{driver}/{handle}"] = driver
 
-    def _driver_info(self, has_csinode: bool, pvc: PersistentVolumeClaim, reads: set[str] | None) -> tuple[str, str]:
+    def _driver_info(self, pvc: PersistentVolumeClaim, reads: set[str] | None) -> tuple[tuple[str, str], bool]:
+        """The claim's (CSI driver, volume handle), ("", "") when it counts nowhere, and whether
+        that comes from migrating an in-tree volume (counted only where the node has a CSINode)."""
         storage = self._storage()
         if pvc.spec.volume_name:
             if reads is not None:
@@ -200,23 +206,21 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
             pv = storage.pv(pvc.spec.volume_name)
             if pv is not None:
                 if pv.spec.csi is not None:
-                    return pv.spec.csi.driver, pv.spec.csi.volume_handle
+                    return (pv.spec.csi.driver, pv.spec.csi.volume_handle), False
                 migrated = _pv_in_tree(pv)
-                if migrated is None or not has_csinode:
-                    return "", ""
-                return migrated
+                return (("", ""), False) if migrated is None else (migrated, True)
         # Unbound (or its PV is gone): counted by its class's provisioner.
         class_name = claim_class(pvc)
         if class_name and reads is not None:
             reads.add(class_read(class_name))
         sc = storage.storage_class(class_name) if class_name else None
         if sc is None:
-            return "", ""
+            return ("", ""), False
         handle = f"{self.random_prefix}-{pvc.metadata.namespace}/{pvc.metadata.name}"
         provisioner = sc.provisioner
         if provisioner in IN_TREE_TO_CSI:
-            return (IN_TREE_TO_CSI[provisioner], handle) if has_csinode else ("", "")
-        return provisioner, handle
+            return (IN_TREE_TO_CSI[provisioner], handle), True
+        return (provisioner, handle), False
 
     def _prevents_missing(self, driver: str) -> bool:
         """Whether the driver's CSIDriver keeps pods off nodes whose CSINode does not list it."""
@@ -231,7 +235,7 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
         try:
             for existing in storage.pods_with_volumes(node):
                 if existing.uid in on_node:
-                    self._attachable(existing.pod, True, False, count.uniques, count.reads)
+                    self._attachable(existing.pod, False, count.uniques, count.reads)
         except _LookupError as exc:
             count.error = str(exc)
         for driver in count.uniques.values():
@@ -260,13 +264,12 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
         size = table.size
         present = table.present[:size]
         new: dict[str, str] = {}
+        without: dict[str, str] = {}
         try:
-            self._attachable(pi.pod, True, True, new)
+            self._attachable(pi.pod, True, new, without_csinode=without)
         except _LookupError as exc:  # the same on every node
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if exc.not_found else Code.ERROR
             return FilterResult.reject(present, str(exc), code)
-        without: dict[str, str] = {}
-        self._attachable(pi.pod, False, True, without)
         if not new and not without:
             return None
         if self._attached is None:

@@ -190,6 +190,20 @@ def test_driver_check_on_nodes_without_csinode() -> None:
     assert status == (Code.UNSCHEDULABLE, (f"{EBS} CSI driver is not installed on the node",))
 
 
+def test_in_tree_volumes_need_no_driver_on_nodes_without_csinode() -> None:
+    """Without a CSINode nothing is migrated: an in-tree EBS volume (bound, inline, or unbound with
+    the in-tree provisioner) does not ask for the CSI driver there, as a CSI volume does."""
+    prevent = csidriver(EBS, prevent_if_missing=True)
+    bound = claim_pod("p", "csi-kubernetes.io-aws-ebs-0")
+    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]}))
+    unbound = [storage_class("in-tree-sc", provisioner="kubernetes.io/aws-ebs"), pvc("in-tree-unbound", cls="in-tree-sc")]
+    for p, extra in ((bound, []), (inline, []), (claim_pod("p", "in-tree-unbound"), unbound)):
+        assert run(p, [], csi_node=False, extra=[prevent, *extra]) is None
+        # With a CSINode that does not list the driver, the migrated volume needs it.
+        assert run(p, [], limits={GCE: 5}, extra=[prevent, *extra]) == (
+            Code.UNSCHEDULABLE, (f"{EBS} CSI driver is not installed on the node",))
+
+
 # --- hints -----------------------------------------------------------------------------------------
 
 
