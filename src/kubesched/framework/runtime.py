@@ -835,6 +835,9 @@ class Framework:
     def nominated_pods(self, node: str) -> list[PodInfo]:
         return self.services.nominator.pods_on(node)
 
+    def nominated_node(self, pi: PodInfo) -> str | None:
+        return self.services.nominator.node_of.get(pi.uid)
+
     def waiting_pod(self, uid: str) -> PodAtPermit | None:
         return self.services.waiting.get(uid)
 

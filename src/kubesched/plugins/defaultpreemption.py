@@ -418,7 +418,8 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
             if absent > 0:
                 reasons[NOT_HELPFUL] = reasons.get(NOT_HELPFUL, 0) + absent
             # kube clears the nomination of a pod that preemption cannot help ("" = clear).
-            clear = PostFilterResult(nominated_node="") if pi.pod.status.nominated_node_name or self._nominated(pi) else None
+            nominated = pi.pod.status.nominated_node_name or self.handle.nominated_node(pi)
+            clear = PostFilterResult(nominated_node="") if nominated else None
             return None, clear, Status(Code.UNSCHEDULABLE, (fit_error_message(num_nodes, reasons.items()),))
         return pick_one_node(run.candidates), None, None
 
@@ -426,7 +427,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
         """kube's PodEligibleToPreemptOthers."""
         if pi.preempt_never:
             return False, NOT_ELIGIBLE_NEVER
-        nominated = pi.pod.status.nominated_node_name
+        nominated = pi.pod.status.nominated_node_name or self.handle.nominated_node(pi)
         if not nominated and pi.uid in self.waiting_on:
             nominated = self.waiting_on[pi.uid][0]
         if not nominated:
@@ -588,9 +589,6 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
         run.candidates.append(Candidate(row, node, victims))
 
     # --- acting on the choice (kube's prepareCandidate) -----------------------------------------------------
-
-    def _nominated(self, pi: PodInfo) -> bool:
-        return any(p.uid == pi.uid for node in self.handle.table.names if node for p in self.handle.nominated_pods(node))
 
     def prepare(self, pi: PodInfo, best: Candidate) -> None:
         handle = self.handle

@@ -607,6 +607,17 @@ async def test_clears_own_nomination_when_preemption_cannot_help() -> None:
     assert c.sched.nominator.node_of.get(c.uid("high")) is None
 
 
+async def test_clears_a_nomination_its_status_does_not_show_yet() -> None:
+    """The scheduler's own nomination counts even before the pod's status carries it (kube's
+    nominator is the scheduler's, not the pod's status)."""
+    c = Cluster([node("n1", cpu="2"), node("n2", cpu="2")], [running("vip", "n1", "2", 100), running("vip2", "n2", "2", 100)])
+    c.add(pod("high", "2", priority=10))
+    c.sched.nominator.nominate(info(c.sim.pods[c.uid("high")]), "n2")
+    record = await c.cycle()
+    assert record.nominated is None
+    assert c.sched.nominator.node_of.get(c.uid("high")) is None
+
+
 async def test_waiting_pod_victim_is_rejected_not_deleted() -> None:
     cfg = make_config([*PLUGINS, "HoldAtPermit"])
     c = Cluster([node("n1", cpu="2")], config=cfg)
