@@ -195,6 +195,24 @@ def _implementing(plugins: list[Plugin], point: str, kind: type[T], other: type[
     return out
 
 
+
+# Verdict codes below this are tallied with bincount (a pass, no sort); others with np.unique.
+_TALLY_BINCOUNT_BELOW = 1 << 16
+
+
+def _tally(failed_codes: np.ndarray) -> list[tuple[int, int]]:
+    """(code, rows) for each distinct code of the failed rows, codes ascending."""
+    if failed_codes.size and failed_codes.dtype.kind in "ui":
+        low, high = (0, int(failed_codes.max())) if failed_codes.dtype.kind == "u" else \
+            (int(failed_codes.min()), int(failed_codes.max()))
+        if low >= 0 and high < _TALLY_BINCOUNT_BELOW:
+            counts = np.bincount(failed_codes.astype(np.intp, copy=False))
+            values = np.flatnonzero(counts)
+            return list(zip(values.tolist(), counts[values].tolist(), strict=True))
+    values, counts = np.unique(failed_codes, return_counts=True)
+    return list(zip(values.tolist(), counts.tolist(), strict=True))
+
+
 class Framework:
     """One profile: its plugins per extension point, weights, and how to run them. It is also the
     handle its plugins receive (interface.Handle, as kube's frameworkImpl is framework.Handle),
@@ -490,8 +508,7 @@ class Framework:
         self, out: FilterOutcome, pname: str, codes: np.ndarray, failed: np.ndarray,
         describe: Callable[[int], tuple[Code, tuple[str, ...]]],
     ) -> None:
-        values, counts = np.unique(codes[failed], return_counts=True)
-        for value, n in zip(values.tolist(), counts.tolist(), strict=True):
+        for value, n in _tally(codes[failed]):
             code, reasons = describe(value)
             if code == Code.ERROR:
                 # kube: a Filter may only return Success or a rejection; anything else fails the

@@ -337,11 +337,6 @@ def _any_nonzero(counts: Counts) -> bool:
     return any(arr.any() for arr in counts.values())
 
 
-def _rows_of(cache: Cache, pods: Iterable[PodInfo]) -> np.ndarray:
-    row = cache.pods.row
-    return np.fromiter((row[p.uid] for p in pods), dtype=np.int64)
-
-
 # --- existing pods' terms -------------------------------------------------------------------------------
 
 # Which of a pod's term groups an index holds; the kind also says how a hit is weighted.
@@ -662,10 +657,10 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
                     if first.namespaces is None or first.namespaces else (np.zeros(0, dtype=np.int64), 1)
                 if rows.size:
                     _add_rows(s.affinity, table, first.topology_key, rows, times)
-            else:
-                matched = [p for p in self._matching(cache, first) if all(t.matches(p) for t in rest)]
-                if matched:
-                    rows = _rows_of(cache, matched)
+            elif all(t.namespaces is None or t.namespaces for t in s.affinity_terms):
+                # Existing pods that match every term at once (kube's podMatchesAllAffinityTerms).
+                rows = cache.pods.rows_matching_all([(t.selector, t.namespaces) for t in s.affinity_terms])
+                if rows.size:
                     for t in s.affinity_terms:
                         _add_rows(s.affinity, table, t.topology_key, rows, 1)
         for t in s.anti_affinity_terms:
@@ -676,12 +671,6 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
                 _add_rows(s.anti_affinity, table, t.topology_key, rows, times)
         state.write(PRE_FILTER_KEY, s)
         return None, None
-
-    @staticmethod
-    def _matching(cache: Cache, term: ResolvedTerm) -> list[PodInfo]:
-        if term.namespaces is not None and not term.namespaces:
-            return []
-        return cache.pods.matching(term.selector, term.namespaces)
 
     def _count_existing_anti_affinity(self, s: PreFilterState, pi: PodInfo, cache: Cache) -> None:
         index = self._anti_index

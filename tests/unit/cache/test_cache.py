@@ -1,7 +1,7 @@
 import pytest
 
 from builders import cache_with, info, node, pod
-from kubesched.api.objects import LabelSelector
+from kubesched.api.objects import LabelSelector, LabelSelectorRequirement
 from kubesched.api.selectors import compile_label_selector
 from kubesched.cache.cache import Cache, CacheError
 
@@ -152,6 +152,36 @@ def test_rows_matching_follows_pods_as_they_come_and_go() -> None:
         for namespaces in (None, {"a"}):
             rows, counts = index.rows_matching(selector, namespaces)
             assert dict(zip(rows.tolist(), counts.tolist(), strict=True)) == expected(namespaces)
+
+
+def test_rows_matching_all_is_each_pod_every_term_matches() -> None:
+    """rows_matching_all against a walk of every pod, as pods come and go and with the terms'
+    matches kept from earlier asks (or found afresh)."""
+    import random
+
+    from kubesched.cache.podindex import PodIndex
+
+    index = PodIndex()
+    web = compile_label_selector(LabelSelector(match_labels={"app": "web"}))
+    tier = compile_label_selector(LabelSelector(match_expressions=[LabelSelectorRequirement(key="tier", operator="Exists")]))
+    rng = random.Random(11)
+    placed: dict[str, object] = {}
+    terms_sets: list[list[tuple[object, set[str] | None]]] = [
+        [(web, None), (tier, None)], [(web, {"a"}), (tier, {"a", "b"})], [(tier, {"b"}), (web, None), (web, {"a", "b"})],
+        [(tier, None), (web, {"a"}), (web, {"b", "c"})],
+    ]
+    for step in range(300):
+        if placed and rng.random() < 0.4:
+            index.remove(placed.pop(rng.choice(sorted(placed))))  # type: ignore[arg-type]
+        else:
+            labels = {"app": rng.choice(["web", "db"])} | ({"tier": "x"} if rng.random() < 0.5 else {})
+            p = info(pod(f"p{step}", namespace=rng.choice(["a", "b", "c"]), labels=labels))
+            index.add(p, rng.randrange(6))
+            placed[p.uid] = p
+        terms = terms_sets[step % len(terms_sets)]
+        want = sorted(index.row[uid] for uid, p in index.infos.items()
+                      if all((ns is None or p.namespace in ns) and sel.matches(p.labels) for sel, ns in terms))  # type: ignore[attr-defined]
+        assert sorted(index.rows_matching_all(terms).tolist()) == want  # type: ignore[arg-type]
 
 
 def test_rows_matching_live_only_leaves_out_terminating_pods() -> None:

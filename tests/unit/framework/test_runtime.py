@@ -32,6 +32,7 @@ from kubesched.framework.interface import (
     ScorePlugin,
     Status,
 )
+from kubesched.framework.runtime import _tally
 
 from .fwkit import a_pod, all_rows, framework, names
 
@@ -456,3 +457,17 @@ def test_registered_events_are_asked_once_and_do_not_outlive_the_plugin() -> Non
     del fwk, first
     gc.collect()
     assert plugin() is None
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32, np.int64, np.uint64])
+def test_tally_counts_each_failed_code_as_np_unique_does(dtype: type) -> None:
+    rng = np.random.default_rng(7)
+    for high in (1, 3, 200, 70_000):
+        if np.iinfo(dtype).max < high:
+            continue
+        codes = rng.integers(1, high + 1, size=5_000).astype(dtype)
+        values, counts = np.unique(codes, return_counts=True)
+        assert _tally(codes) == list(zip(values.tolist(), counts.tolist(), strict=True))
+    negative = np.array([-3, 5, -3, 2], dtype=np.int64) if np.dtype(dtype).kind == "i" else np.array([], dtype=dtype)
+    values, counts = np.unique(negative, return_counts=True)
+    assert _tally(negative) == list(zip(values.tolist(), counts.tolist(), strict=True))
