@@ -57,6 +57,7 @@ from kubesched.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     QueueingHint,
+    RowFilter,
     ScorePlugin,
     SignFragment,
     SignPlugin,
@@ -528,7 +529,7 @@ class PreScoreState:
 # --- the plugin ----------------------------------------------------------------------------------------
 
 
-class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
+class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = InterPodAffinityArgs
 
@@ -701,44 +702,50 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, Sc
     # --- Filter ---------------------------------------------------------------------------------------
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        return self._verdicts(state, table, slice(0, table.size), table.size)
+
+    def filter_rows(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
+        # Preemption's dry run asks about one node at a time: read only those rows.
+        return self._verdicts(state, table, rows, int(rows.size))
+
+    def _verdicts(self, state: CycleState, table: NodeTable, rows: np.ndarray | slice, n: int) -> FilterResult | None:
+        """Filter's codes for `rows` (the whole table as a slice, or some rows), `n` of them."""
         s = state.read(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
             return None
-        size = table.size
-        codes = np.zeros(size, dtype=np.uint8)
-        rows = slice(0, size)
+        codes = np.zeros(n, dtype=np.uint8)
         # Written in reverse precedence so that the first failing check names the row.
         if _any_nonzero(s.existing_anti_affinity):
-            failed = np.zeros(size, dtype=bool)
+            failed = np.zeros(n, dtype=bool)
             for key in s.existing_anti_affinity:
                 counts = _lookup(s.existing_anti_affinity, table, key, rows)
                 if counts is not None:
                     failed |= counts > 0
             codes[failed] = _EXISTING
         if s.anti_affinity_terms and _any_nonzero(s.anti_affinity):
-            failed = np.zeros(size, dtype=bool)
+            failed = np.zeros(n, dtype=bool)
             for key in dict.fromkeys(t.topology_key for t in s.anti_affinity_terms):
                 counts = _lookup(s.anti_affinity, table, key, rows)
                 if counts is not None:
                     failed |= counts > 0
             codes[failed] = _ANTI
         if s.affinity_terms:
-            codes[self._affinity_fails(s, table, size)] = _AFFINITY
+            codes[self._affinity_fails(s, table, rows, n)] = _AFFINITY
         if not codes.any():
             return None
         return FilterResult.from_reasons(codes, _REASONS)
 
     @staticmethod
-    def _affinity_fails(s: PreFilterState, table: NodeTable, size: int) -> np.ndarray:
-        has_keys = np.ones(size, dtype=bool)
-        pods_exist = np.ones(size, dtype=bool)
+    def _affinity_fails(s: PreFilterState, table: NodeTable, rows: np.ndarray | slice, n: int) -> np.ndarray:
+        has_keys = np.ones(n, dtype=bool)
+        pods_exist = np.ones(n, dtype=bool)
         for key in dict.fromkeys(t.topology_key for t in s.affinity_terms):
             col = table.labels.get(key)
             if col is None:
                 # No node carries the key: every node lacks a topology label.
-                return np.ones(size, dtype=bool)
-            has_keys &= col.ids[:size] >= 0
-            counts = _lookup(s.affinity, table, key, slice(0, size))
+                return np.ones(n, dtype=bool)
+            has_keys &= col.ids[rows] >= 0
+            counts = _lookup(s.affinity, table, key, rows)
             if counts is None:
                 pods_exist[:] = False
             else:

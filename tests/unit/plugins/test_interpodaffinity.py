@@ -984,6 +984,13 @@ def _reference(cache: Cache, p: PodInfo, hard: int) -> tuple[dict[str, tuple[Cod
     return verdict, raw
 
 
+def _read(result: Any, at: np.ndarray) -> list[tuple[Code, tuple[str, ...]] | None]:
+    """A FilterResult's verdicts at the positions `at` of its codes."""
+    if result is None:
+        return [None] * at.size
+    return [None if c == 0 else result.describe(c) for c in result.codes[at].tolist()]
+
+
 def _random_term(rng: np.random.Generator) -> dict[str, Any]:
     choice = int(rng.integers(4))
     if choice == 0:
@@ -1049,6 +1056,10 @@ def test_matches_reference_on_random_clusters(seed: int) -> None:
         got = {n: None for n in cache.table.index} if status is not None else verdicts(pl, state, p)
         assert got == want_codes, (seed, step)
         rows = cache.table.rows()
+        if status is None:  # the row-wise Filter (preemption's dry runs) says what the whole one says
+            some = np.sort(rng.choice(rows, size=int(rng.integers(1, rows.size + 1)), replace=False))
+            assert _read(pl.filter_rows(state, p, cache.table, some), np.arange(some.size)) == \
+                _read(pl.filter(state, p, cache.table), some), (seed, step)
         status = pl.pre_score(state, p, cache.table, rows)
         raw = np.zeros(rows.size, dtype=np.int64) if status is not None else pl.score(state, p, cache.table, rows)
         assert {cache.table.name_of(int(r)): int(s) for r, s in zip(rows, raw, strict=True)} == want_raw, (seed, step)
