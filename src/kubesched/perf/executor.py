@@ -197,6 +197,7 @@ class WorkloadResult:
     threshold: float
     throughput: list[Throughput] = field(default_factory=list)
     attempt_ms: dict[str, float] = field(default_factory=dict)  # p50/p90/p99 of attempt durations while measuring
+    attempts: int = 0  # scheduling attempts while measuring (a scheduler that retries more pays for it)
     cpu_seconds: float = 0.0  # the scheduler's, while measuring
     rss_peak_mib: float = 0.0
     skipped: list[str] = field(default_factory=list)  # ops not run, each with why
@@ -221,7 +222,7 @@ class WorkloadResult:
             "throughput": [{"name": t.name, "pods": t.pods, "seconds": round(t.seconds, 3), "average": round(t.average, 1),
                             "perc50": round(t.percentile(50), 1), "perc90": round(t.percentile(90), 1),
                             "perc99": round(t.percentile(99), 1), "samples": len(t.samples)} for t in self.throughput],
-            "attempt_ms": self.attempt_ms, "cpu_seconds": round(self.cpu_seconds, 3),
+            "attempt_ms": self.attempt_ms, "attempts": self.attempts, "cpu_seconds": round(self.cpu_seconds, 3),
             "cpu_seconds_per_1000_pods": round(self.cpu_per_1000_pods, 3), "rss_peak_mib": round(self.rss_peak_mib, 1),
             "skipped": self.skipped, "wall_seconds": round(self.wall_seconds, 3),
         }
@@ -349,7 +350,9 @@ class Executor:
         before, buckets = self.window
         after = self.target.usage()
         self.result.cpu_seconds += after.cpu_seconds - before.cpu_seconds
-        self.result.attempt_ms = attempt_percentiles(buckets, self.target.attempt_seconds())
+        now = self.target.attempt_seconds()
+        self.result.attempt_ms = attempt_percentiles(buckets, now)
+        self.result.attempts += attempt_count(buckets, now)
 
     async def _create_pods(self, op: CreatePods) -> None:
         await self._namespace(op.namespace)
@@ -481,6 +484,13 @@ class Executor:
             if op.namespace:
                 obj.setdefault("metadata", {})["namespace"] = op.namespace
             await self.target.update(obj, op.subresources)
+
+
+def attempt_count(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> int:
+    """Attempts between two cumulative bucket readings (the +Inf bucket's growth)."""
+    if not after:
+        return 0
+    return int(after[-1][1] - dict(before).get(after[-1][0], 0.0))
 
 
 def attempt_percentiles(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> dict[str, float]:

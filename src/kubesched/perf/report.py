@@ -57,19 +57,19 @@ def _fmt(value: float, digits: int = 0) -> str:
 def table(rows: Sequence[Row], title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for name, justify in (("workload", "left"), ("target", "left"), ("threshold", "right"), ("pods/s", "right"),
-                          ("p50 ms", "right"), ("p99 ms", "right"), ("cpu s/1000 pods", "right"), ("peak RSS MiB", "right"),
-                          ("", "left")):
+                          ("p50 ms", "right"), ("p99 ms", "right"), ("attempts", "right"), ("cpu s/1000 pods", "right"),
+                          ("peak RSS MiB", "right"), ("", "left")):
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in rows:
         if row.result is None:
-            t.add_row(row.workload, row.target, _fmt(row.threshold), "", "", "", "", "", "not run" if row.refused else "FAILED")
+            t.add_row(row.workload, row.target, _fmt(row.threshold), "", "", "", "", "", "", "not run" if row.refused else "FAILED")
             continue
         r = row.result
         verdict = "" if not row.threshold else ("above threshold" if r.pods_per_second >= row.threshold else "BELOW threshold")
         if r.skipped:
             verdict = "; ".join([verdict, *(f"skipped {s}" for s in r.skipped)]).strip("; ")
         t.add_row(row.workload, row.target, _fmt(row.threshold), _fmt(r.pods_per_second), _fmt(r.attempt_ms.get("p50", 0.0), 3),
-                  _fmt(r.attempt_ms.get("p99", 0.0), 3), _fmt(r.cpu_per_1000_pods, 2), _fmt(r.rss_peak_mib), verdict)
+                  _fmt(r.attempt_ms.get("p99", 0.0), 3), _fmt(r.attempts), _fmt(r.cpu_per_1000_pods, 2), _fmt(r.rss_peak_mib), verdict)
     return t
 
 

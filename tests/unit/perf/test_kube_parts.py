@@ -12,7 +12,7 @@ import yaml
 
 from kubesched.devcluster.binaries import BinariesMissing, cache_dir, find_binaries
 from kubesched.devcluster.schedulers import kube_scheduler_argv, kubesched_argv, parse_histogram, read_usage
-from kubesched.perf.executor import attempt_percentiles
+from kubesched.perf.executor import attempt_count, attempt_percentiles
 from kubesched.perf.kuberun import apiserver_settings, gate_flag, scheduler_config
 from kubesched.perf.source import KUBE_VERSION
 from kubesched.perf.workloads import TestCase as Case
@@ -46,6 +46,8 @@ def test_histogram_summed_over_labels_in_bound_order() -> None:
     assert parse_histogram(odd, "h") == [(0.5, 3.0), (math.inf, 4.0)]
     before = [(0.001, 0.0), (0.002, 0.0), (0.004, 0.0), (math.inf, 0.0)]
     assert attempt_percentiles(before, buckets)["p50"] == pytest.approx(2.0 + 2.0 * (6 - 5) / 7, abs=1e-3)
+    assert attempt_count(before, buckets) == 12
+    assert attempt_count([(0.001, 1.0), (math.inf, 5.0)], buckets) == 7 and attempt_count(before, []) == 0
 
 
 def test_usage_of_a_live_process_and_of_none() -> None:
