@@ -4,18 +4,25 @@ Everything here runs off the scheduling cycle. Writes that concern one pod are
 applied in the order the scheduler asked for them (a status patch saying the pod
 is unschedulable can never land after the bind that placed it), and a failed
 write is logged and counted, never raised into the scheduler.
+
+Since the cycle does not wait for its writes, a pod retried faster than the API server answers
+would queue a status patch per attempt. As kube-scheduler's asynchronous API dispatcher does, a
+write still waiting is replaced by a newer one of the same kind (only the last PodScheduled=False
+matters), and a bind drops the PodScheduled=False patches still waiting for it (the binding
+itself marks the pod scheduled).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubesched.api.objects import PodCondition
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageWriteError
@@ -38,16 +45,27 @@ def pod_path(namespace: str, name: str) -> str:
 MERGE_PATCH = "application/merge-patch+json"
 
 
+SET_UNSCHEDULABLE = "setting PodScheduled=False"
+
+
+@dataclass(slots=True)
+class _PodWrites:
+    """One pod's writes: those not sent yet, by kind in the order last asked, and the task sending them."""
+
+    waiting: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
+    sender: asyncio.Task[None] | None = None
+
+
 class KubeBackend:
     def __init__(self, client: ApiClient, events: EventRecorder) -> None:
         self.client = client
         self.events = events
         self.scheduler: SchedulerPort | None = None
-        # The last write queued for each pod: the next one for that pod waits for it.
-        self._tails: dict[str, asyncio.Task[None]] = {}
+        self._writes: dict[str, _PodWrites] = {}  # pod uid -> its writes under way
         self.binds = 0
         self.bind_conflicts = 0
         self.write_failures = 0
+        self.writes_superseded = 0  # writes replaced by a newer one (or a bind) before they were sent
 
     def connect(self, scheduler: SchedulerPort) -> None:
         self.scheduler = scheduler
@@ -55,40 +73,53 @@ class KubeBackend:
     # --- ordering of writes to one pod ------------------------------------------------------------
 
     def _then(self, pi: PodInfo, what: str, write: Callable[[], Awaitable[None]]) -> None:
-        previous = self._tails.get(pi.uid)
+        """Sends `write` after the pod's earlier writes; one of the same kind not sent yet is replaced."""
+        writes = self._writes.get(pi.uid)
+        if writes is None:
+            writes = self._writes[pi.uid] = _PodWrites()
+        if writes.waiting.pop(what, None) is not None:
+            self.writes_superseded += 1
+        writes.waiting[what] = write
+        if writes.sender is None:
+            writes.sender = asyncio.get_running_loop().create_task(self._send(pi, writes), name=f"writes of pod {pi.key}")
+            if self.scheduler is not None:
+                self.scheduler.track(writes.sender)
 
-        async def run() -> None:
-            if previous is not None:
-                await asyncio.wait({previous})
-            try:
-                await write()
-            except ApiError as exc:
-                if exc.status == 404:
-                    return  # the pod is gone: nothing left to update
-                self.write_failures += 1
-                log.warning("%s for pod %s failed: %s", what, pi.key, exc)
+    async def _send(self, pi: PodInfo, writes: _PodWrites) -> None:
+        try:
+            while writes.waiting:
+                what = next(iter(writes.waiting))
+                write = writes.waiting.pop(what)
+                try:
+                    await write()
+                except ApiError as exc:
+                    if exc.status == 404:
+                        writes.waiting.clear()
+                        return  # the pod is gone: nothing left to update
+                    self.write_failures += 1
+                    log.warning("%s for pod %s failed: %s", what, pi.key, exc)
+        finally:
+            if self._writes.get(pi.uid) is writes:
+                del self._writes[pi.uid]
 
-        task = asyncio.get_running_loop().create_task(run(), name=f"{what} {pi.key}")
-        self._tails[pi.uid] = task
-        task.add_done_callback(functools.partial(self._forget_tail, pi.uid))
-        if self.scheduler is not None:
-            self.scheduler.track(task)
-
-    def _forget_tail(self, uid: str, task: asyncio.Task[None]) -> None:
-        if self._tails.get(uid) is task:
-            del self._tails[uid]
-
-    async def _settled(self, uid: str) -> None:
-        previous = self._tails.get(uid)
-        if previous is not None:
-            await asyncio.wait({previous})
+    async def _settled(self, uid: str, superseded: tuple[str, ...] = ()) -> None:
+        """Returns once the pod's writes asked for so far are sent, dropping those of the kinds
+        `superseded` that are still waiting."""
+        writes = self._writes.get(uid)
+        if writes is None:
+            return
+        for what in superseded:
+            if writes.waiting.pop(what, None) is not None:
+                self.writes_superseded += 1
+        if writes.sender is not None:
+            await asyncio.wait({writes.sender})
 
     # --- ClusterBackend -------------------------------------------------------------------------------
 
     async def bind(self, pi: PodInfo, node: str) -> Status | None:
         """POST the pods/binding subresource. The Binding carries the pod's uid, so a pod
         deleted and recreated under the same name is never bound by mistake."""
-        await self._settled(pi.uid)
+        await self._settled(pi.uid, superseded=(SET_UNSCHEDULABLE,))
         meta = pi.pod.metadata
         body = {
             "apiVersion": "v1",
@@ -165,14 +196,23 @@ class KubeBackend:
             if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == reason and cond.message == message:
                 return
         meta = pi.pod.metadata
+        # The condition's status stays False: kube keeps its lastTransitionTime.
+        since = next((c.last_transition_time for c in pi.pod.status.conditions
+                      if c.type == "PodScheduled" and c.status == "False" and c.last_transition_time), None)
         condition = {
             "type": "PodScheduled",
             "status": "False",
             "reason": reason,
             "message": message,
             "lastProbeTime": None,
-            "lastTransitionTime": micro_time()[:19] + "Z",
+            "lastTransitionTime": since or micro_time()[:19] + "Z",
         }
+        # Remembered at once (as set_nominated_node does): an attempt before the watch brings the
+        # patched pod back does not patch the same words again.
+        status = pi.pod.status
+        status.conditions = [*(c for c in status.conditions if c.type != "PodScheduled"),
+                             PodCondition(type="PodScheduled", status="False", reason=reason, message=message,
+                                          last_transition_time=condition["lastTransitionTime"])]
 
         async def write() -> None:
             await self.client.patch(
@@ -181,7 +221,7 @@ class KubeBackend:
                 content_type=STRATEGIC_MERGE,
             )
 
-        self._then(pi, "setting PodScheduled=False", write)
+        self._then(pi, SET_UNSCHEDULABLE, write)
 
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
         if (pi.pod.status.nominated_node_name or None) == node:

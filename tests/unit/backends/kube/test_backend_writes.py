@@ -1,0 +1,114 @@
+"""KubeBackend's writes to one pod: in the order asked, a waiting write replaced by a newer one of
+its kind, waiting PodScheduled=False patches dropped by a bind. A fake API client stands in for the
+API server here (it records requests and can hold them); the integration tests use the real one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from builders import info, pod
+from kubesched.api.objects import PodCondition
+from kubesched.api.podinfo import PodInfo
+from kubesched.backends.kube.backend import KubeBackend
+
+
+class FakeClient:
+    """Records each request; while `hold` is clear, requests wait for it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, Any]] = []
+        self.hold = asyncio.Event()
+        self.hold.set()
+
+    async def patch(self, path: str, *, body: Any, content_type: str = "") -> Any:
+        self.sent.append(("PATCH", path, body))
+        await self.hold.wait()
+        return {}
+
+    async def post(self, path: str, *, body: Any) -> Any:
+        self.sent.append(("POST", path, body))
+        await self.hold.wait()
+        return {}
+
+
+def backend() -> tuple[KubeBackend, FakeClient]:
+    client = FakeClient()
+    return KubeBackend(client, events=None), client  # type: ignore[arg-type]
+
+
+def messages(client: FakeClient) -> list[str]:
+    out = []
+    for verb, path, body in client.sent:
+        if path.endswith("/binding"):
+            out.append(f"bind {body['target']['name']}")
+        elif "conditions" in body.get("status", {}):
+            out.append(body["status"]["conditions"][0]["message"])
+        elif "nominatedNodeName" in body.get("status", {}):
+            out.append(f"nominate {body['status']['nominatedNodeName']}")
+        else:
+            out.append(f"{verb} {path}")
+    return out
+
+
+def pending(name: str = "p") -> PodInfo:
+    return info(pod(name))
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_a_waiting_patch_is_replaced_by_the_newer_one() -> None:
+    kb, client = backend()
+    pi = pending()
+    client.hold.clear()
+    kb.set_unschedulable(pi, "0/3 nodes are available: 3 first.")
+    await settle()  # the first patch is on the wire
+    kb.set_unschedulable(pi, "0/3 nodes are available: 3 second.")
+    kb.set_unschedulable(pi, "0/3 nodes are available: 3 third.")
+    client.hold.set()
+    await settle()
+    assert messages(client) == ["0/3 nodes are available: 3 first.", "0/3 nodes are available: 3 third."]
+    assert kb.writes_superseded == 1
+
+
+async def test_a_bind_drops_the_unschedulable_patches_still_waiting() -> None:
+    kb, client = backend()
+    pi = pending()
+    client.hold.clear()
+    kb.set_unschedulable(pi, "first")
+    await settle()
+    kb.set_nominated_node(pi, "n1")
+    kb.set_unschedulable(pi, "second")
+    binding = asyncio.ensure_future(kb.bind(pi, "n1"))
+    client.hold.set()
+    assert await binding is None
+    # The nomination still goes out, before the bind; "second" never does.
+    assert messages(client) == ["first", "nominate n1", "bind n1"]
+
+
+async def test_writes_of_different_kinds_keep_their_order() -> None:
+    kb, client = backend()
+    a, b = pending("a"), pending("b")
+    kb.set_nominated_node(a, "n1")
+    kb.set_unschedulable(a, "a failed")
+    kb.set_unschedulable(b, "b failed")
+    await settle()
+    sent = messages(client)
+    assert sorted(sent) == ["a failed", "b failed", "nominate n1"]
+    assert sent.index("nominate n1") < sent.index("a failed")
+    assert not kb._writes  # nothing left under way
+
+
+async def test_the_same_words_are_not_patched_twice_and_the_transition_time_stays() -> None:
+    kb, client = backend()
+    pi = pending()
+    pi.pod.status.conditions = [PodCondition(type="PodScheduled", status="False", reason="Unschedulable",
+                                             message="old", last_transition_time="2026-01-01T00:00:00Z")]
+    kb.set_unschedulable(pi, "new")
+    kb.set_unschedulable(pi, "new")  # the watch has not brought the patched pod back yet
+    await settle()
+    assert messages(client) == ["new"]
+    assert client.sent[0][2]["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
