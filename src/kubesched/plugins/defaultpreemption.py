@@ -41,6 +41,7 @@ exactly as kube does.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import random
@@ -73,6 +74,7 @@ from kubesched.framework.interface import (
     PostFilterPreview,
     PostFilterResult,
     PreemptionPlan,
+    PreEnqueuePlugin,
     QueueingHint,
     Status,
 )
@@ -90,6 +92,8 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_NODES = "no nodes available"
 PREEMPTED_REASON = "Preempted"
 WAITING_POD_MESSAGE = "preempted"
+# kube's PreEnqueue while a preemption's deletions are under way.
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 
 _INT32_MAX = 2**31 - 1
 # kube shifts priorities by MaxInt32+1 before summing so negative priorities add up sensibly.
@@ -277,7 +281,7 @@ def _fit(arr: np.ndarray, size: int) -> np.ndarray:
 # --- the plugin -----------------------------------------------------------------------------------------
 
 
-class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPostFilterPlugin, EnqueueExtensions):
+class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPreview, PodGroupPostFilterPlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = DefaultPreemptionArgs
 
@@ -293,6 +297,9 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
         # still in the cache and counts as terminating, as kube's victims in graceful deletion do.
         self.deleting: dict[str, str] = {}
         self.waiting_on: dict[str, tuple[str, int]] = {}
+        # Preemptions whose deletions are under way, by preemptor uid: the last victim's uid once
+        # only it is left (kube's preempting set and lastVictimsPendingPreemption).
+        self.preempting: dict[str, str | None] = {}
 
     # --- events (kube's, with SchedulerAsyncPreemption on by default) -----------------------------------
 
@@ -350,7 +357,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
             return Status(status.code, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons) if status.reasons else (), NAME)
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
         handle.record_preemption(victims)
-        preemptor = next(iter(members))
+        doomed: list[PodInfo] = []
         for victim in victims:
             if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
                 continue
@@ -359,7 +366,11 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
                 waiting.reject(NAME, WAITING_POD_MESSAGE)
                 handle.record_event(victim, "Normal", PREEMPTED_REASON, message + " (in kube-scheduler memory).")
                 continue
-            self.delete(preemptor, victim, gp.CANDIDATE_NODE, message)
+            doomed.append(victim)
+        # Not held back at PreEnqueue (kube holds the pod group): a group's entity in this queue
+        # carries no rejecting plugins, so the gate would be its only one and its hint skips;
+        # `ongoing` above answers its attempts while the deletions run instead.
+        self.evict(None, members, doomed, gp.CANDIDATE_NODE, message)
         for pi, node in proposed:
             handle.nominate(pi, node)
         return Status(Code.SUCCESS, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons), NAME)
@@ -594,6 +605,7 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
         handle = self.handle
         message = preempted_message(pi, best.node)
         handle.record_preemption(best.victims)
+        doomed: list[PodInfo] = []
         for victim in best.victims:
             if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
                 continue  # already going away: no second delete
@@ -603,19 +615,51 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
                 waiting.reject(NAME, WAITING_POD_MESSAGE)
                 handle.record_event(victim, "Normal", PREEMPTED_REASON, message)
                 continue
-            self.delete(pi, victim, best.node, message)
+            doomed.append(victim)
+        self.evict(pi.uid, [pi], doomed, best.node, message)
         # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
         for other in handle.nominated_pods(best.node):
             if other.priority < pi.priority:
                 handle.nominate(other, None)
 
-    def delete(self, preemptor: PodInfo, victim: PodInfo, node: str, message: str) -> None:
-        """Deletes a victim in the background (PostFilter itself is synchronous), through the
-        handle's `spawn`, so that the scheduler tracks and drains the deletion."""
-        self.deleting[victim.uid] = node
-        _, pending = self.waiting_on.get(preemptor.uid, (node, 0))
-        self.waiting_on[preemptor.uid] = (node, pending + 1)
-        self.handle.spawn(self._delete(preemptor.uid, victim, message), f"preemption: deleting victim {victim.key}")
+    # --- evicting (kube's asynchronous prepareCandidate) --------------------------------------------------
+
+    def evict(self, gate: str | None, preemptors: Sequence[PodInfo], victims: list[PodInfo], node: str, message: str) -> None:
+        """Deletes the victims in the background (PostFilter itself is synchronous), through the
+        handle's `spawn`, so that the scheduler tracks and drains the deletions. As kube's
+        prepareCandidateAsync: every victim but the last at once, then the last; until then the
+        preemptor (`gate`: its uid) is held back by PreEnqueue, so the deletions it is waiting for
+        do not send it round the cycle again, and if a deletion fails the preemptors are
+        activated, as no deletion event may come to release them."""
+        if not victims:
+            return
+        lead = preemptors[0]
+        for victim in victims:
+            self.deleting[victim.uid] = node
+        _, pending = self.waiting_on.get(lead.uid, (node, 0))
+        self.waiting_on[lead.uid] = (node, pending + len(victims))
+        if gate is not None:
+            self.preempting[gate] = None
+        self.handle.spawn(self._evict_all(gate, lead.uid, [p.uid for p in preemptors], victims, message),
+                          f"preemption: deleting {len(victims)} victims for {lead.key}")
+
+    async def _evict_all(self, gate: str | None, lead: str, preemptors: list[str], victims: list[PodInfo], message: str) -> None:
+        done = False
+        try:
+            *first, last = victims
+            results = await asyncio.gather(*(self._delete(lead, v, message) for v in first), return_exceptions=True)
+            failed = next((r for r in results if isinstance(r, BaseException)), None)
+            if failed is not None:
+                raise failed
+            if gate is not None:
+                self.preempting[gate] = last.uid
+            await self._delete(lead, last, message)
+            done = True
+        finally:
+            if gate is not None:
+                self.preempting.pop(gate, None)
+            if not done:
+                self.handle.activate(preemptors)
 
     async def _delete(self, preemptor_uid: str, victim: PodInfo, message: str) -> None:
         try:
@@ -627,6 +671,18 @@ class DefaultPreemption(Plugin, PostFilterPlugin, PostFilterPreview, PodGroupPos
                 self.waiting_on.pop(preemptor_uid, None)
             else:
                 self.waiting_on[preemptor_uid] = (node, pending - 1)
+
+    def pre_enqueue(self, pi: PodInfo) -> Status | None:
+        """kube's PreEnqueue under async preemption: a pod whose victims are still being deleted
+        waits, until the last victim is gone or terminating."""
+        if pi.uid not in self.preempting:
+            return None
+        last = self.preempting[pi.uid]
+        if last is not None:
+            placed = self.handle.cache.placed.get(last)
+            if placed is None or placed.info.pod.metadata.deletion_timestamp:
+                return None  # its deletion went through: the preemption is over
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_PREEMPTION,), NAME)
 
 
 def _aggregate(errors: list[str]) -> str:

@@ -912,6 +912,70 @@ async def test_no_second_preemption_while_victims_are_being_deleted() -> None:
     assert c.exists("b")
 
 
+async def test_the_preemptor_waits_at_pre_enqueue_until_its_last_victim_is_deleted() -> None:
+    """kube's async preemption: every victim but the last deleted at once, then the last; the
+    preemptor is held back by PreEnqueue meanwhile (the first deletions' events do not send it
+    round the cycle), and its next attempt, once the last victim is gone, places it."""
+    c = Cluster([node("n1", cpu="3")], [running(f"low{i}", "n1", "1", 1) for i in range(3)])
+    first, last = asyncio.Event(), asyncio.Event()
+    real_delete = c.sim.delete_pod
+    order: list[str] = []
+
+    async def held_delete(pi: PodInfo, reason: str) -> None:
+        order.append(pi.pod.metadata.name)
+        await (first if len(order) < 3 else last).wait()
+        await real_delete(pi, reason)
+
+    async def spin() -> None:
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    c.sim.delete_pod = held_delete  # type: ignore[method-assign]
+    c.add(pod("high", "3", priority=10))
+    assert c.sched.schedule_one()
+    await spin()
+    plugin, uid = c.plugin, c.uid("high")
+    high = c.sched.queue.pods[uid].pi
+    assert sorted(order) == ["low0", "low1"]  # the first two at once; the last waits for them
+    waiting = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("waiting for the preemption for this pod to be finished",),
+                     "DefaultPreemption")
+    assert plugin.pre_enqueue(high) == waiting
+    first.set()
+    await spin()
+    assert len(order) == 3 and not c.exists("low0") and not c.exists("low1")
+    # Their deletion events moved the preemptor as far as PreEnqueue, which holds it.
+    c.clock.advance_to(c.clock.now() + 30)
+    c.clock.run_due()
+    assert not c.sched.schedule_one()
+    assert c.sched.queue.pods[uid].where == "gated"
+    last.set()
+    await c.side_effects()
+    assert plugin.preempting == {} and plugin.pre_enqueue(high) is None
+    await c.settle()
+    assert c.node_of("high") == "n1"
+    # Two attempts: the one that preempted and the one that placed it.
+    assert [r.result for r in c.sched.recorder.recent if r.pod == "default/high"] == ["unschedulable", "scheduled"]
+
+
+async def test_a_failed_deletion_activates_the_preemptor() -> None:
+    c = Cluster([node("n1", cpu="2")], [running("low0", "n1", "1", 1), running("low1", "n1", "1", 1)])
+    failing = True
+
+    async def broken_delete(pi: PodInfo, reason: str) -> None:
+        if failing:
+            raise RuntimeError("apiserver said no")
+
+    c.sim.delete_pod = broken_delete  # type: ignore[method-assign]
+    activated: list[str] = []
+    real_activate = c.fwk.activate
+    c.fwk.activate = lambda uids: (activated.extend(uids), real_activate(uids))  # type: ignore[method-assign, func-returns-value]
+    c.add(pod("high", "2", priority=10))
+    assert c.sched.schedule_one()
+    with pytest.raises(RuntimeError):
+        await asyncio.gather(*c.sched.background)
+    assert activated == [c.uid("high")] and c.plugin.preempting == {}
+
+
 async def test_simulation_with_the_default_profile() -> None:
     # The whole default profile on the simulator, from manifests: the high-priority pod evicts the
     # two cheapest pods it needs gone and runs; the pod of the same priority is left alone.
