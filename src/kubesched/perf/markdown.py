@@ -33,6 +33,13 @@ def _name(row: dict[str, Any]) -> str:
     return f"{row['case']}/{row['workload']}" if row.get("case") else str(row["workload"])
 
 
+def _throughput(rows: list[dict[str, Any]]) -> str:
+    """The median pods/s of a scheduler's rounds; "failed" when every round it ran failed."""
+    if rows and all(r.get("failed") for r in rows):
+        return "failed"
+    return _num(_median(rows, "pods_per_second"))
+
+
 def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:
     by_workload: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     order: list[str] = []
@@ -61,7 +68,7 @@ def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:
                  _num(statistics.median(p99), 2) if p99 else ""]
         if kube is not None:
             ours, theirs = targets.get(KUBESCHED_KUBE, []), targets.get(KUBE_SCHEDULER, [])
-            cells += [_num(_median(ours, "pods_per_second")), _num(_median(theirs, "pods_per_second")),
+            cells += [_throughput(ours), _throughput(theirs),
                       _num(_median(ours, "cpu_seconds_per_1000_pods"), 2), _num(_median(theirs, "cpu_seconds_per_1000_pods"), 2),
                       _num(_median(ours, "rss_peak_mib")), _num(_median(theirs, "rss_peak_mib"))]
         lines.append("| " + " | ".join(cells) + " |")

@@ -39,3 +39,16 @@ def test_refused_workloads_are_listed_with_the_reason() -> None:
     out = table({"rows": [row("SchedulingWithResourceClaimTemplate", "5000pods_500nodes", SIM, 0,
                               refused="needs dynamic resource allocation")]})
     assert "- SchedulingWithResourceClaimTemplate/5000pods_500nodes: needs dynamic resource allocation" in out
+
+
+def test_a_scheduler_whose_runs_all_failed_says_failed() -> None:
+    sim = {"rows": [row("GangPreemptionBasic", "100Nodes", SIM, 33)]}
+    failed = {"case": "GangPreemptionBasic", "workload": "100Nodes", "target": KUBESCHED_KUBE, "threshold": 0.0,
+              "failed": "timed out after 600 s"}
+    kube = {"rows": [failed, row("GangPreemptionBasic", "100Nodes", KUBE_SCHEDULER, 18, cpu_seconds_per_1000_pods=20.7)]}
+    line = next(x for x in table(sim, kube).splitlines() if x.startswith("| GangPreemptionBasic/"))
+    assert line.startswith("| GangPreemptionBasic/100Nodes |  | 33 |  | failed | 18 |  | 20.70 |")
+    # One good round among failed ones gives that round's figure.
+    kube["rows"].append(row("GangPreemptionBasic", "100Nodes", KUBESCHED_KUBE, 12))
+    line = next(x for x in table(sim, kube).splitlines() if x.startswith("| GangPreemptionBasic/"))
+    assert line.startswith("| GangPreemptionBasic/100Nodes |  | 33 |  | 12 | 18 |")
