@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kubesched.perf import source, workloads
 from kubesched.perf.report import Row
-from kubesched.perf.run import Plan, compare, plan, run_on_kube, run_on_simulator
+from kubesched.perf.run import Plan, RunFailed, compare, plan, run_on_kube, run_on_simulator
 from kubesched.perf.workloads import WorkloadError
 
 SIMULATOR = "kubesched (simulator)"
@@ -86,7 +86,8 @@ def on_kube(plans_: list[Plan], *, vs: bool, rounds: int, k8s_bin: Path | None =
         except WorkloadError as exc:
             rows.append(Row(p.name, targets[0], p.workload.threshold, failed=str(exc)))
             continue
-        rows += [Row(p.name, r.target, p.workload.threshold, result=r) for r in results]
+        rows += [Row(p.name, r.target, p.workload.threshold, failed=r.error) if isinstance(r, RunFailed)
+                 else Row(p.name, r.target, p.workload.threshold, result=r) for r in results]
     return rows
 
 

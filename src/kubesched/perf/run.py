@@ -14,9 +14,17 @@ from kubesched.devcluster.binaries import Binaries, find_binaries
 from kubesched.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.perf.executor import Executor, WorkloadResult, refusal
 from kubesched.perf.gates import kubesched_gates
-from kubesched.perf.kuberun import SCHEDULERS, run_dir, run_workload
+from kubesched.perf.kuberun import SCHEDULERS, run_dir, run_workload, target_label
 from kubesched.perf.simtarget import SimTarget
 from kubesched.perf.workloads import TestCase, Workload, WorkloadError
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    """One scheduler's run of a workload that did not finish, and why."""
+
+    target: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -87,21 +95,27 @@ async def run_on_kube(p: Plan, scheduler: str = KUBESCHED, *, binaries: Binaries
 
 async def compare(p: Plan, rounds: int = 1, *, binaries: Binaries | None = None, k8s_bin: Path | None = None,
                   workdir: Path | None = None, config: Path | None = None, wait_seconds: float = 600.0,
-                  progress: Callable[[str], None] | None = None) -> list[WorkloadResult]:
+                  progress: Callable[[str], None] | None = None) -> list[WorkloadResult | RunFailed]:
     """The workload through kubesched and through kube-scheduler, `rounds` times each, each run on a
     fresh control plane; the order alternates (round 1: kubesched first, round 2: kube-scheduler
     first, ...) so neither always runs on a machine the other has just warmed or tired. The results
-    in the order run. Logs of each run in <workdir>/round<N>-<scheduler> when `workdir` is given."""
+    in the order run; a run that fails is a RunFailed and the others still run, so one scheduler's
+    failure still leaves the other's figures. Logs of each run in <workdir>/round<N>-<scheduler>
+    when `workdir` is given."""
     found = binaries or find_binaries(k8s_bin)
     found.need_kube_scheduler()
     say = progress or (lambda _: None)
-    results = []
+    results: list[WorkloadResult | RunFailed] = []
     for r in range(1, rounds + 1):
         order = SCHEDULERS if r % 2 else tuple(reversed(SCHEDULERS))
         for scheduler in order:
             where = workdir / f"round{r}-{scheduler}" if workdir is not None else None
-            results.append(await run_on_kube(p, scheduler, binaries=found, workdir=where, config=config, wait_seconds=wait_seconds,
-                                             progress=_prefixed(say, f"round {r}/{rounds}, {scheduler}: ")))
+            try:
+                results.append(await run_on_kube(p, scheduler, binaries=found, workdir=where, config=config,
+                                                 wait_seconds=wait_seconds, progress=_prefixed(say, f"round {r}/{rounds}, {scheduler}: ")))
+            except WorkloadError as exc:
+                say(f"round {r}/{rounds}, {scheduler}: FAILED: {exc}")
+                results.append(RunFailed(target_label(scheduler), str(exc)))
     return results
 
 

@@ -129,3 +129,31 @@ def test_binaries_looked_up_in_the_given_directory_first(tmp_path: Path, monkeyp
 def test_the_pinned_release_is_the_one_tools_k8s_builds() -> None:
     go_mod = (REPO / "tools" / "k8s" / "kube" / "go.mod").read_text().split()
     assert go_mod[go_mod.index("k8s.io/kubernetes") + 1] == KUBE_VERSION
+
+
+def test_one_schedulers_failed_run_leaves_the_others_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare/on_kube with the runs themselves faked (no control plane here): kubesched's run
+    fails, kube-scheduler's still runs and is reported; the failure is kubesched's row."""
+    from kubesched.perf import command
+    from kubesched.perf import run as perf_run
+    from kubesched.perf.executor import WorkloadResult
+    from kubesched.perf.workloads import Workload, WorkloadError
+
+    class FakeBinaries:
+        def need_kube_scheduler(self) -> None:
+            return None
+
+    async def fake_run(p: object, scheduler: str, **_: object) -> WorkloadResult:
+        if scheduler == "kubesched":
+            raise WorkloadError("timed out after 600 s waiting for 100 pods")
+        return WorkloadResult("Gang", "100Nodes", "kube-scheduler (apiserver)", 0.0)
+
+    monkeypatch.setattr(perf_run, "find_binaries", lambda _bin=None: FakeBinaries())
+    monkeypatch.setattr(perf_run, "run_on_kube", fake_run)
+    case = Case("Gang", Path("x.yaml"), (), (), {}, (), None, None, "SchedulingThroughput")
+    plan = perf_run.Plan(case, Workload("100Nodes", {}, ("performance",), 0.0, {}), "", None)
+    rows = command.on_kube([plan], vs=True, rounds=1)
+    assert [(r.target, r.failed, r.result is not None) for r in rows] == [
+        ("kubesched (apiserver)", "timed out after 600 s waiting for 100 pods", False),
+        ("kube-scheduler (apiserver)", None, True),
+    ]
