@@ -357,16 +357,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             return Status(status.code, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons) if status.reasons else (), NAME)
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
         handle.record_preemption(victims)
-        doomed: list[PodInfo] = []
-        for victim in victims:
-            if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
-                continue
-            waiting = handle.waiting_pod(victim.uid)
-            if waiting is not None:
-                waiting.reject(NAME, WAITING_POD_MESSAGE)
-                handle.record_event(victim, "Normal", PREEMPTED_REASON, message + " (in kube-scheduler memory).")
-                continue
-            doomed.append(victim)
+        doomed = self._to_delete(victims, message + " (in kube-scheduler memory).")
         # Not held back at PreEnqueue (kube holds the pod group): a group's entity in this queue
         # carries no rejecting plugins, so the gate would be its only one and its hint skips;
         # `ongoing` above answers its attempts while the deletions run instead.
@@ -605,24 +596,30 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         handle = self.handle
         message = preempted_message(pi, best.node)
         handle.record_preemption(best.victims)
-        doomed: list[PodInfo] = []
-        for victim in best.victims:
-            if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
-                continue  # already going away: no second delete
-            waiting = handle.waiting_pod(victim.uid)
-            if waiting is not None:
-                # A pod held at Permit is not running yet: rejecting it frees the node.
-                waiting.reject(NAME, WAITING_POD_MESSAGE)
-                handle.record_event(victim, "Normal", PREEMPTED_REASON, message)
-                continue
-            doomed.append(victim)
-        self.evict(pi.uid, [pi], doomed, best.node, message)
+        self.evict(pi.uid, [pi], self._to_delete(best.victims, message), best.node, message)
         # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
         for other in handle.nominated_pods(best.node):
             if other.priority < pi.priority:
                 handle.nominate(other, None)
 
     # --- evicting (kube's asynchronous prepareCandidate) --------------------------------------------------
+
+    def _to_delete(self, victims: Sequence[PodInfo], waiting_message: str) -> list[PodInfo]:
+        """The victims to delete through the API: those already going away are skipped (no second
+        delete), and a pod held at Permit is rejected there instead (it is not running yet:
+        rejecting it frees the node), with a Preempted event saying `waiting_message`."""
+        handle = self.handle
+        doomed: list[PodInfo] = []
+        for victim in victims:
+            if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
+                continue
+            waiting = handle.waiting_pod(victim.uid)
+            if waiting is not None:
+                waiting.reject(NAME, WAITING_POD_MESSAGE)
+                handle.record_event(victim, "Normal", PREEMPTED_REASON, waiting_message)
+                continue
+            doomed.append(victim)
+        return doomed
 
     def evict(self, gate: str | None, preemptors: Sequence[PodInfo], victims: list[PodInfo], node: str, message: str) -> None:
         """Deletes the victims in the background (PostFilter itself is synchronous), through the

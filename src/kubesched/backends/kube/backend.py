@@ -192,13 +192,12 @@ class KubeBackend:
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         """PodScheduled=False with the reason and the kube-format message; skipped when the pod
         already says exactly that (kube does not rewrite an unchanged condition)."""
-        for cond in pi.pod.status.conditions:
-            if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == reason and cond.message == message:
-                return
+        was = next((c for c in pi.pod.status.conditions if c.type == "PodScheduled" and c.status == "False"), None)
+        if was is not None and was.reason == reason and was.message == message:
+            return
         meta = pi.pod.metadata
         # The condition's status stays False: kube keeps its lastTransitionTime.
-        since = next((c.last_transition_time for c in pi.pod.status.conditions
-                      if c.type == "PodScheduled" and c.status == "False" and c.last_transition_time), None)
+        since = was.last_transition_time if was is not None else None
         condition = {
             "type": "PodScheduled",
             "status": "False",
