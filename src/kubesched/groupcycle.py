@@ -28,7 +28,6 @@ FitError; a member never tried, the group's message as it was before PodGroupPos
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
@@ -46,6 +45,7 @@ from kubesched.api.podgroups import (
 )
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
+from kubesched.groupreprieve import ReprieveCheck
 from kubesched.jointplan import joint_plan
 from kubesched.observe.record import DecisionRecord, fit_error_message
 from kubesched.queue.groups import GroupAttempt
@@ -399,37 +399,10 @@ class GroupCycle:
             self._undo(fwk, trial)
             return result, proposed
 
-        result = fwk.run_pod_group_post_filter(pg, pods, place, lambda proposed: self._still_fits(fwk, proposed))
+        result = fwk.run_pod_group_post_filter(pg, pods, place, ReprieveCheck(self.sched, fwk))
         if result.code == Code.ERROR:
             return result, False
         return Status(status.code, (*status.reasons, result.message()), status.plugin), result.code == Code.SUCCESS
-
-    def _still_fits(self, fwk: Framework, proposed: Sequence[tuple[PodInfo, str]]) -> bool:
-        """Each proposed member on its node passes every Filter, the ones before it assumed there."""
-        sched = self.sched
-        table = sched.cache.table
-        made: list[tuple[CycleState, PodInfo, str]] = []
-        try:
-            for pi, node in proposed:
-                row = table.index.get(node)
-                if row is None:
-                    return False
-                only = np.zeros(table.size, dtype=bool)
-                only[row] = True
-                state = CycleState()
-                record = DecisionRecord(pi.key, fwk.name, 0, sched.clock.now(), len(table), pi.uid)
-                if sched.schedule_member(fwk, state, pi, record, only).node != node:
-                    return False
-                if sched.assume_and_reserve(fwk, state, pi, record, node) is not None:
-                    fwk.run_unreserve(state, pi, node)
-                    sched.cache.forget(pi)
-                    return False
-                made.append((state, pi, node))
-            return True
-        finally:
-            for state, pi, node in reversed(made):
-                fwk.run_unreserve(state, pi, node)
-                sched.cache.forget(pi)
 
     # --- 5. results ------------------------------------------------------------------------------
 

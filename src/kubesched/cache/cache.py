@@ -92,6 +92,16 @@ class Cache:
 
     # --- placed pods ------------------------------------------------------------------------
 
+    def lift(self, pi: PodInfo, row: int) -> None:
+        """Takes a placed pod off its row for a what-if (group preemption's): neither the table
+        nor the pod index counts it until `restore`; what the cache knows of it is unchanged."""
+        self.table.remove_pod(row, pi)
+        self.pods.remove(pi)
+
+    def restore(self, pi: PodInfo, row: int) -> None:
+        """Puts a pod `lift` took off back on its row."""
+        self._place(pi, row)
+
     def _place(self, pi: PodInfo, row: int) -> None:
         self.table.add_pod(row, pi)
         self.pods.add(pi, row)

@@ -14,7 +14,7 @@ allocates nothing.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -627,19 +627,20 @@ class BurstSettings:
     limit: int
 
 
+# The group algorithm run on the cluster as it stands: its status (None: placed) and the
+# proposed node of each member it placed, every assumption undone.
+PlaceGroup = Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]]
+# Whether a proposed placement (members in order) still passes every Filter, each member with the
+# ones before it assumed and reserved, all undone after; the second argument names the nodes
+# whose pods changed since it last passed, whose members are checked first.
+StillFits = Callable[[Sequence[tuple[PodInfo, str]], Collection[str]], bool]
+
+
 class PodGroupPostFilterPlugin(Named):
     """Runs once for a PodGroup its cycle could not place (kube's PodGroupPostFilter: group
-    preemption). Success nominates members where room was made; a rejection says why not.
-    `place` runs the group's algorithm on the cluster as it stands now (status, proposed nodes;
-    nothing kept); `still_fits` checks a proposed placement against every Filter again."""
+    preemption). Success nominates members where room was made; a rejection says why not."""
 
-    def pod_group_post_filter(
-        self,
-        group: Any,
-        members: Sequence[PodInfo],
-        place: Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]],
-        still_fits: Callable[[Sequence[tuple[PodInfo, str]]], bool],
-    ) -> Status:
+    def pod_group_post_filter(self, group: Any, members: Sequence[PodInfo], place: PlaceGroup, still_fits: StillFits) -> Status:
         raise NotImplementedError
 
 

@@ -39,6 +39,7 @@ from kubesched.framework.interface import (
     NodeInfo,
     NodeScorePlugin,
     PermitPlugin,
+    PlaceGroup,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
     Plugin,
@@ -56,6 +57,7 @@ from kubesched.framework.interface import (
     RowFilter,
     ScorePlugin,
     Status,
+    StillFits,
 )
 from kubesched.observe import decisions
 from kubesched.observe.tracing import BINDING, CycleTrace
@@ -769,8 +771,8 @@ class Framework:
         self,
         group: Any,
         members: Sequence[PodInfo],
-        place: Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]],
-        still_fits: Callable[[Sequence[tuple[PodInfo, str]]], bool],
+        place: PlaceGroup,
+        still_fits: StillFits,
     ) -> Status:
         """kube's RunPodGroupPostFilterPlugins: the PostFilter plugins that preempt for groups, in
         profile order; the first success or unresolvable rejection ends it, other rejections are

@@ -68,6 +68,7 @@ from kubesched.framework.interface import (
     Diagnosis,
     EnqueueExtensions,
     Handle,
+    PlaceGroup,
     Plugin,
     PodGroupPostFilterPlugin,
     PostFilterPlugin,
@@ -77,6 +78,7 @@ from kubesched.framework.interface import (
     PreEnqueuePlugin,
     QueueingHint,
     Status,
+    StillFits,
 )
 from kubesched.observe.record import fit_error_message
 from kubesched.plugins import grouppreemption as gp
@@ -342,8 +344,8 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         self,
         group: PodGroup,
         members: Sequence[PodInfo],
-        place: gp.PlaceGroup,
-        still_fits: gp.StillFits,
+        place: PlaceGroup,
+        still_fits: StillFits,
     ) -> Status:
         """Group preemption (kube v1.37's PodGroupPostFilter; plugins.grouppreemption)."""
         handle = self.handle

@@ -12,7 +12,8 @@ For a PodGroup its cycle could not place, the whole cluster is one candidate dom
    not fit even then, that is the answer.
 5. Candidates, most important first (higher priority, a group before a pod, more pods, earlier
    start), are put back one by one while the group's proposed placement still passes every
-   Filter with them; those that cannot stay are the victims.
+   Filter with them (the check is the group cycle's, kubesched.groupreprieve); those that cannot
+   stay are the victims.
 6. Victims are evicted (pods held at Permit are rejected instead), each with a Preempted event
    naming the PodGroup, and every member with a proposed node is nominated to it.
 
@@ -28,17 +29,11 @@ from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import member_key
-from kubesched.framework.interface import Code, Handle, Status
+from kubesched.framework.interface import Code, Handle, PlaceGroup, Status, StillFits
 
 NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"
 CANDIDATE_NODE = "cluster"  # kube names the whole-cluster domain's node this in its events
-
-# The group algorithm run on the cluster as it stands: its status (None: placed) and the
-# proposed node of each member it placed, every assumption undone.
-PlaceGroup = Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]]
-# Whether the proposed placement still passes every Filter (members assumed in turn, then undone).
-StillFits = Callable[[Sequence[tuple[PodInfo, str]]], bool]
 
 
 @dataclass(slots=True)
@@ -99,28 +94,30 @@ def evaluate(
     units = victim_units(handle, group)
     if not units:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_GROUP_VICTIMS,)), [], []
-    table = handle.table
-    taken: list[tuple[int, PodInfo]] = []
+    table, cache = handle.table, handle.cache
+    # Victims are lifted off the table and the pod index both: the group's cycles compute their
+    # PreFilter state (pod affinity, topology spread) afresh from the index.
+    taken: dict[str, tuple[int, PodInfo]] = {}
     try:
         for unit in units:
             for row, pi in unit.pods:
-                table.remove_pod(row, pi)
-                taken.append((row, pi))
+                cache.lift(pi, row)
+                taken[pi.uid] = (row, pi)
         status, proposed = place()
         if status is not None:
             return status, [], []
         victims: list[PodInfo] = []
         for unit in sorted(units, key=lambda u: u.key(start_time)):
             for row, pi in unit.pods:
-                table.add_pod(row, pi)
-            if still_fits(proposed):
-                for entry in unit.pods:
-                    taken.remove(entry)
+                cache.restore(pi, row)
+            if still_fits(proposed, {table.name_of(row) for row, _ in unit.pods}):
+                for _, pi in unit.pods:
+                    del taken[pi.uid]
                 continue
             for row, pi in unit.pods:
-                table.remove_pod(row, pi)
+                cache.lift(pi, row)
             victims.extend(pi for _, pi in unit.pods)
         return Status(Code.SUCCESS, (f"found a placement for podgroup, preempting {len(victims)} victims",)), victims, proposed
     finally:
-        for row, pi in taken:
-            table.add_pod(row, pi)
+        for row, pi in taken.values():
+            cache.restore(pi, row)

@@ -279,3 +279,40 @@ def test_a_higher_priority_gang_preempts_alike(kube: Kube, nodes: list[str]) -> 
     assert ours["groups"]["gh"] == [("PodGroupInitiallyScheduled", "True", "Scheduled", "")]
     assert preempted[KUBESCHED] == preempted["default-scheduler"] == [
         "low-0: Preempted by podgroup <uid> on node cluster", "low-1: Preempted by podgroup <uid> on node cluster"]
+
+
+@pytest.mark.usefixtures("schedulers")
+def test_a_gang_whose_anti_affinity_a_victim_elsewhere_in_its_zone_breaks_preempts_it_alike(
+        kube: Kube, make_node: Callable[..., JSON]) -> None:
+    """Group preemption takes every candidate off before placing the group: a low-priority pod on
+    another node of the member's zone, which its required anti-affinity refuses, is a victim too
+    (a what-if that left it in the pod index found no placement at all)."""
+    kube.apply_manifest({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pg-preemptor"},
+                         "value": 1000})
+    zone = f"z-{secrets.token_hex(3)}"
+    here, there = (make_node(cpu="4", labels={"pg-zone": zone})["metadata"]["name"] for _ in range(2))
+    preempted: dict[str, list[str]] = {}
+
+    def build(ns: str, scheduler: str) -> int:
+        create_pod(kube, "low-near", ns, cpu="100m", labels={"app": "noisy"}, node_name=there)
+        create_pod(kube, "low-full", ns, cpu="3", node_name=here)
+        _group(kube, ns, "ga", 1, priorityClassName="pg-preemptor")
+        create_pod(kube, "ga-0", ns, cpu="2", scheduler_name=scheduler, priority_class="pg-preemptor", extra_spec={
+            "schedulingGroup": {"podGroupName": "ga"},
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [here]}]}]}},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "noisy"}}, "topologyKey": "pg-zone"}]}}})
+        return 1
+
+    def victims(ns: str, scheduler: str) -> None:
+        events = kube.list(f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+        preempted[scheduler] = sorted(e["regarding"]["name"] for e in events if e.get("reason") == "Preempted")
+
+    outcomes = _compare(kube, build, after=victims)
+    for side in outcomes.values():
+        side["pods"] = {k: v for k, v in side["pods"].items() if k.startswith("ga-")}
+    ours = _same(outcomes)
+    assert ours["pods"]["ga-0"]["bound"]
+    assert preempted[KUBESCHED] == preempted["default-scheduler"] == ["low-full", "low-near"]

@@ -1,0 +1,99 @@
+"""Group preemption's reprieve check (kube v1.37's reprieveVictim): with a victim unit put back,
+does the group's proposed placement still pass? Each member, in the order the group cycle placed
+them, must pass every Filter on its proposed node with the members before it assumed and reserved
+there; everything is undone afterwards.
+
+kube runs that check once per victim unit, most important unit first, and stops at the first
+member that fails. Most units that cannot be spared sit on a node a member was proposed for, so
+this check asks those members first: a member that fails with the members before it assumed
+means the placement fails, whichever order the members are checked in, because the ordered check
+either stops earlier or reaches that member in exactly that state. The members before it are
+then assumed and reserved without their Filters, with the CycleState of their last passing check
+(kube reserves with the state its scheduling pass left, too). Only when those members all pass
+does the full ordered check run. For GangPreemptionBasic (100 members, 1,000 units, every one a
+victim) that is one Filter run per unit instead of fifty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.framework.interface import CycleState, Status
+from kubesched.observe.record import DecisionRecord
+
+if TYPE_CHECKING:
+    from kubesched.cache.cache import Cache
+    from kubesched.clock import Clock
+    from kubesched.framework.runtime import Framework
+
+
+class _Placed(Protocol):
+    node: str | None
+
+
+class CheckHost(Protocol):
+    """What the check uses of the scheduler (the group cycle's host): a member's cycle on one
+    node, and assume and Reserve."""
+
+    cache: Cache
+    clock: Clock
+
+    def schedule_member(
+        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
+    ) -> _Placed: ...
+
+    def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
+
+
+class ReprieveCheck:
+    """The `still_fits` a group's PodGroupPostFilter is handed, for one post-filter run."""
+
+    def __init__(self, sched: CheckHost, fwk: Framework) -> None:
+        self.sched = sched
+        self.fwk = fwk
+        self.passed: dict[str, CycleState] = {}  # member uid: the state of its last passing check
+
+    def __call__(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+        suspects = {i for i, (_, node) in enumerate(proposed) if node in changed}
+        if suspects and not self._run(proposed, suspects):
+            return False
+        return self._run(proposed, None)
+
+    def _run(self, proposed: Sequence[tuple[PodInfo, str]], checked: set[int] | None) -> bool:
+        """The members in order up to the last one `checked` (every one, when None): each checked
+        member must pass every Filter on its node; the others are assumed with the state of their
+        last passing check (checked too, when they have none yet). False at the first failure."""
+        sched, fwk = self.sched, self.fwk
+        table = sched.cache.table
+        upto = len(proposed) if checked is None else max(checked) + 1
+        made: list[tuple[CycleState, PodInfo, str]] = []
+        try:
+            for i, (pi, node) in enumerate(proposed[:upto]):
+                row = table.index.get(node)
+                if row is None:
+                    return False
+                state = self.passed.get(pi.uid) if checked is not None and i not in checked else None
+                fresh = state is None
+                record = DecisionRecord(pi.key, fwk.name, 0, sched.clock.now(), len(table), pi.uid)
+                if state is None:
+                    state = CycleState()
+                    only = np.zeros(table.size, dtype=bool)
+                    only[row] = True
+                    if sched.schedule_member(fwk, state, pi, record, only).node != node:
+                        return False
+                if sched.assume_and_reserve(fwk, state, pi, record, node) is not None:
+                    fwk.run_unreserve(state, pi, node)
+                    sched.cache.forget(pi)
+                    return False
+                made.append((state, pi, node))
+                if fresh:
+                    self.passed[pi.uid] = state
+            return True
+        finally:
+            for state, pi, node in reversed(made):
+                fwk.run_unreserve(state, pi, node)
+                sched.cache.forget(pi)

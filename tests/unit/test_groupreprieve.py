@@ -1,0 +1,107 @@
+"""Group preemption's reprieve check (kubesched.groupreprieve) against the plain ordered check it
+shortens: on random clusters where gangs preempt, with node-local (cpu) and cross-node (pod
+anti-affinity by zone, topology spread) constraints, every answer matches, and the cluster is
+left as it was found."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import pytest
+
+from kubesched import features, groupcycle
+from kubesched.api.podinfo import PodInfo
+from kubesched.groupreprieve import ReprieveCheck
+from unit.simkit import node, pod, run
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _scenario(rng: random.Random) -> list[dict[str, Any]]:
+    nodes = [node(f"n{i}", cpu="4", labels={ZONE: f"z{i % 3}"}) for i in range(rng.randint(3, 7))]
+    low = [pod(f"low-{i}", cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m", labels={"app": f"l{rng.randrange(3)}"},
+               priority=rng.choice([0, 10]), node_name=f"n{rng.randrange(len(nodes))}") for i in range(rng.randint(4, 14))]
+    size = rng.randint(2, min(4, len(nodes)))
+    spec: dict[str, Any] = {}
+    shape = rng.randrange(3)
+    if shape == 1:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "l0"}}, "topologyKey": ZONE}]}}
+    elif shape == 2:
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": "gang"}}}]
+    gang = [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": size}}, "priorityClassName": "priority-1000"}}]
+    gang += [pod(f"g-{i}", cpu=f"{rng.choice([1000, 2000, 3000])}m", priority=1000, labels={"app": "gang"},
+                 annotations={"sim.kubesched.io/arrival": "1s"}, schedulingGroup={"podGroupName": "g"}, **spec)
+             for i in range(size)]
+    return [*nodes, *low, *gang]
+
+
+def _usage(sched: Any) -> tuple[bytes, frozenset[str], tuple[tuple[str, int], ...]]:
+    table = sched.cache.table
+    return table.requested[: table.size].tobytes(), frozenset(sched.cache.placed), tuple(sorted(sched.cache.pods.row.items()))
+
+
+def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers: Counter[tuple[bool, bool]] = Counter()
+
+    class Compared(ReprieveCheck):
+        def __call__(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+            before = _usage(self.sched)
+            expected = ReprieveCheck(self.sched, self.fwk)(proposed, ())  # no suspects: the ordered check alone
+            assert _usage(self.sched) == before
+            got = super().__call__(proposed, changed)
+            assert _usage(self.sched) == before
+            assert got == expected, (proposed, changed)
+            answers[(got, any(n in changed for _, n in proposed))] += 1
+            return got
+
+    monkeypatch.setattr(groupcycle, "ReprieveCheck", Compared)
+    rng = random.Random(7)
+    for seed in range(120):
+        with features.gates(generic_workload=True):
+            run(_scenario(rng), seed=seed)
+    # The random clusters reach every case: spared and not, with and without a member on the unit's node.
+    assert set(answers) == {(a, b) for a in (True, False) for b in (True, False)}, answers
+
+
+def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    members = 6
+    objects = [node(f"n{i}", cpu="4") for i in range(members)]
+    objects += [pod(f"low-{i}", cpu="1", node_name=f"n{i % members}") for i in range(4 * members)]
+    objects += [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+                 "spec": {"schedulingPolicy": {"gang": {"minCount": members}}, "priorityClassName": "priority-1000"}}]
+    objects += [pod(f"g-{i}", cpu="3500m", priority=1000, annotations={"sim.kubesched.io/arrival": "1s"},
+                    schedulingGroup={"podGroupName": "g"}) for i in range(members)]
+
+    class Counted(ReprieveCheck):
+        def __call__(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+            before = len(calls)
+            original = self.sched.schedule_member
+
+            def counting(*a: Any, **kw: Any) -> Any:
+                calls.append(1)
+                return original(*a, **kw)
+
+            self.sched.schedule_member = counting  # type: ignore[method-assign]
+            try:
+                return super().__call__(proposed, changed)
+            finally:
+                del self.sched.schedule_member
+                per_unit.append(len(calls) - before)
+
+    per_unit: list[int] = []
+    monkeypatch.setattr(groupcycle, "ReprieveCheck", Counted)
+    with features.gates(generic_workload=True):
+        result, _ = run(objects)
+    assert result.pods_scheduled == members and len(result.preempted) == 4 * members
+    # Asked once per unit, each check runs the Filters of the member on the unit's node, and of a
+    # member before it only the first time (its passing state is remembered): the ordered check
+    # alone would run them for every member up to that one, each time.
+    assert len(per_unit) == 4 * members
+    assert sum(per_unit) <= len(per_unit) + members, per_unit
