@@ -70,6 +70,7 @@ class ReprieveCheck:
         sched, fwk = self.sched, self.fwk
         table = sched.cache.table
         upto = len(proposed) if checked is None else max(checked) + 1
+        now, nodes = sched.clock.now(), len(table)
         made: list[tuple[CycleState, PodInfo, str]] = []
         try:
             for i, (pi, node) in enumerate(proposed[:upto]):
@@ -78,7 +79,7 @@ class ReprieveCheck:
                     return False
                 state = self.passed.get(pi.uid) if checked is not None and i not in checked else None
                 fresh = state is None
-                record = DecisionRecord(pi.key, fwk.name, 0, sched.clock.now(), len(table), pi.uid)
+                record = DecisionRecord(pi.key, fwk.name, 0, now, nodes, pi.uid)
                 if state is None:
                     state = CycleState()
                     only = np.zeros(table.size, dtype=bool)
