@@ -119,7 +119,7 @@ class CapacityScheduling(Plugin, PreFilterPlugin, PostFilterPlugin, ReservePlugi
         snapshot = self.book.snapshot()
         # Victims whose deletion this plugin has issued no longer count: upstream deletes them before
         # its PostFilter returns (no asynchronous preemption), so the next pods see them gone.
-        for uid in self.preemption.deleting:
+        for uid in self.preemption.executor.deleting:
             for tenant in snapshot.infos.values():
                 tenant.remove_pod(uid)
         state.write(SNAPSHOT_KEY, snapshot)
@@ -235,8 +235,8 @@ class _QuotaPreemption(DefaultPreemption):
         if not isinstance(requests, _Requests):
             return False, NOT_ELIGIBLE_NO_STATE
         nominated = pi.pod.status.nominated_node_name
-        if not nominated and pi.uid in self.waiting_on:
-            nominated = self.waiting_on[pi.uid][0]
+        if not nominated:
+            nominated = self.executor.waiting_on_node(pi)
         if not nominated:
             return True, ""
         table = self.handle.table
@@ -250,7 +250,7 @@ class _QuotaPreemption(DefaultPreemption):
         own = snapshot.get(pi.namespace)
         reclaiming = own is not None and not own.used_over_min_with(requests.in_quota)
         for other in table.pods[row].values():
-            if not (other.uid in self.deleting or other.pod.metadata.deletion_timestamp):
+            if not (self.executor.deleting_now(other) or other.pod.metadata.deletion_timestamp):
                 continue
             quota = snapshot.get(other.namespace)
             if own is not None:

@@ -20,11 +20,12 @@ The PostFilter of kube-scheduler's default profile, with its semantics:
 - The node is chosen as kube's pickOneNodeForPreemption: fewest PodDisruptionBudget violations,
   then the lowest highest-victim priority, the smallest sum of victim priorities, the fewest
   victims, the latest earliest start among the highest-priority victims, then the first.
-- The victims are deleted in the background through the handle (pods still waiting at Permit
-  are rejected instead), each gets a "Preempted" event ("Preempted by pod <uid> on node <node>",
-  posted by the backend with the deletion), lower-priority pods nominated to the node lose their
-  nomination, and the preemptor is nominated to the node. A preemptor that preemption cannot help
-  loses its own nomination.
+- The victims are deleted in the background through the handle (plugins.preemptionexecutor:
+  pods still waiting at Permit are rejected instead, the preemptor waits at PreEnqueue), each
+  gets a "Preempted" event ("Preempted by pod <uid> on node <node>", posted by the backend with
+  the deletion), lower-priority pods nominated to the node lose their nomination, and the
+  preemptor is nominated to the node. A preemptor that preemption cannot help loses its own
+  nomination.
 - Failures carry kube's messages, prefixed "preemption: ", e.g.
   "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
 
@@ -41,7 +42,6 @@ exactly as kube does.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import random
@@ -82,6 +82,7 @@ from kubesched.framework.interface import (
 )
 from kubesched.observe.record import fit_error_message
 from kubesched.plugins import grouppreemption as gp
+from kubesched.plugins.preemptionexecutor import Executor
 
 NAME = "DefaultPreemption"
 
@@ -92,10 +93,6 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_NODES = "no nodes available"
-PREEMPTED_REASON = "Preempted"
-WAITING_POD_MESSAGE = "preempted"
-# kube's PreEnqueue while a preemption's deletions are under way.
-WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 
 _INT32_MAX = 2**31 - 1
 # kube shifts priorities by MaxInt32+1 before summing so negative priorities add up sensibly.
@@ -294,14 +291,8 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         self.handle: Handle = handle
         # kube draws the dry run's start offset at random; a fixed seed keeps simulations repeatable.
         self.rng = random.Random(0)
-        # Deletions in flight: the node of each victim being deleted, and the node each preemptor
-        # waits on with its count of pending deletions. Until its deletion completes a victim is
-        # still in the cache and counts as terminating, as kube's victims in graceful deletion do.
-        self.deleting: dict[str, str] = {}
-        self.waiting_on: dict[str, tuple[str, int]] = {}
-        # Preemptions whose deletions are under way, by preemptor uid: the last victim's uid once
-        # only it is left (kube's preempting set and lastVictimsPendingPreemption).
-        self.preempting: dict[str, str | None] = {}
+        # The victims' deletions, and the PreEnqueue gate that holds preemptors while they run.
+        self.executor = Executor(handle, self.name)
 
     # --- events (kube's, with SchedulerAsyncPreemption on by default) -----------------------------------
 
@@ -351,7 +342,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         handle = self.handle
         if any(m.preempt_never for m in members):
             return Status(Code.UNSCHEDULABLE, (GROUP_MESSAGE_PREFIX + NOT_ELIGIBLE_NEVER,), NAME)
-        current = gp.ongoing(handle, members, lambda o: o.uid in self.deleting or _terminating_by_preemption(o.pod))
+        current = gp.ongoing(handle, members, lambda o: self.executor.deleting_now(o) or _terminating_by_preemption(o.pod))
         if current:
             return Status(Code.SUCCESS, (GROUP_MESSAGE_PREFIX + gp.ONGOING,), NAME)
         status, victims, proposed = gp.evaluate(handle, group, place, still_fits, start_time)
@@ -359,11 +350,11 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             return Status(status.code, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons) if status.reasons else (), NAME)
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
         handle.record_preemption(victims)
-        doomed = self._to_delete(victims, message + " (in kube-scheduler memory).")
+        doomed = self.executor.to_delete(victims, message + " (in kube-scheduler memory).")
         # Not held back at PreEnqueue (kube holds the pod group): a group's entity in this queue
         # carries no rejecting plugins, so the gate would be its only one and its hint skips;
         # `ongoing` above answers its attempts while the deletions run instead.
-        self.evict(None, members, doomed, gp.CANDIDATE_NODE, message)
+        self.executor.evict(None, members, doomed, gp.CANDIDATE_NODE, message)
         for pi, node in proposed:
             handle.nominate(pi, node)
         return Status(Code.SUCCESS, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons), NAME)
@@ -432,8 +423,8 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         if pi.preempt_never:
             return False, NOT_ELIGIBLE_NEVER
         nominated = pi.pod.status.nominated_node_name or self.handle.nominated_node(pi)
-        if not nominated and pi.uid in self.waiting_on:
-            nominated = self.waiting_on[pi.uid][0]
+        if not nominated:
+            nominated = self.executor.waiting_on_node(pi)
         if not nominated:
             return True, ""
         table = self.handle.table
@@ -446,7 +437,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         if diagnosis.evaluated is not None and row < len(diagnosis.evaluated) and not diagnosis.evaluated[row]:
             return True, ""  # cut by a PreFilter result: kube's status for such nodes is unresolvable
         for other in table.pods[row].values():
-            if other.priority < pi.priority and (other.uid in self.deleting or _terminating_by_preemption(other.pod)):
+            if other.priority < pi.priority and (self.executor.deleting_now(other) or _terminating_by_preemption(other.pod)):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -598,90 +589,14 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         handle = self.handle
         message = preempted_message(pi, best.node)
         handle.record_preemption(best.victims)
-        self.evict(pi.uid, [pi], self._to_delete(best.victims, message), best.node, message)
+        self.executor.evict(pi.uid, [pi], self.executor.to_delete(best.victims, message), best.node, message)
         # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
         for other in handle.nominated_pods(best.node):
             if other.priority < pi.priority:
                 handle.nominate(other, None)
 
-    # --- evicting (kube's asynchronous prepareCandidate) --------------------------------------------------
-
-    def _to_delete(self, victims: Sequence[PodInfo], waiting_message: str) -> list[PodInfo]:
-        """The victims to delete through the API: those already going away are skipped (no second
-        delete), and a pod held at Permit is rejected there instead (it is not running yet:
-        rejecting it frees the node), with a Preempted event saying `waiting_message`."""
-        handle = self.handle
-        doomed: list[PodInfo] = []
-        for victim in victims:
-            if victim.pod.metadata.deletion_timestamp or victim.uid in self.deleting:
-                continue
-            waiting = handle.waiting_pod(victim.uid)
-            if waiting is not None:
-                waiting.reject(NAME, WAITING_POD_MESSAGE)
-                handle.record_event(victim, "Normal", PREEMPTED_REASON, waiting_message)
-                continue
-            doomed.append(victim)
-        return doomed
-
-    def evict(self, gate: str | None, preemptors: Sequence[PodInfo], victims: list[PodInfo], node: str, message: str) -> None:
-        """Deletes the victims in the background (PostFilter itself is synchronous), through the
-        handle's `spawn`, so that the scheduler tracks and drains the deletions. As kube's
-        prepareCandidateAsync: every victim but the last at once, then the last; until then the
-        preemptor (`gate`: its uid) is held back by PreEnqueue, so the deletions it is waiting for
-        do not send it round the cycle again, and if a deletion fails the preemptors are
-        activated, as no deletion event may come to release them."""
-        if not victims:
-            return
-        lead = preemptors[0]
-        for victim in victims:
-            self.deleting[victim.uid] = node
-        _, pending = self.waiting_on.get(lead.uid, (node, 0))
-        self.waiting_on[lead.uid] = (node, pending + len(victims))
-        if gate is not None:
-            self.preempting[gate] = None
-        self.handle.spawn(self._evict_all(gate, lead.uid, [p.uid for p in preemptors], victims, message),
-                          f"preemption: deleting {len(victims)} victims for {lead.key}")
-
-    async def _evict_all(self, gate: str | None, lead: str, preemptors: list[str], victims: list[PodInfo], message: str) -> None:
-        done = False
-        try:
-            *first, last = victims
-            results = await asyncio.gather(*(self._delete(lead, v, message) for v in first), return_exceptions=True)
-            failed = next((r for r in results if isinstance(r, BaseException)), None)
-            if failed is not None:
-                raise failed
-            if gate is not None:
-                self.preempting[gate] = last.uid
-            await self._delete(lead, last, message)
-            done = True
-        finally:
-            if gate is not None:
-                self.preempting.pop(gate, None)
-            if not done:
-                self.handle.activate(preemptors)
-
-    async def _delete(self, preemptor_uid: str, victim: PodInfo, message: str) -> None:
-        try:
-            await self.handle.delete_pod(victim, message)
-        finally:
-            self.deleting.pop(victim.uid, None)
-            node, pending = self.waiting_on.get(preemptor_uid, ("", 1))
-            if pending <= 1:
-                self.waiting_on.pop(preemptor_uid, None)
-            else:
-                self.waiting_on[preemptor_uid] = (node, pending - 1)
-
     def pre_enqueue(self, pi: PodInfo) -> Status | None:
-        """kube's PreEnqueue under async preemption: a pod whose victims are still being deleted
-        waits, until the last victim is gone or terminating."""
-        if pi.uid not in self.preempting:
-            return None
-        last = self.preempting[pi.uid]
-        if last is not None:
-            placed = self.handle.cache.placed.get(last)
-            if placed is None or placed.info.pod.metadata.deletion_timestamp:
-                return None  # its deletion went through: the preemption is over
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_PREEMPTION,), NAME)
+        return self.executor.gate(pi)
 
 
 def _aggregate(errors: list[str]) -> str:

@@ -901,14 +901,14 @@ async def test_no_second_preemption_while_victims_are_being_deleted() -> None:
     assert status == Status(
         Code.SUCCESS, ("preemption: found a potential placement for pod on node n1, preempting 1 victims",), "DefaultPreemption"
     )
-    assert plugin.deleting == {c.uid("a"): "n1"}
+    assert plugin.executor.deleting == {c.uid("a"): "n1"}
     result, status = attempt()  # the deletion has not run yet
     assert result is None
     assert status == Status(Code.UNSCHEDULABLE, ("preemption: " + NOT_ELIGIBLE_TERMINATING,), "DefaultPreemption")
     assert len(c.sched.background) == 1
     await c.side_effects()
     assert c.preempted() == {"a"}
-    assert plugin.deleting == {} and plugin.waiting_on == {}
+    assert plugin.executor.deleting == {} and plugin.executor.waiting_on == {}
     assert c.exists("b")
 
 
@@ -950,7 +950,7 @@ async def test_the_preemptor_waits_at_pre_enqueue_until_its_last_victim_is_delet
     assert c.sched.queue.pods[uid].where == "gated"
     last.set()
     await c.side_effects()
-    assert plugin.preempting == {} and plugin.pre_enqueue(high) is None
+    assert plugin.executor.preempting == {} and plugin.pre_enqueue(high) is None
     await c.settle()
     assert c.node_of("high") == "n1"
     # Two attempts: the one that preempted and the one that placed it.
@@ -973,7 +973,7 @@ async def test_a_failed_deletion_activates_the_preemptor() -> None:
     assert c.sched.schedule_one()
     with pytest.raises(RuntimeError):
         await asyncio.gather(*c.sched.background)
-    assert activated == [c.uid("high")] and c.plugin.preempting == {}
+    assert activated == [c.uid("high")] and c.plugin.executor.preempting == {}
 
 
 async def test_simulation_with_the_default_profile() -> None:
