@@ -86,6 +86,8 @@ class GroupHost(Protocol):
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
 
+    def forget(self, pi: PodInfo) -> None: ...
+
     def permit_and_bind(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
     ) -> None: ...
@@ -265,7 +267,7 @@ class GroupCycle:
                 reserve = self.sched.assume_and_reserve(fwk, m.state, m.qpi.pi, m.record, m.node)
                 if reserve is not None:
                     fwk.run_unreserve(m.state, m.qpi.pi, m.node)
-                    self.sched.cache.forget(m.qpi.pi)
+                    self.sched.forget(m.qpi.pi)
                     m.node = None
                     return Status(Code.ERROR, (f"failed to assume pod group placement: {reserve.message()}",))
         return None
@@ -343,7 +345,7 @@ class GroupCycle:
                     scheduled += 1
                 else:
                     fwk.run_unreserve(m.state, m.qpi.pi, result.node)
-                    sched.cache.forget(m.qpi.pi)
+                    sched.forget(m.qpi.pi)
                     m.record.chosen = None
                     m.status = reserve
                     m.rejectors = frozenset([reserve.plugin] if reserve.plugin and reserve.code != Code.ERROR else [])
@@ -385,7 +387,7 @@ class GroupCycle:
         for m in reversed(members):
             if m.node is not None:
                 fwk.run_unreserve(m.state, m.qpi.pi, m.node)
-                self.sched.cache.forget(m.qpi.pi)
+                self.sched.forget(m.qpi.pi)
 
     def _post_filter(self, fwk: Framework, pg: PodGroup, status: Status, members: list[_Member]) -> tuple[Status, bool]:
         """PodGroupPostFilter (group preemption): its message is appended to the group's, always

@@ -48,6 +48,8 @@ class CheckHost(Protocol):
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
 
+    def forget(self, pi: PodInfo) -> None: ...
+
 
 class ReprieveCheck:
     """The `still_fits` a group's PodGroupPostFilter is handed, for one post-filter run."""
@@ -88,7 +90,7 @@ class ReprieveCheck:
                         return False
                 if sched.assume_and_reserve(fwk, state, pi, record, node) is not None:
                     fwk.run_unreserve(state, pi, node)
-                    sched.cache.forget(pi)
+                    sched.forget(pi)
                     return False
                 made.append((state, pi, node))
                 if fresh:
@@ -97,4 +99,4 @@ class ReprieveCheck:
         finally:
             for state, pi, node in reversed(made):
                 fwk.run_unreserve(state, pi, node)
-                sched.cache.forget(pi)
+                sched.forget(pi)

@@ -173,6 +173,8 @@ class Scheduler:
         self.metrics = metrics or SchedulerMetrics()
         self.rng = np.random.default_rng(seed)
         self.nominator = Nominator()
+        # The nominations assume_and_reserve dropped, by pod uid, until the pod is forgotten or bound.
+        self.nominated_before_assume: dict[str, str] = {}
         self.waiting: dict[str, PodAtPermit] = {}
         self._batches: weakref.WeakKeyDictionary[Framework, OpportunisticBatch] = weakref.WeakKeyDictionary()
         self.in_flight: dict[str, QueuedPodInfo] = {}  # assumed pods whose binding cycle runs
@@ -382,6 +384,7 @@ class Scheduler:
     def on_pod_delete(self, uid: str) -> None:
         """The pod was deleted or reached a terminal phase: nothing about it is kept."""
         self.in_flight.pop(uid, None)
+        self.nominated_before_assume.pop(uid, None)
         self.recorder.forget(uid)
         pending = self.queue.delete(uid)
         self.nominator.remove(uid)
@@ -756,7 +759,7 @@ class Scheduler:
         if reserved is not None:
             state, node = reserved
             fwk.run_unreserve(state, pi, node)
-            self.cache.forget(pi)
+            self.forget(pi)
         message = status.message()
         if status.code == Code.ERROR:
             record.result, reason = "error", "SchedulerError"
@@ -786,7 +789,23 @@ class Scheduler:
         returned for the caller to undo (Unreserve, forget) and report."""
         record.chosen = node
         self.cache.assume(pi, node)
+        # kube's assume drops the pod's nomination: the pod now holds its room itself, and a pod
+        # counted both assumed and nominated would be counted twice by the pods after it (a
+        # group's next members). Undoing the assumption brings the nomination back (`forget`).
+        nominated = self.nominator.node_of.get(pi.uid)
+        if nominated is not None:
+            self.nominator.remove(pi.uid)
+            self.nominated_before_assume[pi.uid] = nominated
         return fwk.run_reserve(state, pi, node)
+
+    def forget(self, pi: PodInfo) -> None:
+        """Undoes `assume_and_reserve`'s assumption (Unreserve is the caller's): the cache forgets
+        the pod, and the nomination the assumption dropped comes back (kube's unreserveAndForget
+        for a pod group's members)."""
+        self.cache.forget(pi)
+        nominated = self.nominated_before_assume.pop(pi.uid, None)
+        if nominated is not None:
+            self.nominator.nominate(pi, nominated)
 
     def permit_and_bind(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
@@ -802,6 +821,7 @@ class Scheduler:
         record.result = "scheduled"
         self.queue.assumed(pi.uid)
         self.nominator.remove(pi.uid)
+        self.nominated_before_assume.pop(pi.uid, None)
         self.in_flight[pi.uid] = qpi
         if waits:
             self.waiting[pi.uid] = PodAtPermit(pi.uid, node, waits, self.clock)

@@ -563,6 +563,8 @@ class Framework:
         try:
             for row in crowded:
                 for p in nominated[row]:
+                    if p.uid in table.pods[row]:
+                        continue  # counted on the row already (assumed there): adding it again would count it twice
                     table.add_pod(row, p)
                     added.append((row, p))
                     status = self.run_prefilter_add_pod(trial, pi, p, row)
