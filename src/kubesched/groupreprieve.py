@@ -12,6 +12,11 @@ then assumed and reserved without their Filters, with the CycleState of their la
 (kube reserves with the state its scheduling pass left, too). Only when those members all pass
 does the full ordered check run. For GangPreemptionBasic (100 members, 1,000 units, every one a
 victim) that is one Filter run per unit instead of fifty.
+
+A unit on nodes no member is proposed for cannot fail a member whose Filters read only its own
+node and its cycle state; when that holds for every member (see `_out_of_reach`) the unit is
+spared without a check (GangPreemptionBasic with ten 10-pod gangs: 900 of each gang's 1,000
+units).
 """
 
 from __future__ import annotations
@@ -63,7 +68,27 @@ class ReprieveCheck:
         suspects = {i for i, (_, node) in enumerate(proposed) if node in changed}
         if suspects and not self._run(proposed, suspects):
             return False
+        if not suspects and self._out_of_reach(proposed, changed):
+            return True
         return self._run(proposed, None)
+
+    def _out_of_reach(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+        """Whether pods put back on nodes no member is proposed for cannot change any member's
+        verdict: every member passed before with no PreFilter AddPod/RemovePod extension keeping
+        state for it (its Filters read its own node and its cycle state only: the invariant the
+        pod dry run's batching rests on), and no pod on those nodes has required pod
+        anti-affinity (which could bring InterPodAffinity back for the members)."""
+        fwk, cache = self.fwk, self.sched.cache
+        for pi, _ in proposed:
+            state = self.passed.get(pi.uid)
+            if state is None or fwk.prefilter_extensions_active(state):
+                return False
+        table, anti = cache.table, cache.pods.with_required_anti_affinity
+        for node in changed:
+            row = table.index.get(node)
+            if row is None or any(uid in anti for uid in table.pods[row]):
+                return False
+        return True
 
     def _run(self, proposed: Sequence[tuple[PodInfo, str]], checked: set[int] | None) -> bool:
         """The members in order up to the last one `checked` (every one, when None): each checked

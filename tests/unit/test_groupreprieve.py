@@ -1,7 +1,7 @@
 """Group preemption's reprieve check (kubesched.groupreprieve) against the plain ordered check it
 shortens: on random clusters where gangs preempt, with node-local (cpu) and cross-node (pod
-anti-affinity by zone, topology spread) constraints, every answer matches, and the cluster is
-left as it was found."""
+anti-affinity by zone, the members' own or the victims', topology spread) constraints, every
+answer matches, and the cluster is left as it was found."""
 
 from __future__ import annotations
 
@@ -22,11 +22,15 @@ ZONE = "topology.kubernetes.io/zone"
 
 def _scenario(rng: random.Random) -> list[dict[str, Any]]:
     nodes = [node(f"n{i}", cpu="4", labels={ZONE: f"z{i % 3}"}) for i in range(rng.randint(3, 7))]
+    shape = rng.randrange(4)
+    # Shape 3: members without constraints of their own, some victims refusing them in their zone.
+    refusing = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "gang"}}, "topologyKey": ZONE}]}}}
     low = [pod(f"low-{i}", cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m", labels={"app": f"l{rng.randrange(3)}"},
-               priority=rng.choice([0, 10]), node_name=f"n{rng.randrange(len(nodes))}") for i in range(rng.randint(4, 14))]
+               priority=rng.choice([0, 10]), node_name=f"n{rng.randrange(len(nodes))}",
+               **(refusing if shape == 3 and rng.random() < 0.3 else {})) for i in range(rng.randint(4, 14))]
     size = rng.randint(2, min(4, len(nodes)))
     spec: dict[str, Any] = {}
-    shape = rng.randrange(3)
     if shape == 1:
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "l0"}}, "topologyKey": ZONE}]}}
@@ -62,7 +66,7 @@ def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(groupcycle, "ReprieveCheck", Compared)
     rng = random.Random(7)
-    for seed in range(120):
+    for seed in range(160):
         with features.gates(generic_workload=True):
             run(_scenario(rng), seed=seed)
     # The random clusters reach every case: spared and not, with and without a member on the unit's node.
