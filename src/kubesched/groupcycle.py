@@ -168,6 +168,8 @@ class GroupCycle:
         for m in tried:
             m.record.duration = time.perf_counter() - started
             sched.recorder.add(m.record)
+            if m.record.result != "scheduled":  # as a pod's: a placed member's attempt ends with its binding
+                sched.metrics.attempt(m.record.result, fwk.name, m.record.duration)
         sched.metrics.attempt_group(outcome if outcome != "success" else "scheduled", fwk.name, time.perf_counter() - started)
 
     # --- 1. the group's own checks -------------------------------------------------------------
@@ -203,6 +205,7 @@ class GroupCycle:
             m = self._member(fwk, qpi)
             self._report(fwk, m, status)
             sched.recorder.add(m.record)
+            sched.metrics.attempt(m.record.result, fwk.name, 0.0)
         self._write_condition(pg, status)
         sched.queue.group_attempted(entity, GroupAttempt("error", back=members))
 

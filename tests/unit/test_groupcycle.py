@@ -68,6 +68,9 @@ def test_a_gang_that_cannot_fit_is_placed_nowhere_with_kube_messages() -> None:
         "gb-2": "0/2 nodes are available: 2 Insufficient cpu.",
     }
     assert conditions(sim, "gb") == [("False", "Unschedulable", message)]
+    # Every member's failed attempt counts as a pod's (kube's handleSchedulingFailure per member).
+    group_attempts = sim.scheduler.metrics.group_attempts.get(("unschedulable", "default-scheduler"))
+    assert group_attempts and sim.scheduler.metrics.attempts.get(("unschedulable", "default-scheduler")) == 3 * group_attempts
     gb0 = next(p for p in sim.cluster.pods.values() if p.metadata.name == "gb-0")
     (cond,) = [c for c in gb0.status.conditions if c.type == "PodScheduled"]
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
