@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.clock import Clock
     from kubesched.framework.runtime import Framework
-    from kubesched.observe.metrics import SchedulerMetrics
+    from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
     from kubesched.observe.record import Recorder
     from kubesched.queue.scheduling_queue import QueuedGroup, QueuedPodInfo, SchedulingQueue
 
@@ -79,6 +79,9 @@ class GroupHost(Protocol):
     recorder: Recorder
     metrics: SchedulerMetrics
     backend: ClusterBackend
+
+    @property
+    def cycle_seconds(self) -> DurationHistogram: ...
 
     def schedule_member(
         self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
@@ -168,6 +171,7 @@ class GroupCycle:
         for m in tried:
             m.record.duration = time.perf_counter() - started
             sched.recorder.add(m.record)
+            sched.cycle_seconds.observe(m.record.duration)
             if m.record.result != "scheduled":  # as a pod's: a placed member's attempt ends with its binding
                 sched.metrics.attempt(m.record.result, fwk.name, m.record.duration)
         sched.metrics.attempt_group(outcome if outcome != "success" else "scheduled", fwk.name, time.perf_counter() - started)
