@@ -14,14 +14,16 @@ does the full ordered check run. For GangPreemptionBasic (100 members, 1,000 uni
 victim) that is one Filter run per unit instead of fifty.
 
 A unit on nodes no member is proposed for cannot fail a member whose Filters read only its own
-node and its cycle state; when that holds for every member (see `_out_of_reach`) the unit is
-spared without a check (GangPreemptionBasic with ten 10-pod gangs: 900 of each gang's 1,000
-units).
+node and its cycle state, unless a PreFilter extension plugin keeping state for the member says
+the pod put back may matter (pod anti-affinity or spreading in a domain both nodes share, a
+member losing pod affinity's first-pod exemption); when no plugin does, for any member (see
+`_out_of_reach`), the unit is spared without a check (GangPreemptionBasic with ten 10-pod gangs:
+900 of each gang's 1,000 units).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -64,30 +66,39 @@ class ReprieveCheck:
         self.fwk = fwk
         self.passed: dict[str, CycleState] = {}  # member uid: the state of its last passing check
 
-    def __call__(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+    def __call__(self, proposed: Sequence[tuple[PodInfo, str]], added: Sequence[tuple[int, PodInfo]]) -> bool:
+        table = self.sched.cache.table
+        changed = {table.name_of(row) for row, _ in added}
         suspects = {i for i, (_, node) in enumerate(proposed) if node in changed}
         if suspects and not self._run(proposed, suspects):
             return False
-        if not suspects and self._out_of_reach(proposed, changed):
+        if not suspects and self._out_of_reach(proposed, added):
             return True
         return self._run(proposed, None)
 
-    def _out_of_reach(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+    def _out_of_reach(self, proposed: Sequence[tuple[PodInfo, str]], added: Sequence[tuple[int, PodInfo]]) -> bool:
         """Whether pods put back on nodes no member is proposed for cannot change any member's
-        verdict: every member passed before with no PreFilter AddPod/RemovePod extension keeping
-        state for it (its Filters read its own node and its cycle state only: the invariant the
-        pod dry run's batching rests on), and no pod on those nodes has required pod
-        anti-affinity (which could bring InterPodAffinity back for the members)."""
+        verdict. Every member passed before; its Filters read its own node and its cycle state
+        (the invariant the pod dry run's batching rests on), and the cycle state changes with
+        pods elsewhere only through the PreFilter plugins with AddPod/RemovePod extensions active
+        for it: each of those must find every pod put back harmless where it is
+        (`harmless_elsewhere`). A pod put back with required pod anti-affinity could bring a
+        skipped InterPodAffinity back for a member: then the full check runs."""
         fwk, cache = self.fwk, self.sched.cache
-        for pi, _ in proposed:
+        anti = cache.pods.with_required_anti_affinity
+        if any(pi.uid in anti for _, pi in added):
+            return False
+        index = cache.table.index
+        for pi, node in proposed:
             state = self.passed.get(pi.uid)
-            if state is None or fwk.prefilter_extensions_active(state):
+            if state is None:
                 return False
-        table, anti = cache.table, cache.pods.with_required_anti_affinity
-        for node in changed:
-            row = table.index.get(node)
-            if row is None or any(uid in anti for uid in table.pods[row]):
-                return False
+            own = index[node]
+            for plugin in fwk.prefilter_extensions:
+                if plugin.name in state.skip_filter:
+                    continue
+                if not all(plugin.harmless_elsewhere(state, pi, q, row, own) for row, q in added):
+                    return False
         return True
 
     def _run(self, proposed: Sequence[tuple[PodInfo, str]], checked: set[int] | None) -> bool:

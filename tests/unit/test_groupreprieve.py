@@ -1,13 +1,14 @@
 """Group preemption's reprieve check (kubesched.groupreprieve) against the plain ordered check it
 shortens: on random clusters where gangs preempt, with node-local (cpu) and cross-node (pod
-anti-affinity by zone, the members' own or the victims', topology spread) constraints, every
-answer matches, and the cluster is left as it was found."""
+anti-affinity by zone, the members' own or the victims'; pod affinity by zone, with the first-pod
+exemption; topology spread by zone) constraints, every answer matches, and the cluster is left as
+it was found."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -22,11 +23,15 @@ ZONE = "topology.kubernetes.io/zone"
 
 def _scenario(rng: random.Random) -> list[dict[str, Any]]:
     nodes = [node(f"n{i}", cpu="4", labels={ZONE: f"z{i % 3}"}) for i in range(rng.randint(3, 7))]
-    shape = rng.randrange(4)
+    shape = rng.randrange(5)
     # Shape 3: members without constraints of their own, some victims refusing them in their zone.
     refusing = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "gang"}}, "topologyKey": ZONE}]}}}
-    low = [pod(f"low-{i}", cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m", labels={"app": f"l{rng.randrange(3)}"},
+    # Shape 2: some victims count in the members' spreading. Shape 4: members wanting, by zone, pods of their team, which they and some victims are in
+    # (the first member relies on matching its own term while no other pod does).
+    low = [pod(f"low-{i}", cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m",
+               labels={"app": "gang" if shape == 2 and rng.random() < 0.4 else f"l{rng.randrange(3)}",
+                       **({"team": "x"} if shape == 4 and rng.random() < 0.3 else {})},
                priority=rng.choice([0, 10]), node_name=f"n{rng.randrange(len(nodes))}",
                **(refusing if shape == 3 and rng.random() < 0.3 else {})) for i in range(rng.randint(4, 14))]
     size = rng.randint(2, min(4, len(nodes)))
@@ -34,12 +39,15 @@ def _scenario(rng: random.Random) -> list[dict[str, Any]]:
     if shape == 1:
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "l0"}}, "topologyKey": ZONE}]}}
+    elif shape == 4:
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"team": "x"}}, "topologyKey": ZONE}]}}
     elif shape == 2:
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
                                               "labelSelector": {"matchLabels": {"app": "gang"}}}]
     gang = [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
              "spec": {"schedulingPolicy": {"gang": {"minCount": size}}, "priorityClassName": "priority-1000"}}]
-    gang += [pod(f"g-{i}", cpu=f"{rng.choice([1000, 2000, 3000])}m", priority=1000, labels={"app": "gang"},
+    gang += [pod(f"g-{i}", cpu=f"{rng.choice([1000, 2000, 3000])}m", priority=1000, labels={"app": "gang", "team": "x"},
                  annotations={"sim.kubesched.io/arrival": "1s"}, schedulingGroup={"podGroupName": "g"}, **spec)
              for i in range(size)]
     return [*nodes, *low, *gang]
@@ -54,19 +62,20 @@ def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.Mo
     answers: Counter[tuple[bool, bool]] = Counter()
 
     class Compared(ReprieveCheck):
-        def __call__(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+        def __call__(self, proposed: Sequence[tuple[PodInfo, str]], added: Sequence[tuple[int, PodInfo]]) -> bool:
             before = _usage(self.sched)
-            expected = ReprieveCheck(self.sched, self.fwk)(proposed, ())  # no suspects: the ordered check alone
+            expected = ReprieveCheck(self.sched, self.fwk)._run(proposed, None)  # the ordered check alone
             assert _usage(self.sched) == before
-            got = super().__call__(proposed, changed)
+            got = super().__call__(proposed, added)
             assert _usage(self.sched) == before
-            assert got == expected, (proposed, changed)
-            answers[(got, any(n in changed for _, n in proposed))] += 1
+            assert got == expected, (proposed, added)
+            table = self.sched.cache.table
+            answers[(got, any(n in {table.name_of(row) for row, _ in added} for _, n in proposed))] += 1
             return got
 
     monkeypatch.setattr(groupcycle, "ReprieveCheck", Compared)
     rng = random.Random(7)
-    for seed in range(160):
+    for seed in range(200):
         with features.gates(generic_workload=True):
             run(_scenario(rng), seed=seed)
     # The random clusters reach every case: spared and not, with and without a member on the unit's node.
@@ -84,7 +93,7 @@ def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(m
                     schedulingGroup={"podGroupName": "g"}) for i in range(members)]
 
     class Counted(ReprieveCheck):
-        def __call__(self, proposed: Sequence[tuple[PodInfo, str]], changed: Collection[str]) -> bool:
+        def __call__(self, proposed: Sequence[tuple[PodInfo, str]], added: Sequence[tuple[int, PodInfo]]) -> bool:
             before = len(calls)
             original = self.sched.schedule_member
 
@@ -94,7 +103,7 @@ def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(m
 
             self.sched.schedule_member = counting  # type: ignore[method-assign]
             try:
-                return super().__call__(proposed, changed)
+                return super().__call__(proposed, added)
             finally:
                 del self.sched.schedule_member
                 per_unit.append(len(calls) - before)

@@ -202,6 +202,14 @@ class NodeTable:
             return np.full(self.capacity, ABSENT, dtype=np.int32)
         return col.ids
 
+    def same_label(self, key: str, a: int, b: int) -> bool:
+        """Whether both rows carry the label key with the same value (one topology domain)."""
+        col = self.labels.get(key)
+        if col is None:
+            return False
+        value = int(col.ids[a])
+        return value != ABSENT and value == int(col.ids[b])
+
     def _taint_column(self, taint: tuple[str, str, str]) -> int:
         idx = self.taint_vocab.get(taint)
         if idx is None:

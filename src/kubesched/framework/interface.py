@@ -14,7 +14,7 @@ allocates nothing.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection, Coroutine, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -455,6 +455,13 @@ class PreFilterPlugin(Named):
     def remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None:
         return None
 
+    def harmless_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        """With its extensions active for the pod: whether `added`, put on `row`, can never turn
+        the pod's Filter verdict on another row, `own_row`, from pass to fail. Group preemption's
+        reprieve check skips a victim no member's active plugins can see. False (not known)
+        unless the plugin knows better."""
+        return False
+
 
 class FilterPlugin(Named):
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
@@ -631,9 +638,9 @@ class BurstSettings:
 # proposed node of each member it placed, every assumption undone.
 PlaceGroup = Callable[[], tuple[Status | None, list[tuple[PodInfo, str]]]]
 # Whether a proposed placement (members in order) still passes every Filter, each member with the
-# ones before it assumed and reserved, all undone after; the second argument names the nodes
-# whose pods changed since it last passed, whose members are checked first.
-StillFits = Callable[[Sequence[tuple[PodInfo, str]], Collection[str]], bool]
+# ones before it assumed and reserved, all undone after; the second argument is the pods put back
+# (row, pod) since it last passed: the members on their nodes are checked first.
+StillFits = Callable[[Sequence[tuple[PodInfo, str]], Sequence[tuple[int, PodInfo]]], bool]
 
 
 class PodGroupPostFilterPlugin(Named):

@@ -94,7 +94,7 @@ def evaluate(
     units = victim_units(handle, group)
     if not units:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_GROUP_VICTIMS,)), [], []
-    table, cache = handle.table, handle.cache
+    cache = handle.cache
     # Victims are lifted off the table and the pod index both: the group's cycles compute their
     # PreFilter state (pod affinity, topology spread) afresh from the index.
     taken: dict[str, tuple[int, PodInfo]] = {}
@@ -110,7 +110,7 @@ def evaluate(
         for unit in sorted(units, key=lambda u: u.key(start_time)):
             for row, pi in unit.pods:
                 cache.restore(pi, row)
-            if still_fits(proposed, {table.name_of(row) for row, _ in unit.pods}):
+            if still_fits(proposed, unit.pods):
                 for _, pi in unit.pods:
                     del taken[pi.uid]
                 continue

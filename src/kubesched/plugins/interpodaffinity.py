@@ -699,6 +699,22 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, PreScor
             s.update_with_pod(pi, removed, row, -1)
         return None
 
+    def harmless_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        # A pod elsewhere can refuse the pod through an anti-affinity term (its own or the pod's)
+        # whose domain holds both rows; more matches only help required affinity, except that a
+        # pod matching its own terms loses the first-pod exemption once another pod matches.
+        s = state.read(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            return False
+        table = s.table
+        for term in pod_terms(added).required_anti_affinity:
+            if term.matches(pi, s.namespace_labels) and table.same_label(term.topology_key, row, own_row):
+                return False
+        for rterm in s.anti_affinity_terms:
+            if rterm.matches(added) and table.same_label(rterm.topology_key, row, own_row):
+                return False
+        return not (s.affinity_terms and s.matches_own_affinity and pod_matches_all(s.affinity_terms, added))
+
     # --- Filter ---------------------------------------------------------------------------------------
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:

@@ -510,6 +510,32 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
         self._update_with_pod(state, pi, removed, row, -1)
         return None
 
+    def harmless_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        # A matching pod in another domain can only raise the minimum the skew is measured
+        # against; one in the pod's own domain (another node of its zone) raises its count.
+        st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
+        if st is None:
+            return False
+        if added.namespace != pi.namespace:
+            return True
+        table = self._cache.table
+        if row >= table.size or not table.present[row]:
+            return True
+        node_labels = table.node_labels[row]
+        if not _has_all_keys(node_labels, st.constraints):
+            return True
+        for i, c in enumerate(st.constraints):
+            if not c.selector.matches(added.labels):
+                continue
+            if c.honor_affinity and not st.inclusion.affinity()[row]:
+                continue
+            if c.honor_taints and not st.inclusion.taints()[row]:
+                continue
+            vid = table.labels[c.topology_key].vocab[node_labels[c.topology_key]]
+            if table.same_label(c.topology_key, row, own_row) or vid >= len(st.eligible[i]) or not st.eligible[i][vid]:
+                return False
+        return True
+
     def _update_with_pod(self, state: CycleState, pi: PodInfo, other: PodInfo, row: int, delta: int) -> None:
         st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
         if st is None or other.namespace != pi.namespace:
