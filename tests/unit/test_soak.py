@@ -198,9 +198,10 @@ def test_event_series_repeat_within_the_window_then_expire(monkeypatch: pytest.M
     now[0] += 60
     rec.record(a, "Warning", "FailedScheduling", "0/3 nodes are available")
     assert [s.count for s in rec.series.values()] == [2]  # one series, counted twice
-    now[0] += events.SERIES_WINDOW
+    now[0] += events.SERIES_WINDOW - 1
     rec.record(b, "Warning", "FailedScheduling", "0/3 nodes are available")
-    assert [k[0] for k in rec.series] == [b.uid]  # a's went quiet six minutes ago: forgotten
+    rec.finish(now[0] + 1)
+    assert [k[0] for k in rec.series] == [b.uid]  # a's went quiet six minutes ago: ended, forgotten
     assert set(rec._keys_of) == {b.uid}
 
 

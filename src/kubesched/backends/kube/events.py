@@ -1,15 +1,21 @@
 """events.k8s.io/v1 events about pods, posted in the background the way client-go's
-events library does it.
+events library (tools/events, which kube-scheduler uses) does it.
 
 - Posting never blocks a scheduling or binding cycle: events go through a bounded
   queue served by a few workers; when the queue is full an event is dropped and
   counted (client-go drops too), because a scheduler must not stall on events.
-- The same event repeated within six minutes (a pod failing again with the same
-  message) becomes a series on the first event: its count and last observed time are
-  patched, at most every 30 seconds, instead of a new object each time.
-- What is remembered for series stays bounded in a run of months: a series is forgotten six
-  minutes after its last event (as client-go's broadcaster does) or when its pod is deleted,
-  and never more than MAX_SERIES are kept (the least recently repeated go first).
+- Isomorphic events form a series, as client-go's broadcaster keys them: the same type,
+  reason, action and reporter about the same object *at the same resourceVersion* (its
+  ObjectReference carries it), whatever the note. The first is created; the second
+  patches the first with series count 2 at once; later ones are only counted, and the
+  count is written when the series ends (six minutes without a repeat, checked every six
+  minutes) and every 30 minutes while it goes on. A pod whose status the scheduler patches
+  after a failure therefore gets a new event object at its next failure, and a failure
+  whose note changed before the pod's resourceVersion did counts on the earlier event, as
+  with kube-scheduler.
+- What is remembered for series stays bounded in a run of months: a series is forgotten
+  when it ends or its pod is deleted, and never more than MAX_SERIES are kept (the least
+  recently repeated go first).
 """
 
 from __future__ import annotations
@@ -26,14 +32,14 @@ from kubesched.client import ApiClient, ApiError
 
 log = logging.getLogger(__name__)
 
-SERIES_WINDOW = 6 * 60.0  # client-go's isomorphic-event window
-SERIES_PATCH_EVERY = 30.0
+SERIES_WINDOW = 6 * 60.0  # client-go's finishTime: a series idle this long has ended
+SERIES_REFRESH = 30 * 60.0  # client-go's refreshTime: running series are written this often
 NOTE_LIMIT = 1024  # the API refuses notes longer than 1 kB
 QUEUE_SIZE = 1000
 WORKERS = 4
 MAX_SERIES = 20 * QUEUE_SIZE
 
-SeriesKey = tuple[str, str, str, str]  # pod uid, type, reason, note
+SeriesKey = tuple[str, str, str, str, str]  # pod uid, its resourceVersion, type, reason, reporting controller
 
 
 def truncate_note(message: str) -> str:
@@ -56,18 +62,18 @@ def micro_time(ts: float | None = None) -> str:
 class _Series:
     namespace: str
     name: str  # the Event object's name, once created
-    first: float
     last: float
     count: int
-    patched_at: float
-    patched_count: int
+    written: int  # the count the API server has (1: the event as created)
+    creating: bool = True  # the create is queued or in flight
 
 
 @dataclass(slots=True)
 class _Pending:
-    key: SeriesKey
+    series: _Series | None
     namespace: str
-    body: dict[str, Any] | None  # a new event to create, or None for a series update
+    body: dict[str, Any] | None  # a new event to create, or None for the series' count
+    again: bool = False  # write the count even if the API server has it (client-go's refresh)
 
 
 class EventRecorder:
@@ -87,6 +93,7 @@ class EventRecorder:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._workers = [loop.create_task(self._work(), name=f"events-{i}") for i in range(WORKERS)]
+        self._workers.append(loop.create_task(self._tend(), name="events-series"))
 
     async def stop(self, flush_timeout: float = 5.0) -> None:
         """Posts what is queued (for at most `flush_timeout` seconds), then stops the workers."""
@@ -101,22 +108,22 @@ class EventRecorder:
     def record(self, pi: PodInfo, type_: str, reason: str, message: str, *, controller: str | None = None) -> None:
         now = time.time()
         note = truncate_note(message)
-        key = (pi.uid, type_, reason, note)
-        self._expire(now)
+        reporter = controller or self.controller
+        pod = pi.pod
+        key = (pi.uid, pod.metadata.resource_version or "", type_, reason, reporter)
         series = self.series.pop(key, None)
         if series is not None:
             series.count += 1
             series.last = now
             self.series[key] = series  # to the back: the most recently repeated
-            if series.name and now - series.patched_at >= SERIES_PATCH_EVERY:
-                series.patched_at = now
-                self._enqueue(_Pending(key, series.namespace, None))
+            if series.count == 2:  # client-go writes the second at once, later ones when the series ends
+                self._enqueue(_Pending(series, series.namespace, None))
             return
         while len(self.series) >= MAX_SERIES:
             self._drop(next(iter(self.series)))
-        self.series[key] = _Series(pi.namespace, "", now, now, 1, now, 1)
+        series = _Series(pi.namespace, "", now, 1, 1)
+        self.series[key] = series
         self._keys_of.setdefault(pi.uid, set()).add(key)
-        pod = pi.pod
         regarding = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -126,15 +133,15 @@ class EventRecorder:
             "resourceVersion": pod.metadata.resource_version,
         }
         action = "Binding" if reason == "Scheduled" else "Scheduling"
-        body = self._body(regarding, type_, reason, note, action, controller or self.controller, now)
-        self._enqueue(_Pending(key, pi.namespace, body))
+        body = self._body(regarding, type_, reason, note, action, reporter, now)
+        self._enqueue(_Pending(series, pi.namespace, body))
 
     def record_about(self, regarding: dict[str, str], type_: str, reason: str, message: str, action: str) -> None:
         """A one-off event about another object (the scheduler's own pod, say): no series."""
         now = time.time()
         namespace = regarding.get("namespace") or "default"
         body = self._body(regarding, type_, reason, truncate_note(message), action, self.controller, now)
-        self._enqueue(_Pending(("", type_, reason, body["note"]), namespace, body))
+        self._enqueue(_Pending(None, namespace, body))
 
     def _body(self, regarding: dict[str, str], type_: str, reason: str, note: str, action: str, reporter: str,
               now: float) -> dict[str, Any]:
@@ -158,13 +165,33 @@ class EventRecorder:
         except asyncio.QueueFull:
             self.dropped += 1
 
-    def _expire(self, now: float) -> None:
-        """Forgets the series whose last event is older than the window: the oldest are first."""
+    async def _tend(self) -> None:
+        """client-go's finishSeries (every six minutes) and refreshExistingEventSeries (every 30)."""
+        refreshed = time.time()
+        while True:
+            await asyncio.sleep(SERIES_WINDOW)
+            now = time.time()
+            self.finish(now)
+            if now - refreshed >= SERIES_REFRESH:
+                refreshed = now
+                self.refresh()
+
+    def finish(self, now: float) -> None:
+        """Series idle for the window have ended: their final count is written, and they are
+        forgotten (the least recently repeated are first)."""
         while self.series:
             key, series = next(iter(self.series.items()))
             if now - series.last < SERIES_WINDOW:
                 return
+            if series.count > series.written:
+                self._enqueue(_Pending(series, series.namespace, None))
             self._drop(key)
+
+    def refresh(self) -> None:
+        """Running series have their count written."""
+        for series in self.series.values():
+            if series.count >= 2:
+                self._enqueue(_Pending(series, series.namespace, None, again=True))
 
     def _drop(self, key: SeriesKey) -> None:
         del self.series[key]
@@ -197,16 +224,24 @@ class EventRecorder:
                 self.queue.task_done()
 
     async def _post(self, item: _Pending) -> None:
-        series = self.series.get(item.key)
+        series = item.series
         if item.body is not None:
-            created = await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{item.namespace}/events", body=item.body)
+            try:
+                created = await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{item.namespace}/events", body=item.body)
+            finally:
+                if series is not None:
+                    series.creating = False
             self.posted += 1
             if series is not None:
                 series.name = created.get("metadata", {}).get("name", "") if isinstance(created, dict) else ""
+                if series.count > series.written:  # repeated while the create was in flight
+                    self._enqueue(_Pending(series, series.namespace, None))
             return
-        if series is None or not series.name or series.count == series.patched_count:
-            return
-        series.patched_count = series.count
+        if series is None or series.creating or not series.name:
+            return  # the create's completion writes the count; a failed create has no event to patch
+        if series.count == series.written and not item.again:
+            return  # another write took this count already
+        series.written = series.count
         patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last)}}
         await self.client.patch(
             f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}",
