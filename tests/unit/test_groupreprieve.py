@@ -27,8 +27,9 @@ def _scenario(rng: random.Random) -> list[dict[str, Any]]:
     # Shape 3: members without constraints of their own, some victims refusing them in their zone.
     refusing = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "gang"}}, "topologyKey": ZONE}]}}}
-    # Shape 2: some victims count in the members' spreading. Shape 4: members wanting, by zone, pods of their team, which they and some victims are in
-    # (the first member relies on matching its own term while no other pod does).
+    # Shape 2: some victims count in the members' spreading. Shape 4: members wanting, by zone, pods
+    # of their team, which they and some victims are in (the first member relies on matching its
+    # own term while no other pod does).
     low = [pod(f"low-{i}", cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m",
                labels={"app": "gang" if shape == 2 and rng.random() < 0.4 else f"l{rng.randrange(3)}",
                        **({"team": "x"} if shape == 4 and rng.random() < 0.3 else {})},
