@@ -218,7 +218,9 @@ class SchedulingQueue:
         if qpi.where:
             self._set_where(qpi, "")
         qpi.gated_by = status
-        if status.plugin:
+        if status.plugin and not isinstance(qpi, QueuedGroup):
+            # A group keeps no rejecting plugins (kube fills none in for a group): every event it
+            # registers for runs its members' PreEnqueue again.
             qpi.unschedulable_plugins = qpi.unschedulable_plugins | {status.plugin}
         self._park(qpi, "gated", event)
         return True
