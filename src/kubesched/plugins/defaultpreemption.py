@@ -58,7 +58,6 @@ from kubesched.api.objects import Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.cache.podgroups import member_key
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     ActionType,
@@ -352,8 +351,10 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
         handle.record_preemption(victims)
         doomed = self.executor.to_delete(victims, message + " (in kube-scheduler memory).")
-        # Its members wait at PreEnqueue while the victims are deleted, as kube's do.
-        self.executor.evict(member_key(members[0]), members, doomed, gp.CANDIDATE_NODE, message)
+        # Not held back at PreEnqueue (kube holds the pod group): a group's entity in this queue
+        # carries no rejecting plugins, so the gate would be its only one and its hint skips;
+        # `ongoing` above answers its attempts while the deletions run instead.
+        self.executor.evict(None, members, doomed, gp.CANDIDATE_NODE, message)
         for pi, node in proposed:
             handle.nominate(pi, node)
         return Status(Code.SUCCESS, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons), NAME)
@@ -595,7 +596,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
                 handle.nominate(other, None)
 
     def pre_enqueue(self, pi: PodInfo) -> Status | None:
-        return self.executor.gate(pi, member_key(pi))
+        return self.executor.gate(pi)
 
 
 def _aggregate(errors: list[str]) -> str:

@@ -13,10 +13,9 @@ PreEnqueue until they are going.
   victims in graceful deletion do (`deleting_now`); a preemptor whose nomination is not in its
   status yet is known to wait on its node (`waiting_on_node`).
 
-A pod group's preemption holds every member (`gate` with the group's key), as kube's PreEnqueue
-holds the members of a pod group running preemption; the queue re-runs PreEnqueue for a gated
-group on every event it registers for (a group carries no rejecting plugins), so the last
-victim's deletion lets it go.
+Pod groups are not held at PreEnqueue (kube holds them): a group's entity in kubesched's queue
+carries no rejecting plugins, so the gate would be its only one and its hint skips; the group
+post-filter's "ongoing preemption" check answers its attempts while the deletions run instead.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ PREEMPTED_REASON = "Preempted"
 WAITING_POD_MESSAGE = "preempted"
 # kube's PreEnqueue while a preemption's deletions are under way.
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
-WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
 
 
 class Executor:
@@ -75,8 +73,7 @@ class Executor:
     def evict(self, gate: str | None, preemptors: Sequence[PodInfo], victims: list[PodInfo], node: str, message: str) -> None:
         """Deletes the victims in the background (PostFilter itself is synchronous), through the
         handle's `spawn`, so that the scheduler tracks and drains the deletions; `gate` is the uid
-        of the preemptor, or the key of the pod group, that PreEnqueue holds until then (None:
-        none is held)."""
+        of the preemptor PreEnqueue holds until then (None: none is held)."""
         if not victims:
             return
         lead = preemptors[0]
@@ -118,22 +115,14 @@ class Executor:
             else:
                 self.waiting_on[preemptor_uid] = (node, pending - 1)
 
-    def gate(self, pi: PodInfo, group: str | None = None) -> Status | None:
-        """kube's PreEnqueue under async preemption: a pod whose victims are still being deleted,
-        or a member of a pod group (`group`: its key) whose are, waits until the last victim is
-        gone or terminating."""
-        if self._running(pi.uid):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_PREEMPTION,), self.plugin)
-        if group is not None and self._running(group):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_GROUP_PREEMPTION,), self.plugin)
-        return None
-
-    def _running(self, preemptor: str) -> bool:
-        if preemptor not in self.preempting:
-            return False
-        last = self.preempting[preemptor]
+    def gate(self, pi: PodInfo) -> Status | None:
+        """kube's PreEnqueue under async preemption: a pod whose victims are still being deleted
+        waits, until the last victim is gone or terminating."""
+        if pi.uid not in self.preempting:
+            return None
+        last = self.preempting[pi.uid]
         if last is not None:
             placed = self.handle.cache.placed.get(last)
             if placed is None or placed.info.pod.metadata.deletion_timestamp:
-                return False  # its deletion went through: the preemption is over
-        return True
+                return None  # its deletion went through: the preemption is over
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_PREEMPTION,), self.plugin)

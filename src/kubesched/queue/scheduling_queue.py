@@ -218,9 +218,7 @@ class SchedulingQueue:
         if qpi.where:
             self._set_where(qpi, "")
         qpi.gated_by = status
-        if status.plugin and not isinstance(qpi, QueuedGroup):
-            # A group keeps no rejecting plugins (kube fills none in for a group): every event it
-            # registers for runs its members' PreEnqueue again.
+        if status.plugin:
             qpi.unschedulable_plugins = qpi.unschedulable_plugins | {status.plugin}
         self._park(qpi, "gated", event)
         return True
