@@ -45,15 +45,13 @@ from kubesched.api.podgroups import (
 )
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
-from kubesched.groupreprieve import ReprieveCheck
+from kubesched.groupreprieve import CheckHost, ReprieveCheck
 from kubesched.jointplan import joint_plan
 from kubesched.observe.record import DecisionRecord, fit_error_message
 from kubesched.queue.groups import GroupAttempt
 
 if TYPE_CHECKING:
     from kubesched.backends.base import ClusterBackend
-    from kubesched.cache.cache import Cache
-    from kubesched.clock import Clock
     from kubesched.framework.runtime import Framework
     from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
     from kubesched.observe.record import Recorder
@@ -68,14 +66,13 @@ class Placement(Protocol):
     diagnosis: Diagnosis | None
 
 
-class GroupHost(Protocol):
+class GroupHost(CheckHost, Protocol):
     """What a group cycle uses of the scheduler: its state, and its own per-pod cycle, assume,
-    Permit and binding, and failure paths (a member is scheduled, bound and reported as a pod is)."""
+    Permit and binding, and failure paths (a member is scheduled, bound and reported as a pod is);
+    the reprieve check's needs (CheckHost) among them."""
 
-    cache: Cache
     queue: SchedulingQueue
     frameworks: dict[str, Framework]
-    clock: Clock
     recorder: Recorder
     metrics: SchedulerMetrics
     backend: ClusterBackend
@@ -86,10 +83,6 @@ class GroupHost(Protocol):
     def schedule_member(
         self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
     ) -> Placement: ...
-
-    def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
-
-    def forget(self, pi: PodInfo) -> None: ...
 
     def permit_and_bind(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -516,32 +516,29 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
         st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
         if st is None:
             return False
-        if added.namespace != pi.namespace:
-            return True
         table = self._cache.table
-        if row >= table.size or not table.present[row]:
-            return True
-        node_labels = table.node_labels[row]
-        if not _has_all_keys(node_labels, st.constraints):
-            return True
-        for i, c in enumerate(st.constraints):
-            if not c.selector.matches(added.labels):
-                continue
-            if c.honor_affinity and not st.inclusion.affinity()[row]:
-                continue
-            if c.honor_taints and not st.inclusion.taints()[row]:
-                continue
-            vid = table.labels[c.topology_key].vocab[node_labels[c.topology_key]]
+        for i, c, vid in self._counting(st, pi, added, row):
             if table.same_label(c.topology_key, row, own_row) or vid >= len(st.eligible[i]) or not st.eligible[i][vid]:
                 return False
         return True
 
     def _update_with_pod(self, state: CycleState, pi: PodInfo, other: PodInfo, row: int, delta: int) -> None:
         st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
-        if st is None or other.namespace != pi.namespace:
+        if st is None:
             return
         table = self._cache.table
-        if row >= table.size or not table.present[row]:
+        for i, c, vid in self._counting(st, pi, other, row):
+            st._grow(i, len(table.labels[c.topology_key].values))
+            st.counts[i][vid] += delta
+            # A domain touched here is part of the constraint's domains from now on (kube
+            # inserts the topology value into its map).
+            st.eligible[i][vid] = True
+
+    def _counting(self, st: PreFilterState, pi: PodInfo, other: PodInfo, row: int) -> Iterator[tuple[int, SpreadConstraint, int]]:
+        """The constraints `other` on `row` counts in for the pod: (index, constraint, its
+        domain's value id); none when it is in another namespace or the node lacks a key."""
+        table = self._cache.table
+        if other.namespace != pi.namespace or row >= table.size or not table.present[row]:
             return
         node_labels = table.node_labels[row]
         if not _has_all_keys(node_labels, st.constraints):
@@ -553,13 +550,7 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
                 continue
             if c.honor_taints and not st.inclusion.taints()[row]:
                 continue
-            col = table.labels[c.topology_key]
-            vid = col.vocab[node_labels[c.topology_key]]
-            st._grow(i, len(col.values))
-            st.counts[i][vid] += delta
-            # A domain touched here is part of the constraint's domains from now on (kube
-            # inserts the topology value into its map).
-            st.eligible[i][vid] = True
+            yield i, c, table.labels[c.topology_key].vocab[node_labels[c.topology_key]]
 
     # --- Filter -------------------------------------------------------------------------------
 
