@@ -111,6 +111,17 @@ def _decided_by(record: DecisionRecord) -> str | None:
     return plugin if margin > 0 and plugin is not None else TIE
 
 
+def _best_few(totals: np.ndarray, ties: np.ndarray, k: int) -> np.ndarray:
+    """Indices of k highest totals, best first, lowest index first among equals; `ties`: the
+    indices of the highest. (argpartition is slow on the many equal totals a uniform cluster gives.)"""
+    top = ties[:k].copy()
+    while top.size < k:
+        below = totals < totals[top[-1]]
+        nxt = np.flatnonzero(below & (totals == totals[below].max()))
+        top = np.concatenate((top, nxt[: k - top.size]))
+    return top
+
+
 def _queue_sort(gen: Generation) -> Callable[[QueuedPodInfo], Any]:
     """The queue's sort key: the first live profile's QueueSort (configuration made them agree)."""
     first = next(iter(gen.frameworks.values()))
@@ -687,25 +698,24 @@ class Scheduler:
         """The scored node with the highest total, ties at random (or the index `pick` of the
         rows, chosen already); the best few are recorded."""
         totals = scored.totals
+        best = totals.max()
+        ties = np.flatnonzero(totals == best)
         if pick < 0:
-            best = totals.max()
-            ties = np.flatnonzero(totals == best)
             pick = int(ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)])
-        k = min(TOP_NODES_RECORDED, totals.size)
-        top = np.argpartition(totals, totals.size - k)[totals.size - k:]
-        top = top[np.argsort(-totals[top], kind="stable")]
-        if pick not in top:
-            top[-1] = pick
+        top = _best_few(totals, ties, min(TOP_NODES_RECORDED, totals.size))
+        few = top.tolist()
+        if pick not in few:
+            top[-1] = few[-1] = pick
         # Each plugin's raw and weighted scores of the few nodes kept, read at those nodes only.
         raw = [a[top].tolist() for a in scored.raw]
         weighted = [w[top].tolist() for _, w in scored.by_plugin]
         record.scored_top = TopScores(
-            nodes=[table.name_of(int(scored.rows[i])) for i in top.tolist()],
+            nodes=[table.name_of(r) for r in scored.rows[top].tolist()],
             totals=totals[top].tolist(),
             plugins=tuple(name for name, _ in scored.by_plugin),
             weights=tuple(scored.weights),
-            raw=[list(column) for column in zip(*raw, strict=True)] if raw else [[] for _ in range(k)],
-            weighted=[list(column) for column in zip(*weighted, strict=True)] if weighted else [[] for _ in range(k)],
+            raw=[list(column) for column in zip(*raw, strict=True)] if raw else [[] for _ in few],
+            weighted=[list(column) for column in zip(*weighted, strict=True)] if weighted else [[] for _ in few],
         )
         return table.name_of(int(scored.rows[pick]))
 

@@ -1,7 +1,11 @@
 """The scheduler end to end on the simulated cluster: cycles, messages, events, queueing, binding."""
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kubesched.scheduler import _best_few
 from unit.sample_plugins import HoldAtPermit
 from unit.simkit import node, pod, profile_config, run
 
@@ -262,3 +266,13 @@ def test_ties_are_broken_by_the_seed():
     objects = [node(f"n{i}") for i in range(20)] + [pod("p")]
     chosen = {run(objects, seed=s)[0].placements["default/p"] for s in range(10)}
     assert len(chosen) > 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(totals=st.lists(st.integers(0, 5), min_size=1, max_size=60), k=st.integers(1, 5))
+def test_the_best_few_recorded_are_the_highest_totals_first_lowest_index_among_equals(totals, k):
+    array = np.array(totals, dtype=np.int64)
+    k = min(k, array.size)
+    ties = np.flatnonzero(array == array.max())
+    expected = sorted(range(array.size), key=lambda i: (-totals[i], i))[:k]
+    assert _best_few(array, ties, k).tolist() == expected

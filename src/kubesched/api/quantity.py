@@ -198,9 +198,25 @@ def to_int(value: str | int | float) -> int:
     return _checked(None if nanos is None else _ceil_div(nanos, NANO), value, "")
 
 
+# Parsed quantities by (in millicores?, text): a cluster's pods repeat a few request strings
+# ("100m", "500Mi") thousands of times. Bounded by emptying it when full.
+_PARSED: dict[tuple[bool, str], int] = {}
+PARSED_LIMIT = 4096
+
+
 def resource_value(resource: str, value: str | int | float) -> int:
     """The integer kube-scheduler compares for a resource: millicores for cpu, base units otherwise."""
-    return to_milli(value) if resource == "cpu" else to_int(value)
+    milli = resource == "cpu"
+    if type(value) is not str:
+        return to_milli(value) if milli else to_int(value)
+    key = (milli, value)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = to_milli(value) if milli else to_int(value)  # raises before anything is kept
+        if len(_PARSED) >= PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[key] = parsed
+    return parsed
 
 
 def parse_duration(value: str | int | float) -> float:

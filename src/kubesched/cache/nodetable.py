@@ -23,6 +23,8 @@ from kubesched.api.quantity import QuantityError, resource_value
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 ABSENT = -1  # label value id of a node without the label
+NO_ROW = -1  # in NodeTable.change_log: a generation that changed no row's own state (with_copies)
+CHANGE_LOG_LIMIT = 4096  # generations NodeTable.change_log keeps (trimmed by half past it)
 NO_TAINT = np.iinfo(np.int16).max  # taint position of a node without the taint
 # A label column is re-encoded once it holds more than twice its live values plus this many
 # (values no node carries any more: the hostnames of nodes long gone, in a cluster that scales).
@@ -128,6 +130,12 @@ class NodeTable:
         # The table generation of each row's last change (its node, or pods on it): per-row
         # caches compare it in one vector operation to find the rows to redo.
         self.row_generation = np.zeros(capacity, dtype=np.int64)
+        # The row each generation changed, in order from generation `log_start` (NO_ROW for none):
+        # a reader a few generations behind finds the rows to redo here without comparing
+        # row_generation across the table. Bounded: a reader further behind than the log reaches
+        # compares instead (see changed_since).
+        self.change_log: list[int] = []
+        self.log_start = 1
         # Copies of the pod being scored counted on every node, for the duration of `with_copies`.
         self.copies = 0
 
@@ -281,9 +289,8 @@ class NodeTable:
                 self.taint_refs[col] += 1
         self._compact_taints()
         self._set_images(row, node)
-        self.generation += 1
         self.node_generation += 1
-        self.row_generation[row] = self.generation
+        self._changed(row)
         return row
 
     def _set_labels(self, row: int, labels: dict[str, str]) -> None:
@@ -359,9 +366,8 @@ class NodeTable:
         self.names[row] = None
         self.nodes[row] = None
         self._free.append(row)
-        self.generation += 1
         self.node_generation += 1
-        self.row_generation[row] = self.generation
+        self._changed(row)
         return row
 
     # --- pods on nodes -------------------------------------------------------------
@@ -376,8 +382,7 @@ class NodeTable:
                 rows = self.port_index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, {})
                 rows[row] = rows.get(row, 0) + 1
         self.pods[row][pi.uid] = pi
-        self.generation += 1
-        self.row_generation[row] = self.generation
+        self._changed(row)
 
     def remove_pod(self, row: int, pi: PodInfo) -> None:
         if self.pods[row].pop(pi.uid, None) is None:
@@ -390,8 +395,7 @@ class NodeTable:
             self.ports[row] = +self.ports[row]
             for hp in pi.host_ports:
                 self._unindex_port(hp, row, 1)
-        self.generation += 1
-        self.row_generation[row] = self.generation
+        self._changed(row)
 
     def _unindex_port(self, hp: HostPort, row: int, count: int) -> None:
         by_ip = self.port_index.get((hp.protocol, hp.port))
@@ -418,14 +422,39 @@ class NodeTable:
         self.requested[:size] += vec
         self.non_zero_requested[:size] += nz
         self.copies += count
-        self.generation += 1
+        self._changed(NO_ROW)
         try:
             yield
         finally:
             self.requested[:size] -= vec
             self.non_zero_requested[:size] -= nz
             self.copies -= count
-            self.generation += 1
+            self._changed(NO_ROW)
+
+    def _changed(self, row: int) -> None:
+        """A new generation, changing `row` (NO_ROW: none; with_copies's copies are no row's own
+        state, and every row is as before once they are taken off)."""
+        self.generation += 1
+        if row != NO_ROW:
+            self.row_generation[row] = self.generation
+        log = self.change_log
+        log.append(row)
+        if len(log) > CHANGE_LOG_LIMIT:
+            half = len(log) // 2
+            del log[:half]
+            self.log_start += half
+
+    def changed_since(self, generation: int) -> list[int] | None:
+        """The rows changed after `generation` (repeats possible), or None when the log does not
+        reach back that far: compare row_generation then."""
+        behind = self.generation - generation
+        if behind <= 0:
+            return []
+        first = generation + 1 - self.log_start
+        if first < 0:
+            return None
+        rows = self.change_log[first:]
+        return [r for r in rows if r != NO_ROW] if NO_ROW in rows else rows
 
     # --- convenience for plugins and tests ---------------------------------------------
 

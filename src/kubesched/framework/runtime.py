@@ -593,10 +593,17 @@ class Framework:
             return feasible, int(feasible.size)
         start = self.next_start_row % max(size, 1)
         pos = int(np.searchsorted(feasible, start))
-        rotated = np.concatenate((feasible[pos:], feasible[:pos]))
-        chosen = rotated[:want]
-        self.next_start_row = (int(chosen[-1]) + 1) % size
-        return np.sort(chosen), want
+        # The `want` rows from `pos` on, wrapping around; returned in row order.
+        end = pos + want
+        if end <= feasible.size:
+            chosen = feasible[pos:end]
+            last = int(chosen[-1])
+        else:
+            wrapped = end - feasible.size
+            chosen = np.concatenate((feasible[:wrapped], feasible[pos:]))
+            last = int(feasible[wrapped - 1])
+        self.next_start_row = (last + 1) % size
+        return chosen, want
 
     # --- PreFilter extensions (preemption) -------------------------------------------------------
 

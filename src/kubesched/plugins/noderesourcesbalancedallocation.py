@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.rowmemo import RowMemo
 from kubesched.framework import signers
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
@@ -77,6 +78,7 @@ class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin, SignP
         a: NodeResourcesBalancedAllocationArgs = self.args
         self.resource_names = tuple(r.name for r in a.resources)
         self._key = "PreScore" + self.name
+        self._scores = RowMemo()
 
     def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
         requests = rs.pod_scoring_requests(pi, self.resource_names, True)
@@ -93,9 +95,13 @@ class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin, SignP
                 return np.zeros(len(rows), dtype=np.int64)
         else:
             requests = s.requests
+        # A node's score depends on its row and the pod's requests alone: kept across cycles.
+        return self._scores.at(table, requests.tobytes(), lambda where: self._balance_change(table, where, requests), rows)
+
+    def _balance_change(self, table: NodeTable, where: np.ndarray | slice, requests: np.ndarray) -> np.ndarray:
         weights = (1,) * len(self.resource_names)
-        names = self.resource_names
-        with_pod, without = rs.score_rows_with_and_without(table, rows, names, weights, requests, True, rs.balanced)
+        with_pod, without = rs.score_rows_with_and_without(table, where, self.resource_names, weights, requests, True,
+                                                           rs.balanced)
         # kube 1.37 scores the change in balance the pod brings: both balances lie in 50..100, so
         # 50 + (50 + with - without) / 2 stays in 50..100; about 75 when the pod changes little.
         half = MAX_NODE_SCORE // 2

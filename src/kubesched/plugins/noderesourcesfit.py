@@ -32,6 +32,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.api.quantity import describe_amount, resource_value
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.rowmemo import RowMemo
 from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
@@ -193,6 +194,11 @@ class _Checks:
     amounts: np.ndarray  # int64, the pod's request per name (1 for the pod count)
     reasons: tuple[str, ...]
 
+    @property
+    def key(self) -> tuple[tuple[str, ...], bytes]:
+        """What a node's verdict depends on besides the node (the RowMemo key)."""
+        return self.names, self.amounts.tobytes()
+
 
 @dataclass(frozen=True, slots=True)
 class _ScoreState:
@@ -267,6 +273,8 @@ class NodeResourcesFit(
         self._score_key = "PreScore" + self.name
         # The last nodes a hint parsed: one event asks the hint about every rejected pod.
         self._parsed_nodes: list[tuple[Node, dict[str, int]]] = []
+        self._verdicts = RowMemo()
+        self._scores = RowMemo()
 
     # --- filter --------------------------------------------------------------------------
 
@@ -308,17 +316,31 @@ class NodeResourcesFit(
         return None, None
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
-        return self._filter(state, pi, table, slice(0, table.size))
+        checks = self._checks_of(state, pi, table)
+        # A node's verdict depends on its row and the pod's checks alone: kept across cycles.
+        codes = self._verdicts.values(table, checks.key, lambda rows: self._codes(checks, table, rows),
+                                      lambda row: self._row_code(checks, table, row))
+        if not np.count_nonzero(codes):
+            return None
+        return FilterResult(codes, _describer(checks.reasons))
 
     def filter_rows(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
-        return self._filter(state, pi, table, rows)
+        checks = self._checks_of(state, pi, table)
+        codes = self._codes(checks, table, rows)
+        return FilterResult(codes, _describer(checks.reasons)) if np.count_nonzero(codes) else None
 
-    def _filter(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray | slice) -> FilterResult | None:
+    def _checks_of(self, state: CycleState, pi: PodInfo, table: NodeTable) -> _Checks:
         checks: _Checks | None = state.read(self._state_key)
         if checks is None:
             checks = self.checks(pi)
         # Make sure every requested resource has a column (nodes lacking it allocate 0).
         table.request_vector(pi)
+        return checks
+
+    @staticmethod
+    def _codes(checks: _Checks, table: NodeTable, rows: np.ndarray | slice) -> np.ndarray:
+        """Each row's failure code (0: the pod fits): a bit per check the node fails, and
+        UNRESOLVABLE_BIT when the node is too small for the pod even empty."""
         cols = np.fromiter((table.resource_index[name] for name in checks.names), dtype=np.intp,
                            count=len(checks.names))
         if isinstance(rows, slice):
@@ -328,14 +350,30 @@ class NodeResourcesFit(
         short = checks.amounts > allocatable - requested
         failing = short.any(axis=1) & table.present[rows]
         if not failing.any():
-            return None
+            return np.zeros(len(failing), dtype=np.int64)
         bits = np.left_shift(np.int64(1), np.arange(len(cols), dtype=np.int64))
-        codes = short.astype(np.int64) @ bits
+        codes: np.ndarray = short.astype(np.int64) @ bits
         # The pod count is never unresolvable: removing pods makes room.
         too_big = (checks.amounts[1:] > allocatable[:, 1:]).any(axis=1)
         codes |= np.where(too_big, UNRESOLVABLE_BIT, 0)
         codes[~failing] = 0
-        return FilterResult(codes, _describer(checks.reasons))
+        return codes
+
+    @staticmethod
+    def _row_code(checks: _Checks, table: NodeTable, row: int) -> int:
+        """_codes of one row, in plain Python (a few rows a cycle: numpy's per-call cost would
+        dominate)."""
+        if not table.present[row]:
+            return 0
+        allocatable, requested = table.allocatable[row].tolist(), table.requested[row].tolist()
+        code, too_big = 0, False
+        for i, (name, need) in enumerate(zip(checks.names, checks.amounts.tolist(), strict=True)):
+            col = table.resource_index[name]
+            if need > allocatable[col] - requested[col]:
+                code |= 1 << i
+            if i and need > allocatable[col]:
+                too_big = True
+        return code | UNRESOLVABLE_BIT if code and too_big else code
 
     # --- what a rejected node lacks (explanations) ---------------------------------------------------
 
@@ -382,7 +420,9 @@ class NodeResourcesFit(
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         s: _ScoreState | None = state.read(self._score_key)
         pod_requests = s.requests if s is not None else rs.pod_scoring_requests(pi, self.resource_names, False)
-        return rs.score_rows(table, rows, self.resource_names, self.weights, pod_requests, False, self.scorer)
+        # A node's score depends on its row and the pod's scoring requests alone: kept across cycles.
+        return self._scores.at(table, pod_requests.tobytes(), lambda where: rs.score_rows(
+            table, where, self.resource_names, self.weights, pod_requests, False, self.scorer), rows)
 
     # --- a pod group's placements (kube v1.37, TopologyAwareWorkloadScheduling) -----------------------
 

@@ -143,10 +143,13 @@ def gather_indexed(
     return items
 
 
-def score_rows(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights: Sequence[int],
+def score_rows(table: NodeTable, rows: np.ndarray | slice, names: Sequence[str], weights: Sequence[int],
                pod_requests: np.ndarray, use_requested: bool, scorer: Scorer, with_pod: bool = True) -> np.ndarray:
-    """Scores aligned with `rows`. When most rows are candidates, columns are read as views over
-    the whole table and the result picked once, which is cheaper than gathering each column."""
+    """Scores aligned with `rows` (every row: slice(0, table.size)). When most rows are candidates,
+    columns are read as views over the whole table and the result picked once, which is cheaper
+    than gathering each column."""
+    if isinstance(rows, slice):
+        return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod), table.size)
     m = len(rows)
     if m == 0:
         return np.zeros(0, dtype=np.int64)
@@ -157,21 +160,22 @@ def score_rows(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights
     return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod), m)
 
 
-def score_rows_with_and_without(table: NodeTable, rows: np.ndarray, names: Sequence[str], weights: Sequence[int],
+def score_rows_with_and_without(table: NodeTable, rows: np.ndarray | slice, names: Sequence[str], weights: Sequence[int],
                                 pod_requests: np.ndarray, use_requested: bool, scorer: Scorer) -> tuple[np.ndarray, np.ndarray]:
     """score_rows with the pod counted and without it, from one read of the table's columns."""
-    m = len(rows)
+    every = isinstance(rows, slice)
+    m = table.size if isinstance(rows, slice) else len(rows)
     if m == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    whole = 4 * m >= table.size
+    whole = every or 4 * m >= table.size
     where: np.ndarray | slice = slice(0, table.size) if whole else rows
     indexed = gather_indexed(table, where, names, weights, pod_requests, use_requested, with_pod=False)
     without_items = [item for _, item in indexed]
     with_items = [(w, used + int(pod_requests[i]), alloc) for i, (w, used, alloc) in indexed]
     size = table.size if whole else m
     with_pod, without = scorer(with_items, size), scorer(without_items, size)
-    return (with_pod[rows], without[rows]) if whole else (with_pod, without)
+    return (with_pod[rows], without[rows]) if whole and not every else (with_pod, without)
 
 
 def _safe(allocatable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

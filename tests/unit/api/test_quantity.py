@@ -2,6 +2,7 @@ from decimal import Decimal
 
 import pytest
 
+from kubesched.api import quantity
 from kubesched.api.quantity import (
     FORMAT_ERROR,
     SUFFIX_ERROR,
@@ -35,6 +36,22 @@ def test_resource_value_uses_milli_only_for_cpu():
     assert resource_value("cpu", "2") == 2000
     assert resource_value("memory", "2") == 2
     assert resource_value("nvidia.com/gpu", 1) == 1
+
+
+def test_resource_values_parsed_once_stay_right_and_bounded(monkeypatch):
+    """Parsed strings are kept (pods repeat them): the same answers, cpu apart from the rest, a
+    refused string refused every time, and the store emptied when full."""
+    monkeypatch.setattr(quantity, "_PARSED", {})
+    monkeypatch.setattr(quantity, "PARSED_LIMIT", 3)
+    for _ in range(2):
+        assert resource_value("cpu", "3") == 3000 and resource_value("memory", "3") == 3
+        with pytest.raises(QuantityError):
+            resource_value("memory", "3GB")
+    assert len(quantity._PARSED) == 2
+    resource_value("memory", "1Ki")
+    resource_value("memory", "2Ki")
+    assert len(quantity._PARSED) <= 3
+    assert resource_value("cpu", "3") == 3000
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "1.2.3Gi", "1GB", "--1", True])

@@ -7,6 +7,8 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
@@ -471,3 +473,31 @@ def test_tally_counts_each_failed_code_as_np_unique_does(dtype: type) -> None:
     negative = np.array([-3, 5, -3, 2], dtype=np.int64) if np.dtype(dtype).kind == "i" else np.array([], dtype=dtype)
     values, counts = np.unique(negative, return_counts=True)
     assert _tally(negative) == list(zip(values.tolist(), counts.tolist(), strict=True))
+
+
+# --- sampling the feasible nodes to score -------------------------------------------------------
+
+
+def _sample_by_rotation(feasible: np.ndarray, size: int, start: int, want: int) -> tuple[list[int], int]:
+    """The definition: feasible rows rotated to begin at the first at or after `start`, the first
+    `want` of them, in row order; the next start follows the last one taken."""
+    pos = int(np.searchsorted(feasible, start % size))
+    rotated = np.concatenate((feasible[pos:], feasible[:pos]))[:want]
+    return sorted(rotated.tolist()), (int(rotated[-1]) + 1) % size
+
+
+@settings(max_examples=300, deadline=None)
+@given(alive=st.lists(st.booleans(), min_size=120, max_size=400), start=st.integers(0, 1000), percentage=st.integers(1, 60))
+def test_sample_takes_the_next_feasible_rows_round_robin(alive, start, percentage) -> None:
+    fwk = framework({})
+    fwk.percentage_of_nodes_to_score = percentage
+    mask = np.array(alive, dtype=bool)
+    fwk.next_start_row = start
+    feasible = np.flatnonzero(mask)
+    rows, want = fwk.sample(mask, len(mask))
+    if feasible.size <= want:
+        assert rows.tolist() == feasible.tolist()
+        return
+    expected, next_start = _sample_by_rotation(feasible, len(mask), start, want)
+    assert rows.tolist() == expected
+    assert fwk.next_start_row == next_start
