@@ -34,7 +34,7 @@ Compute = Callable[[np.ndarray | slice], np.ndarray]
 # The answer for one row, as the vectorized computation gives it.
 ComputeRow = Callable[[int], int]
 
-DEFAULT_SLOTS = 16  # keys kept per memo; the least recently used goes first
+DEFAULT_SLOTS = 8  # keys kept per memo (distinct pod shapes); the least recently used goes first
 LOG_READ_LIMIT = 64  # changes read from the table's log; past that, row generations are compared
 ROW_BY_ROW = 8  # changed rows at most computed one by one with a ComputeRow
 PENDING_LIMIT = 64  # changed rows `at` leaves for later at most

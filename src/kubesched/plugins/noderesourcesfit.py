@@ -71,6 +71,7 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 TOO_MANY_PODS = "Too many pods"
 # Bit of a row's code saying some resource exceeds the node's whole allocatable.
 UNRESOLVABLE_BIT = 1 << 62
+_CHECKS_KEPT = 1024  # distinct request sets whose checks are kept (emptied when full)
 _MAX_CHECKS = 62
 
 _MODEL = ConfigDict(extra="forbid", populate_by_name=True)
@@ -274,6 +275,7 @@ class NodeResourcesFit(
         # The last nodes a hint parsed: one event asks the hint about every rejected pod.
         self._parsed_nodes: list[tuple[Node, dict[str, int]]] = []
         self._verdicts = RowMemo()
+        self._checks_by_requests: dict[tuple[tuple[str, int], ...], _Checks] = {}
         self._scores = RowMemo()
 
     # --- filter --------------------------------------------------------------------------
@@ -290,6 +292,18 @@ class NodeResourcesFit(
         if cached is not None and cached[0] is self:
             result: _Checks = cached[1]
             return result
+        # Pods of one owner request the same: their checks are one immutable object.
+        same = tuple(pi.requests.items())
+        found = self._checks_by_requests.get(same)
+        if found is None:
+            found = self._checks_of_requests(pi)
+            if len(self._checks_by_requests) >= _CHECKS_KEPT:
+                self._checks_by_requests.clear()
+            self._checks_by_requests[same] = found
+        pi.extra[self.name] = (self, found)
+        return found
+
+    def _checks_of_requests(self, pi: PodInfo) -> _Checks:
         names: list[str] = [PODS]
         for base in (CPU, MEMORY, EPHEMERAL_STORAGE):
             if pi.requests.get(base, 0) > 0:
@@ -303,9 +317,8 @@ class NodeResourcesFit(
             )
         )
         amounts = np.array([1 if n == PODS else pi.requests[n] for n in names], dtype=np.int64)
-        result = _Checks(tuple(names), amounts, tuple(_reason(n) for n in names))
-        pi.extra[self.name] = (self, result)
-        return result
+        amounts.flags.writeable = False
+        return _Checks(tuple(names), amounts, tuple(_reason(n) for n in names))
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
         checks = self.checks(pi)

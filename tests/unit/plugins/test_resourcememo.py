@@ -109,3 +109,13 @@ def test_one_row_verdict_is_the_table_verdict(nodes, shape, removed):
     whole = fit._codes(checks, table, slice(0, table.size)).tolist()
     assert [fit._row_code(checks, table, r) for r in range(table.size)] == whole
     assert fit._codes(checks, table, np.arange(table.size, dtype=np.intp)).tolist() == whole
+
+
+def test_pods_requesting_the_same_share_one_set_of_checks():
+    cache = cache_with([node("n0")])
+    fit = NodeResourcesFit(None, UnitHandle(cache))
+    a, b = info(make_pod("a", (100, 1, 1))), info(make_pod("b", (100, 1, 1)))
+    c = info(make_pod("c", (200, 1, 1)))
+    assert fit.checks(a) is fit.checks(b)
+    assert fit.checks(c) is not fit.checks(a) and fit.checks(c).amounts.tolist() != fit.checks(a).amounts.tolist()
+    assert not fit.checks(a).amounts.flags.writeable  # shared, so never changed in place
