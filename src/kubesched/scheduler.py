@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched import features
+from kubesched import features, gcpolicy
 from kubesched.api.customresources import CustomResource, watched_by
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import PodGroup
@@ -579,6 +579,7 @@ class Scheduler:
         if record.result != "scheduled":  # a scheduled pod's attempt ends when its binding does
             self.metrics.attempt(record.result, fwk.name, record.duration)
         self.recorder.add(record)
+        gcpolicy.cycle_done()
 
     def _planned(self, fwk: Framework, qpi: QueuedPodInfo, row: int, burst: int
                  ) -> tuple[CycleState, DecisionRecord, ScheduleResult] | None:

@@ -586,12 +586,19 @@ class Framework:
     def sample(self, alive: np.ndarray, num_nodes: int | None = None) -> tuple[np.ndarray, int]:
         """The feasible rows to score, kube's adaptive percentage of `num_nodes` (the cluster's, or
         a pod group placement's), round-robin from the last stop."""
-        feasible = np.flatnonzero(alive)
         size = len(alive)
         want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(self.cache.table) if num_nodes is None else num_nodes)
+        start = self.next_start_row % max(size, 1)
+        # Most nodes feasible (the common case): the rows from `start` on, a window twice the
+        # wanted size, usually hold enough, without listing every feasible row of the table.
+        window = np.flatnonzero(alive[start : start + 2 * want])
+        if window.size >= want:
+            chosen = window[:want] + start
+            self.next_start_row = (int(chosen[-1]) + 1) % size
+            return chosen, want
+        feasible = np.flatnonzero(alive)
         if feasible.size <= want:
             return feasible, int(feasible.size)
-        start = self.next_start_row % max(size, 1)
         pos = int(np.searchsorted(feasible, start))
         # The `want` rows from `pos` on, wrapping around; returned in row order.
         end = pos + want

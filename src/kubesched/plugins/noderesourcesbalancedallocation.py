@@ -82,7 +82,7 @@ class NodeResourcesBalancedAllocation(Plugin, PreScorePlugin, ScorePlugin, SignP
 
     def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
         requests = rs.pod_scoring_requests(pi, self.resource_names, True)
-        if not requests.any():
+        if not np.count_nonzero(requests):
             return Status(Code.SKIP, plugin=self.name)
         state.write(self._key, _ScoreState(requests))
         return None

@@ -92,6 +92,6 @@ class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         cordoned = table.unschedulable[: table.size]
-        if not cordoned.any() or tolerates_unschedulable(pi):
+        if not np.count_nonzero(cordoned) or tolerates_unschedulable(pi):
             return None
         return FilterResult.reject(np.array(cordoned), ERR_REASON_UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
