@@ -13,8 +13,9 @@ collection took about 200 ms, 7% of a 10,000-pod run, stopping the loop meanwhil
 FREEZE_EVERY cycles what is alive moves out of the collector's sight (gc.freeze, which costs
 nothing), and the collections that run walk only what came since. Garbage in reference cycles
 that was frozen is not lost: every FULL_COLLECT_SECONDS everything is given back to the collector
-and collected once (the one full pause, as often as CPython's own full collections come at this
-size), then frozen again.
+and collected once, then frozen again: the one full pause (1.6 s measured with 5,000 nodes and
+50,000 pods, 2.9 million objects), at most once per FREEZE_EVERY cycles and FULL_COLLECT_SECONDS,
+so it follows scheduling activity as CPython's own full collections follow allocation.
 
 `settle` moves everything alive now (nodes, pods, the configuration) out of the collector's sight
 for good: call it once the initial state is loaded.
