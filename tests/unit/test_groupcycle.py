@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from kubesched import features
+from kubesched.backends.sim.cluster import SimCluster
+from kubesched.plugins.defaultpreemption import DefaultPreemption
 from unit.simkit import node, pod, run
 
 NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
@@ -181,6 +183,77 @@ def test_a_higher_priority_gang_preempts_what_stands_in_its_way() -> None:
     assert first_messages(sim) == {"gh-0": "0/2 nodes are available: 2 Insufficient cpu.",
                                    "gh-1": "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"}
     assert conditions(sim, "gh") == [("True", "Scheduled", "")]
+
+
+def gang_preemption() -> list[dict[str, Any]]:
+    """A gang of two that fits only once both low pods (one per node) are gone."""
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    low = [pod(f"low-{i}", cpu="3", node_name=f"n{i + 1}") for i in range(2)]
+    gang = [group("gh", 2, priorityClassName="high"),
+            *(member(f"gh-{i}", "gh", cpu="3", priorityClassName="high", annotations={"sim.kubesched.io/arrival": "1s"})
+              for i in range(2))]
+    return [high, *NODES, *low, *gang]
+
+
+def test_a_preempting_gang_waits_until_the_cache_sees_its_last_victim_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each deletion's API call returns at once but its watch event comes later, the later the
+    # deletion (0.3 s, 0.6 s): when the first victim is seen gone the API calls are all done.
+    # The gang stays held at PreEnqueue until the last is seen, then goes once and fits; let go
+    # earlier it would find the second victim still running and delete it again.
+    calls: list[str] = []
+    real_delete = SimCluster.delete_pod
+
+    async def lagging_delete(self: SimCluster, pi: Any, reason: str) -> None:
+        calls.append(pi.key)
+        sched: Any = self._sched()
+        observe = sched.on_pod_delete
+        lag = 0.3 * len(calls)
+        sched.on_pod_delete = lambda uid: self.at(self.clock.now() + lag, lambda: observe(uid))
+        try:
+            await real_delete(self, pi, reason)
+        finally:
+            del sched.on_pod_delete
+
+    gates: list[str] = []
+    real_pre_enqueue = DefaultPreemption.pre_enqueue
+
+    def recording_pre_enqueue(self: DefaultPreemption, pi: Any) -> Any:
+        status = real_pre_enqueue(self, pi)
+        if status is not None:
+            gates.append(status.message())
+        return status
+
+    monkeypatch.setattr(SimCluster, "delete_pod", lagging_delete)
+    monkeypatch.setattr(DefaultPreemption, "pre_enqueue", recording_pre_enqueue)
+    result, sim = run_groups(gang_preemption())
+    assert {result.placements[f"default/gh-{i}"] for i in range(2)} == {"n1", "n2"}
+    assert sorted(calls) == ["default/low-0", "default/low-1"]  # each victim deleted once
+    assert set(gates) == {"waiting for the preemption for this pod group to be finished"}
+    metrics = sim.scheduler.metrics.group_attempts
+    assert (metrics.get(("unschedulable", "default-scheduler")), metrics.get(("scheduled", "default-scheduler"))) == (1, 1)
+    plugin = sim.scheduler.frameworks["default-scheduler"].instances["DefaultPreemption"]
+    assert plugin.executor.preempting == {} and plugin.executor.deleting == {}
+
+
+def test_a_failed_deletion_lets_the_held_gang_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # kube activates the preemptor's pods when a deletion fails: no deletion event will come to
+    # let the gang go. The activation reaches the gang held at PreEnqueue; it preempts again.
+    failures = [RuntimeError("apiserver said no")]
+    real_delete = SimCluster.delete_pod
+
+    async def failing_once(self: SimCluster, pi: Any, reason: str) -> None:
+        if failures:
+            raise failures.pop()
+        await real_delete(self, pi, reason)
+
+    monkeypatch.setattr(SimCluster, "delete_pod", failing_once)
+    result, sim = run_groups(gang_preemption())
+    assert {result.placements[f"default/gh-{i}"] for i in range(2)} == {"n1", "n2"}
+    assert sorted(result.preempted) == ["default/low-0", "default/low-1"]
+    metrics = sim.scheduler.metrics.group_attempts
+    assert (metrics.get(("unschedulable", "default-scheduler")), metrics.get(("scheduled", "default-scheduler"))) == (2, 1)
+    # Activated at once, not after a backoff or a five-minute flush.
+    assert max(e.time for e in sim.cluster.events if e.reason == "Scheduled") < 5.0
 
 
 def test_a_gang_preempts_a_pod_elsewhere_in_its_zone_that_its_anti_affinity_refuses() -> None:

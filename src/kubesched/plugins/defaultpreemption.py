@@ -54,10 +54,12 @@ from typing import Any, ClassVar, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kubesched import features
 from kubesched.api.objects import Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.podgroups import member_key
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     ActionType,
@@ -293,6 +295,8 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         self.rng = random.Random(0)
         # The victims' deletions, and the PreEnqueue gate that holds preemptors while they run.
         self.executor = Executor(handle, self.name)
+        # kube reads a pod's PodGroup at PreEnqueue only with GenericWorkload on.
+        self.groups_on = features.current().generic_workload
 
     # --- events (kube's, with SchedulerAsyncPreemption on by default) -----------------------------------
 
@@ -351,10 +355,8 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
         handle.record_preemption(victims)
         doomed = self.executor.to_delete(victims, message + " (in kube-scheduler memory).")
-        # Not held back at PreEnqueue (kube holds the pod group): a group's entity in this queue
-        # carries no rejecting plugins, so the gate would be its only one and its hint skips;
-        # `ongoing` above answers its attempts while the deletions run instead.
-        self.executor.evict(None, members, doomed, gp.CANDIDATE_NODE, message)
+        # Its members wait at PreEnqueue until the deletions are through, as kube's do.
+        self.executor.evict(group.metadata.uid or group.key, members, doomed, gp.CANDIDATE_NODE, message)
         for pi, node in proposed:
             handle.nominate(pi, node)
         return Status(Code.SUCCESS, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons), NAME)
@@ -596,6 +598,12 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
                 handle.nominate(other, None)
 
     def pre_enqueue(self, pi: PodInfo) -> Status | None:
+        key = member_key(pi) if self.groups_on else None
+        if key is not None:
+            # A member waits while its group's preemption runs (a group not known yet is not
+            # this plugin's to hold back).
+            group = self.handle.cache.groups.group(key)
+            return self.executor.gate_group(group.metadata.uid or group.key) if group is not None else None
         return self.executor.gate(pi)
 
 

@@ -64,6 +64,11 @@ class HintMap:
             self._interest[event] = hit
         return hit
 
+    def registered(self, profile: str, plugin: str, event: ClusterEvent) -> bool:
+        """Whether the plugin registered for the event (a wildcard event concerns every plugin):
+        a pod gated by it is moved by nothing else (kube's GatingPluginEvents)."""
+        return event.wildcard or bool(self.relevant(profile, frozenset((plugin,)), event))
+
     def relevant(self, profile: str, rejectors: frozenset[str], event: ClusterEvent) -> tuple[Registration, ...]:
         """The registrations of the rejecting plugins that match the event, in registration order."""
         key = (profile, rejectors, event)

@@ -7,8 +7,8 @@
   its backoff (1 s doubling to 10 s by default, expiries rounded down to whole seconds).
 - The pool is drained by cluster events whose hints say they may help, or after
   `max_in_unschedulable` seconds.
-- Pods rejected by PreEnqueue (scheduling gates) wait, gated, until an event the gating plugin's
-  hint accepts (their own update, usually).
+- Pods rejected by PreEnqueue (scheduling gates) wait, gated, until an event the gating plugin
+  registered for comes and a rejecting plugin's hint accepts it (their own update, usually).
 - kubesched's bursts (queue.bursts): with a profile that places them jointly, activeQ keeps an
   index of each burst's pods so the scheduler takes a burst whole (`take_burst`), and new pods
   of a burst may wait a window for their siblings, "gathering" (counted as active).
@@ -218,7 +218,9 @@ class SchedulingQueue:
         if qpi.where:
             self._set_where(qpi, "")
         qpi.gated_by = status
-        if status.plugin:
+        if status.plugin and not isinstance(qpi, QueuedGroup):
+            # A group's entity keeps none (kube asks each member's rejectors, and a group's are
+            # none): its gating plugin's events alone decide what moves it (move_on_event).
             qpi.unschedulable_plugins = qpi.unschedulable_plugins | {status.plugin}
         self._park(qpi, "gated", event)
         return True
@@ -491,6 +493,9 @@ class SchedulingQueue:
             for qpi in bucket.values():
                 if pre_check is not None and not pre_check(qpi.pi):
                     continue
+                gate = qpi.gated_by
+                if gate is not None and gate.plugin and not self.hints.registered(profile, gate.plugin, event):
+                    continue  # an event its gating plugin did not register for leaves it gated (kube)
                 if everyone or self.hints.strategy(qpi.pi, plugins, event, old, new) is not Strategy.SKIP:
                     moving.append(qpi)
         for qpi in moving:
@@ -662,10 +667,13 @@ class SchedulingQueue:
             self._to_active(again, SCHEDULE_ATTEMPT_FAILURE)
 
     def activate(self, uids: Iterable[str]) -> None:
-        """Pods a plugin asks to retry now (kube's Activate): out of the pool or backoff."""
+        """Pods a plugin asks to retry now (kube's Activate): out of the pool, backoff or the
+        gated (PreEnqueue runs again); a group member's whole entity."""
         for uid in uids:
-            qpi = self.pods.get(uid)
-            if qpi is not None and qpi.where in ("unschedulable", "backoff"):
+            qpi: QueuedPodInfo | None = self.pods.get(uid)
+            if qpi is not None and qpi.where == MEMBER:
+                qpi = self._entities.get(qpi.group)
+            if qpi is not None and qpi.where in ("unschedulable", "backoff", "gated"):
                 self._set_where(qpi, "")
                 self._to_active(qpi, EVENT_FORCE_ACTIVATE.label)
 

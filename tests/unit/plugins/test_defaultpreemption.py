@@ -957,6 +957,48 @@ async def test_the_preemptor_waits_at_pre_enqueue_until_its_last_victim_is_delet
     assert [r.result for r in c.sched.recorder.recent if r.pod == "default/high"] == ["unschedulable", "scheduled"]
 
 
+async def test_the_preemptor_waits_until_the_cache_sees_its_last_victim_go() -> None:
+    """The deletions' API calls return before the watch reports them: the preemptor stays held at
+    PreEnqueue until the cache sees its last victim go, and does not delete the victims still
+    reported running a second time."""
+    c = Cluster([node("n1", cpu="3")], [running(f"low{i}", "n1", "1", 1) for i in range(3)])
+    real_delete, observe = c.sim.delete_pod, c.sched.on_pod_delete
+    calls: list[str] = []
+    lagging: list[str] = []
+
+    async def delete_reported_later(pi: PodInfo, reason: str) -> None:
+        calls.append(pi.pod.metadata.name)
+        c.sched.on_pod_delete = lagging.append  # type: ignore[method-assign]
+        try:
+            await real_delete(pi, reason)
+        finally:
+            c.sched.on_pod_delete = observe  # type: ignore[method-assign]
+
+    c.sim.delete_pod = delete_reported_later  # type: ignore[method-assign]
+    c.add(pod("high", "3", priority=10))
+    plugin, uid = c.plugin, c.uid("high")
+    assert c.sched.schedule_one()
+    await c.side_effects()
+    assert sorted(calls) == ["low0", "low1", "low2"] and len(lagging) == 3
+    high = c.sched.queue.pods[uid].pi
+    waiting = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("waiting for the preemption for this pod to be finished",),
+                     "DefaultPreemption")
+    assert plugin.pre_enqueue(high) == waiting
+    # The first two are reported: the events move the preemptor as far as PreEnqueue.
+    for victim in lagging[:2]:
+        observe(victim)
+    c.clock.advance_to(c.clock.now() + 30)
+    c.clock.run_due()
+    assert not c.sched.schedule_one()
+    assert c.sched.queue.pods[uid].where == "gated"
+    assert plugin.executor.deleting.get(lagging[2]) == "n1"  # still going: not a victim again
+    observe(lagging[2])
+    await c.settle()
+    assert c.node_of("high") == "n1" and sorted(calls) == ["low0", "low1", "low2"]
+    assert [r.result for r in c.sched.recorder.recent if r.pod == "default/high"] == ["unschedulable", "scheduled"]
+    assert plugin.executor.preempting == {} and plugin.executor.deleting == {}
+
+
 async def test_a_failed_deletion_activates_the_preemptor() -> None:
     c = Cluster([node("n1", cpu="2")], [running("low0", "n1", "1", 1), running("low1", "n1", "1", 1)])
     failing = True

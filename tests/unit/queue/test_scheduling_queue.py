@@ -230,6 +230,27 @@ def test_gated_pods_wait_until_their_gates_are_gone():
     assert q.pop().pi is released
 
 
+def test_a_gated_pod_is_moved_only_by_its_gating_plugins_events_or_an_activation():
+    # kube's GatingPluginEvents: other plugins' events do not even run PreEnqueue again.
+    held = {"on": True}
+    asked: list[str] = []
+
+    def gate(pi):
+        asked.append(pi.pod.metadata.name)
+        return Status.unresolvable("waiting", plugin="SchedulingGates") if held["on"] else None
+
+    _clock, q = make(gate=gate)
+    q.add(info(pod("p")))
+    assert q.counts().gated == 1 and asked == ["p"]
+    q.move_on_event(NODE_ADD, None, node("n"))  # NodeResourcesFit's and others', not the gate's
+    assert asked == ["p"] and q.counts().gated == 1
+    q.activate(list(q.pods))
+    assert asked == ["p", "p"] and q.counts().gated == 1
+    held["on"] = False
+    q.activate(list(q.pods))
+    assert q.counts().gated == 0 and q.pop().pi.pod.metadata.name == "p"
+
+
 def test_delete_removes_everywhere():
     _clock, q = make()
     q.add(info(pod("p")))
