@@ -266,8 +266,7 @@ class GroupCycle:
             if m.node is not None:
                 reserve = self.sched.assume_and_reserve(fwk, m.state, m.qpi.pi, m.record, m.node)
                 if reserve is not None:
-                    fwk.run_unreserve(m.state, m.qpi.pi, m.node)
-                    self.sched.forget(m.qpi.pi)
+                    self.sched.unreserve_and_forget(fwk, m.state, m.qpi.pi, m.node)
                     m.node = None
                     return Status(Code.ERROR, (f"failed to assume pod group placement: {reserve.message()}",))
         return None
@@ -344,8 +343,7 @@ class GroupCycle:
                     placed += 1
                     scheduled += 1
                 else:
-                    fwk.run_unreserve(m.state, m.qpi.pi, result.node)
-                    sched.forget(m.qpi.pi)
+                    sched.unreserve_and_forget(fwk, m.state, m.qpi.pi, result.node)
                     m.record.chosen = None
                     m.status = reserve
                     m.rejectors = frozenset([reserve.plugin] if reserve.plugin and reserve.code != Code.ERROR else [])
@@ -386,8 +384,7 @@ class GroupCycle:
         """A group that failed: every member placed is unreserved and forgotten, last first."""
         for m in reversed(members):
             if m.node is not None:
-                fwk.run_unreserve(m.state, m.qpi.pi, m.node)
-                self.sched.forget(m.qpi.pi)
+                self.sched.unreserve_and_forget(fwk, m.state, m.qpi.pi, m.node)
 
     def _post_filter(self, fwk: Framework, pg: PodGroup, status: Status, members: list[_Member]) -> tuple[Status, bool]:
         """PodGroupPostFilter (group preemption): its message is appended to the group's, always

@@ -44,7 +44,7 @@ class _Placed(Protocol):
 
 class CheckHost(Protocol):
     """What the check uses of the scheduler (the group cycle's host): a member's cycle on one
-    node, and assume and Reserve."""
+    node, assume and Reserve, and their undoing."""
 
     cache: Cache
     clock: Clock
@@ -55,7 +55,7 @@ class CheckHost(Protocol):
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
 
-    def forget(self, pi: PodInfo) -> None: ...
+    def unreserve_and_forget(self, fwk: Framework, state: CycleState, pi: PodInfo, node: str) -> None: ...
 
 
 class ReprieveCheck:
@@ -125,8 +125,7 @@ class ReprieveCheck:
                     if sched.schedule_member(fwk, state, pi, record, only).node != node:
                         return False
                 if sched.assume_and_reserve(fwk, state, pi, record, node) is not None:
-                    fwk.run_unreserve(state, pi, node)
-                    sched.forget(pi)
+                    sched.unreserve_and_forget(fwk, state, pi, node)
                     return False
                 made.append((state, pi, node))
                 if fresh:
@@ -134,5 +133,4 @@ class ReprieveCheck:
             return True
         finally:
             for state, pi, node in reversed(made):
-                fwk.run_unreserve(state, pi, node)
-                sched.forget(pi)
+                sched.unreserve_and_forget(fwk, state, pi, node)

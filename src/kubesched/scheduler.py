@@ -769,8 +769,7 @@ class Scheduler:
         pi = qpi.pi
         if reserved is not None:
             state, node = reserved
-            fwk.run_unreserve(state, pi, node)
-            self.forget(pi)
+            self.unreserve_and_forget(fwk, state, pi, node)
         message = status.message()
         if status.code == Code.ERROR:
             record.result, reason = "error", "SchedulerError"
@@ -809,10 +808,10 @@ class Scheduler:
             self.nominated_before_assume[pi.uid] = nominated
         return fwk.run_reserve(state, pi, node)
 
-    def forget(self, pi: PodInfo) -> None:
-        """Undoes `assume_and_reserve`'s assumption (Unreserve is the caller's): the cache forgets
-        the pod, and the nomination the assumption dropped comes back (kube's unreserveAndForget
-        for a pod group's members)."""
+    def unreserve_and_forget(self, fwk: Framework, state: CycleState, pi: PodInfo, node: str) -> None:
+        """Undoes `assume_and_reserve` (kube's unreserveAndForget): Unreserve runs, the cache
+        forgets the pod, and the nomination the assumption dropped comes back."""
+        fwk.run_unreserve(state, pi, node)
         self.cache.forget(pi)
         nominated = self.nominated_before_assume.pop(pi.uid, None)
         if nominated is not None:

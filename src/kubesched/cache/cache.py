@@ -95,8 +95,7 @@ class Cache:
     def lift(self, pi: PodInfo, row: int) -> None:
         """Takes a placed pod off its row for a what-if (group preemption's): neither the table
         nor the pod index counts it until `restore`; what the cache knows of it is unchanged."""
-        self.table.remove_pod(row, pi)
-        self.pods.remove(pi)
+        self._take(pi, row)
 
     def restore(self, pi: PodInfo, row: int) -> None:
         """Puts a pod `lift` took off back on its row."""
@@ -106,11 +105,14 @@ class Cache:
         self.table.add_pod(row, pi)
         self.pods.add(pi, row)
 
+    def _take(self, pi: PodInfo, row: int) -> None:
+        self.table.remove_pod(row, pi)
+        self.pods.remove(pi)
+
     def _unplace(self, pi: PodInfo, node: str) -> None:
         row = self.table.index.get(node)
         if row is not None:
-            self.table.remove_pod(row, pi)
-            self.pods.remove(pi)
+            self._take(pi, row)
         else:
             orphans = self._orphans.get(node)
             if orphans is not None:
