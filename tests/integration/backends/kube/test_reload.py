@@ -317,7 +317,9 @@ def test_reload_under_load_binds_every_pod_once_and_switches_strategy_without_a_
     print(figures)
     assert paused_ms < 10.0, figures
     assert len(around) >= 3, figures
-    assert max(around.values()) <= p99 + longest_cycle + paused_ms / 1000, figures
+    # A gap would put the pods around the reload beyond every other pod; a one-off delay this VM
+    # gives any pod (the slowest of the others) may fall on one of them too.
+    assert max(around.values()) <= max(p99 + longest_cycle, others[-1]) + paused_ms / 1000, figures
 
 
 def scheduled_events(kube: Kube, namespace: str) -> Counter[str]:
