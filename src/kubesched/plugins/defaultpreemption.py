@@ -356,7 +356,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         handle.record_preemption(victims)
         doomed = self.executor.to_delete(victims, message + " (in kube-scheduler memory).")
         # Its members wait at PreEnqueue until the deletions are through, as kube's do.
-        self.executor.evict(group.metadata.uid or group.key, members, doomed, gp.CANDIDATE_NODE, message)
+        self.executor.evict(_preemptor_key(group), members, doomed, gp.CANDIDATE_NODE, message)
         for pi, node in proposed:
             handle.nominate(pi, node)
         return Status(Code.SUCCESS, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons), NAME)
@@ -603,8 +603,14 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             # A member waits while its group's preemption runs (a group not known yet is not
             # this plugin's to hold back).
             group = self.handle.cache.groups.group(key)
-            return self.executor.gate_group(group.metadata.uid or group.key) if group is not None else None
+            return self.executor.gate_group(_preemptor_key(group)) if group is not None else None
         return self.executor.gate(pi)
+
+
+def _preemptor_key(group: PodGroup) -> str:
+    """The key a PodGroup's preemption is tracked by, at eviction and at PreEnqueue alike: its uid
+    as kube's, its namespace/name for an object without one."""
+    return group.metadata.uid or group.key
 
 
 def _aggregate(errors: list[str]) -> str:
