@@ -71,8 +71,8 @@ def on_kube(plans_: list[Plan], *, vs: bool, rounds: int, k8s_bin: Path | None =
     say: Callable[[str], None] = progress or (lambda _: None)
     for p in plans_:
         targets = ["kubesched (apiserver)", "kube-scheduler (apiserver)"] if vs else ["kubesched (apiserver)"]
-        if p.refused:
-            rows += [Row(p.name, t, p.workload.threshold, refused=p.refused) for t in targets]
+        if p.refused or p.kube_refused:
+            rows += [Row(p.name, t, p.workload.threshold, refused=p.kube_refused or p.refused) for t in targets]
             continue
         where = workdir / p.name.replace("/", "_") if workdir is not None else None
         try:

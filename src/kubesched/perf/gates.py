@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubesched import features
+from kubesched.perf.source import KUBE_VERSION
 
 # Gates of kube-scheduler v1.37.2 whose setting leaves kubesched's placements unchanged: kubesched's
 # API calls are always asynchronous to the cycle (binding cycles, preemption's deletions), and the
@@ -20,6 +21,20 @@ NEEDS_MISSING = {
     "DynamicResourceAllocation": "dynamic resource allocation is not implemented in kubesched",
     "NodeDeclaredFeatures": "the NodeDeclaredFeatures plugin is not implemented in kubesched",
 }
+
+
+# Gates kube-apiserver of the pinned release (v1.37.2) has locked on (GA with LockToDefault): it refuses to start with one of
+# them set to false, so a workload that turns one off cannot run on the pinned release's control plane.
+LOCKED_ON = frozenset({"NodeDeclaredFeatures", "InPlacePodVerticalScaling", "NodeInclusionPolicyInPodTopologySpread",
+                       "DRAExtendedResource"})
+
+
+def apiserver_refusal(gates: Mapping[str, bool]) -> str | None:
+    """Why the pinned release's kube-apiserver refuses the workload's gates, or None."""
+    off = sorted(name for name, on in gates.items() if name in LOCKED_ON and not on)
+    if off:
+        return f"feature gate {off[0]}=false: kube-apiserver {KUBE_VERSION} has it locked to true and refuses to start"
+    return None
 
 
 def kubesched_gates(gates: Mapping[str, bool]) -> tuple[str, str | None]:

@@ -34,7 +34,10 @@ def _name(row: dict[str, Any]) -> str:
 
 
 def _throughput(rows: list[dict[str, Any]]) -> str:
-    """The median pods/s of a scheduler's rounds; "failed" when every round it ran failed."""
+    """The median pods/s of a scheduler's rounds; "failed" when every round it ran failed, "not
+    runnable" when the control plane cannot run the workload."""
+    if rows and all(r.get("refused") for r in rows):
+        return "not runnable"
     if rows and all(r.get("failed") for r in rows):
         return "failed"
     return _num(_median(rows, "pods_per_second"))
@@ -55,6 +58,7 @@ def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:
                  "kubesched RSS MiB", "kube-scheduler RSS MiB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     refused: list[str] = []
+    not_on_kube: list[str] = []
     for name in order:
         targets = by_workload[name]
         simulated = targets.get("kubesched (simulator)", [])
@@ -68,6 +72,9 @@ def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:
                  _num(statistics.median(p99), 2) if p99 else ""]
         if kube is not None:
             ours, theirs = targets.get(KUBESCHED_KUBE, []), targets.get(KUBE_SCHEDULER, [])
+            why_not = next((r["refused"] for r in ours + theirs if r.get("refused")), None)
+            if why_not:
+                not_on_kube.append(f"- {name}: {why_not}")
             cells += [_throughput(ours), _throughput(theirs),
                       _num(_median(ours, "cpu_seconds_per_1000_pods"), 2), _num(_median(theirs, "cpu_seconds_per_1000_pods"), 2),
                       _num(_median(ours, "rss_peak_mib")), _num(_median(theirs, "rss_peak_mib"))]
@@ -75,6 +82,8 @@ def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:
     out = "\n".join(lines) + "\n"
     if refused:
         out += "\nNot run by kubesched:\n\n" + "\n".join(refused) + "\n"
+    if not_on_kube:
+        out += "\nNot runnable on the real apiserver:\n\n" + "\n".join(not_on_kube) + "\n"
     return out
 
 

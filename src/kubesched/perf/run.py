@@ -13,7 +13,7 @@ from kubesched.configload import load_config
 from kubesched.devcluster.binaries import Binaries, find_binaries
 from kubesched.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.perf.executor import Executor, WorkloadResult, refusal
-from kubesched.perf.gates import kubesched_gates
+from kubesched.perf.gates import apiserver_refusal, kubesched_gates
 from kubesched.perf.kuberun import SCHEDULERS, run_dir, run_workload, target_label
 from kubesched.perf.simtarget import SimTarget
 from kubesched.perf.workloads import TestCase, Workload, WorkloadError
@@ -35,6 +35,7 @@ class Plan:
     workload: Workload
     gates: str  # --feature-gates for kubesched
     refused: str | None
+    kube_refused: str | None = None  # why the pinned release's control plane cannot run it (both schedulers)
 
     @property
     def name(self) -> str:
@@ -45,7 +46,7 @@ def plan(case: TestCase, workload: Workload) -> Plan:
     ops = case.ops(workload)
     gates, why = kubesched_gates(case.gates_for(workload))
     why = refusal(case, workload, ops, lambda _g: why)
-    return Plan(case, workload, gates, why)
+    return Plan(case, workload, gates, why, apiserver_refusal(case.gates_for(workload)))
 
 
 def scheduler_config(case: TestCase, override: Path | None = None) -> SchedulerConfig:
@@ -79,7 +80,8 @@ async def run_on_kube(p: Plan, scheduler: str = KUBESCHED, *, binaries: Binaries
     if scheduler not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {scheduler!r} (one of {', '.join(SCHEDULERS)})")
     # kube-scheduler runs what kubesched lacks a feature for, not an op this client cannot run.
-    why = p.refused if scheduler == KUBESCHED else refusal(p.case, p.workload, p.case.ops(p.workload), lambda _g: None)
+    why = p.kube_refused or (p.refused if scheduler == KUBESCHED
+                             else refusal(p.case, p.workload, p.case.ops(p.workload), lambda _g: None))
     if why:
         raise WorkloadError(f"{p.name}: {why}")
     found = binaries or find_binaries(k8s_bin)

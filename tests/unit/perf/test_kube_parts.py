@@ -157,3 +157,26 @@ def test_one_schedulers_failed_run_leaves_the_others_figures(monkeypatch: pytest
         ("kubesched (apiserver)", "timed out after 600 s waiting for 100 pods", False),
         ("kube-scheduler (apiserver)", None, True),
     ]
+
+
+def test_a_workload_the_pinned_apiserver_refuses_is_not_run_by_either_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan the control plane cannot run (a gate it has locked, turned off) gives a "not run" row
+    for each scheduler with the reason, without starting anything; run_on_kube refuses it too."""
+    import asyncio
+
+    from kubesched.perf import command
+    from kubesched.perf import run as perf_run
+    from kubesched.perf.workloads import Workload, WorkloadError
+
+    def no_binaries(_bin: object = None) -> object:
+        raise AssertionError("nothing is started for a workload the apiserver refuses")
+
+    monkeypatch.setattr(perf_run, "find_binaries", no_binaries)
+    case = Case("SchedulingBasic", Path("x.yaml"), (), (), {}, (), None, None, "SchedulingThroughput")
+    why = "feature gate NodeDeclaredFeatures=false: kube-apiserver v1.37.2 has it locked to true and refuses to start"
+    plan = perf_run.Plan(case, Workload("5000Nodes", {}, ("performance",), 790.0, {}), "", None, why)
+    rows = command.on_kube([plan], vs=True, rounds=2)
+    assert [(r.target, r.refused) for r in rows] == [("kubesched (apiserver)", why), ("kube-scheduler (apiserver)", why)]
+    for scheduler in perf_run.SCHEDULERS:
+        with pytest.raises(WorkloadError, match="locked to true"):
+            asyncio.run(perf_run.run_on_kube(plan, scheduler))

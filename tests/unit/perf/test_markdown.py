@@ -52,3 +52,14 @@ def test_a_scheduler_whose_runs_all_failed_says_failed() -> None:
     kube["rows"].append(row("GangPreemptionBasic", "100Nodes", KUBESCHED_KUBE, 12))
     line = next(x for x in table(sim, kube).splitlines() if x.startswith("| GangPreemptionBasic/"))
     assert line.startswith("| GangPreemptionBasic/100Nodes |  | 33 |  | 12 | 18 |")
+
+
+def test_a_workload_the_apiserver_cannot_run_says_so_and_why() -> None:
+    why = "feature gate NodeDeclaredFeatures=false: kube-apiserver v1.37.2 has it locked to true and refuses to start"
+    sim = {"rows": [row("SchedulingBasic", "50000Pods_Disabled", SIM, 4500, threshold=790)]}
+    kube = {"rows": [{"case": "SchedulingBasic", "workload": "50000Pods_Disabled", "target": t, "threshold": 790.0, "refused": why}
+                     for t in (KUBESCHED_KUBE, KUBE_SCHEDULER)]}
+    out = table(sim, kube)
+    line = next(x for x in out.splitlines() if x.startswith("| SchedulingBasic/"))
+    assert line == "| SchedulingBasic/50000Pods_Disabled | 790 | 4,500 |  | not runnable | not runnable |  |  |  |  |"
+    assert f"Not runnable on the real apiserver:\n\n- SchedulingBasic/50000Pods_Disabled: {why}" in out

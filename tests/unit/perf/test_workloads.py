@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from ci import missing_outcome
 from kubesched.perf import source, workloads
-from kubesched.perf.gates import kubesched_gates
+from kubesched.perf.gates import LOCKED_ON, apiserver_refusal, kubesched_gates
+from kubesched.perf.run import plan
 from kubesched.perf.workloads import (
     Barrier,
     Churn,
@@ -181,6 +183,37 @@ def test_workload_gates_for_kubesched(gates: dict[str, bool], spec: str, why: st
     got_spec, got_why = kubesched_gates(gates)
     assert got_spec == spec
     assert (got_why is None) if why is None else (got_why is not None and why in got_why)
+
+
+@pytest.mark.parametrize(("gates", "why"), [
+    ({"NodeDeclaredFeatures": False}, "feature gate NodeDeclaredFeatures=false: kube-apiserver v1.37.2 has it locked to true"),
+    ({"NodeDeclaredFeatures": True, "GenericWorkload": False}, None),
+    ({"SchedulerAsyncAPICalls": False}, None),
+])
+def test_gates_the_pinned_apiserver_refuses(gates: dict[str, bool], why: str | None) -> None:
+    got = apiserver_refusal(gates)
+    assert (got is None) if why is None else (got is not None and got.startswith(why))
+
+
+def test_locked_gates_are_the_pinned_releases() -> None:
+    """Every gate named locked on is GA, on and LockToDefault at its last version in the pinned
+    release's kube_features.go (read from the module cache)."""
+    features_go = _upstream_root().parents[2] / "pkg" / "features" / "kube_features.go"
+    text = features_go.read_text()
+    for name in sorted(LOCKED_ON):
+        block = re.search(rf"\n\t{name}: {{\n(.*?)\n\t}},", text, re.S)
+        assert block is not None, name
+        last = block.group(1).strip().splitlines()[-1]
+        assert "Default: true" in last and "LockToDefault: true" in last, (name, last)
+
+
+def test_a_workload_that_turns_a_locked_gate_off_is_not_run_on_the_apiserver() -> None:
+    root = _upstream_root()
+    case, w = workloads.find(workloads.load(root / "misc" / "performance-config.yaml"),
+                             "SchedulingBasic/5000Nodes_50000Pods_NodeDeclaredFeaturesDisabled")
+    p = plan(case, w)
+    assert p.refused is None  # the simulator runs it
+    assert p.kube_refused is not None and "NodeDeclaredFeatures=false" in p.kube_refused
 
 
 def test_the_pinned_version_is_the_one_tools_k8s_builds() -> None:
