@@ -59,8 +59,9 @@ def _usage(sched: Any) -> tuple[bytes, frozenset[str], tuple[tuple[str, int], ..
     return table.requested[: table.size].tobytes(), frozenset(sched.cache.placed), tuple(sorted(sched.cache.pods.row.items()))
 
 
-def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    answers: Counter[tuple[bool, bool]] = Counter()
+def _compared(answers: Counter[tuple[bool, bool]]) -> type[ReprieveCheck]:
+    """A ReprieveCheck that also runs the plain ordered check and asserts both answer alike and
+    leave the cluster as they found it; `answers` counts (answer, a member on a unit's node)."""
 
     class Compared(ReprieveCheck):
         def __call__(self, proposed: Sequence[tuple[PodInfo, str]], added: Sequence[tuple[int, PodInfo]]) -> bool:
@@ -74,7 +75,12 @@ def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.Mo
             answers[(got, any(n in {table.name_of(row) for row, _ in added} for _, n in proposed))] += 1
             return got
 
-    monkeypatch.setattr(groupcycle, "ReprieveCheck", Compared)
+    return Compared
+
+
+def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers: Counter[tuple[bool, bool]] = Counter()
+    monkeypatch.setattr(groupcycle, "ReprieveCheck", _compared(answers))
     rng = random.Random(7)
     for seed in range(200):
         with features.gates(generic_workload=True):
@@ -102,14 +108,25 @@ def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(m
                 calls.append(1)
                 return original(*a, **kw)
 
+            def assuming(*a: Any, **kw: Any) -> Any:
+                assumed.append(1)
+                return original_assume(*a, **kw)
+
+            original_assume = self.sched.assume_and_reserve
             self.sched.schedule_member = counting  # type: ignore[method-assign]
+            self.sched.assume_and_reserve = assuming  # type: ignore[method-assign]
+            assumed_before = len(assumed)
             try:
                 return super().__call__(proposed, added)
             finally:
                 del self.sched.schedule_member
+                del self.sched.assume_and_reserve
                 per_unit.append(len(calls) - before)
+                assumed_per_unit.append(len(assumed) - assumed_before)
 
     per_unit: list[int] = []
+    assumed: list[int] = []
+    assumed_per_unit: list[int] = []
     monkeypatch.setattr(groupcycle, "ReprieveCheck", Counted)
     with features.gates(generic_workload=True):
         result, _ = run(objects)
@@ -119,3 +136,32 @@ def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(m
     # alone would run them for every member up to that one, each time.
     assert len(per_unit) == 4 * members
     assert sum(per_unit) <= len(per_unit) + members, per_unit
+    # Nor is any member before it assumed: each is proposed for a node of its own, and with no
+    # PreFilter extension active for the members none elsewhere can make the failing one pass.
+    assert sum(assumed_per_unit) <= members, assumed_per_unit
+
+
+def test_a_member_elsewhere_that_satisfies_a_members_affinity_is_assumed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """g-1 wants a team-x pod in its zone, and only g-0 (proposed for the other node of that zone)
+    is one there: asked without g-0, g-1 fails on its node with the small victim put back; with
+    g-0, the order kube checks in, it passes and that victim is spared. Nothing else is a victim."""
+    answers: Counter[tuple[bool, bool]] = Counter()
+    monkeypatch.setattr(groupcycle, "ReprieveCheck", _compared(answers))
+    wants_x = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"team": "x"}}, "topologyKey": ZONE}]}}}
+    objects = [node("n0", cpu="4", labels={ZONE: "z0"}), node("n1", cpu="4", labels={ZONE: "z0"}),
+               node("n2", cpu="4", labels={ZONE: "z1"}),
+               pod("full-x", cpu="3900m", priority=2000, labels={"team": "x"}, node_name="n2")]
+    objects += [pod(f"{size}-{n}", cpu=cpu, priority=0, node_name=n) for n in ("n0", "n1")
+                for size, cpu in (("small", "300m"), ("big", "1"))]
+    objects += [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+                 "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "priority-1000"}},
+                pod("g-0", cpu="3500m", priority=1000, labels={"team": "x"}, annotations={"sim.kubesched.io/arrival": "1s"},
+                    schedulingGroup={"podGroupName": "g"}),
+                pod("g-1", cpu="3500m", priority=1000, annotations={"sim.kubesched.io/arrival": "1s"},
+                    schedulingGroup={"podGroupName": "g"}, **wants_x)]
+    with features.gates(generic_workload=True):
+        result, _ = run(objects)
+    assert result.pods_scheduled == 2
+    assert sorted(p.rsplit("/", 1)[-1] for p in result.preempted) == ["big-n0", "big-n1"]
+    assert answers[(True, True)] >= 1

@@ -462,6 +462,13 @@ class PreFilterPlugin(Named):
         unless the plugin knows better."""
         return False
 
+    def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        """With its extensions active for the pod: whether `added`, put on `row`, can never turn
+        the pod's Filter verdict on another row, `own_row`, from fail to pass. Group preemption's
+        reprieve check trusts a member's failure found without such pods. False (not known)
+        unless the plugin knows better."""
+        return False
+
 
 class FilterPlugin(Named):
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:

@@ -715,6 +715,16 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, PreScor
                 return False
         return not (s.affinity_terms and s.matches_own_affinity and pod_matches_all(s.affinity_terms, added))
 
+    def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        # More pods only add anti-affinity matches and take the first-pod exemption away; they
+        # help only by satisfying the pod's required affinity in a domain holding its row.
+        s = state.read(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            return False
+        if s.affinity_terms and pod_matches_all(s.affinity_terms, added):
+            return not any(s.table.same_label(t.topology_key, row, own_row) for t in s.affinity_terms)
+        return True
+
     # --- Filter ---------------------------------------------------------------------------------------
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:

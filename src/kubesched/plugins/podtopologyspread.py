@@ -522,6 +522,15 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
                 return False
         return True
 
+    def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        # A matching pod in the pod's own domain only raises its count; one in another domain
+        # (or a domain not yet counted) may raise the minimum, or the number of domains.
+        st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
+        if st is None:
+            return False
+        table = self._cache.table
+        return all(table.same_label(c.topology_key, row, own_row) for _i, c, _vid in self._counting(st, pi, added, row))
+
     def _update_with_pod(self, state: CycleState, pi: PodInfo, other: PodInfo, row: int, delta: int) -> None:
         st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
         if st is None:

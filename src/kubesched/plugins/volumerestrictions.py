@@ -157,6 +157,9 @@ class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtension
             s.conflicting -= s.refs(removed.pod)
         return None
 
+    def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
+        return True  # another pod can only add a ReadWriteOncePod conflict
+
     # --- Filter ----------------------------------------------------------------------------------
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
