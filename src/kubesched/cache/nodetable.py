@@ -373,7 +373,8 @@ class NodeTable:
     # --- pods on nodes -------------------------------------------------------------
 
     def add_pod(self, row: int, pi: PodInfo) -> None:
-        self.requested[row] += self.request_vector(pi)
+        vec = self.request_vector(pi)  # first: a new resource column replaces self.requested
+        self.requested[row] += vec
         self.non_zero_requested[row, 0] += pi.non_zero_cpu
         self.non_zero_requested[row, 1] += pi.non_zero_memory
         if pi.host_ports:
@@ -387,7 +388,8 @@ class NodeTable:
     def remove_pod(self, row: int, pi: PodInfo) -> None:
         if self.pods[row].pop(pi.uid, None) is None:
             return
-        self.requested[row] -= self.request_vector(pi)
+        vec = self.request_vector(pi)
+        self.requested[row] -= vec
         self.non_zero_requested[row, 0] -= pi.non_zero_cpu
         self.non_zero_requested[row, 1] -= pi.non_zero_memory
         if pi.host_ports:

@@ -200,3 +200,11 @@ def test_rows_matching_live_only_leaves_out_terminating_pods() -> None:
     rows, counts = index.rows_matching(selector, None, live_only=True)
     assert rows.tolist() == [1] and counts.tolist() == [1]
     assert sorted(index.rows_matching(selector, None)[0].tolist()) == [1, 2]
+
+
+def test_a_bound_pod_requesting_a_resource_no_node_has_is_counted() -> None:
+    """The pod's request brings a new resource column, which replaces the requested array: the
+    row is updated in the new one (it raised a shape error before)."""
+    c = cache_with([node("a")], [pod("p", node_name="a", requests={"example.com/gpu": "2"})])
+    table = c.table
+    assert table.requested[table.index["a"], table.resource_index["example.com/gpu"]] == 2
