@@ -58,7 +58,7 @@ from kubesched import features
 from kubesched.api.objects import Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
-from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.nodetable import NodeTable, PlacedRequests
 from kubesched.cache.podgroups import member_key
 from kubesched.framework.interface import (
     ASSIGNED_POD,
@@ -248,9 +248,19 @@ class _Taken:
         del self.out[(row, pi.uid)]
         self.table.add_pod(row, pi)
 
+    def take_all(self, pairs: Sequence[tuple[int, PodInfo]], requests: PlacedRequests | None = None) -> None:
+        """take for many (row, pod) pairs, the table changed in one step."""
+        self.table.remove_pods(pairs, requests)
+        for row, pi in pairs:
+            self.out[(row, pi.uid)] = pi
+
+    def put_back_all(self, pairs: Sequence[tuple[int, PodInfo]], requests: PlacedRequests | None = None) -> None:
+        for row, pi in pairs:
+            del self.out[(row, pi.uid)]
+        self.table.add_pods(pairs, requests)
+
     def restore(self) -> None:
-        for (row, _uid), pi in self.out.items():
-            self.table.add_pod(row, pi)
+        self.table.add_pods([(row, pi) for (row, _uid), pi in self.out.items()])
         self.out.clear()
 
 
@@ -516,25 +526,32 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             return
         nominated = {row: n for row in victims_of if (n := self._nominated_ahead(pi, row))}
         chosen: dict[int, list[PodInfo]] = {}
+        # Every victim's row and requests laid out once: each step puts one back per node, and
+        # takes it again where the preemptor then fails.
+        pairs = [(row, p) for row, pods in victims_of.items() for p in pods]
+        requests = table.requests_of(pairs)
+        first: dict[int, int] = {}
+        for i, (row, _) in enumerate(pairs):
+            first.setdefault(row, i)
         with _taking(table) as taken:
-            for row, pods in victims_of.items():
-                for p in pods:
-                    taken.take(row, p)
+            taken.take_all(pairs, requests)
             alive, rejections, errors = self._fits(state, pi, list(victims_of), nominated)
             self._record_failures(run, rejections, errors)
             fitting = [row for row in victims_of if alive[row]]
             chosen = {row: [] for row in fitting}
             longest = max((len(victims_of[row]) for row in fitting), default=0)
             for step in range(longest):
-                trying = [row for row in fitting if len(victims_of[row]) > step]
-                for row in trying:
-                    taken.put_back(row, victims_of[row][step])
-                alive, _, _ = self._fits(state, pi, trying, nominated)
-                for row in trying:
-                    if not alive[row]:
-                        victim = victims_of[row][step]
-                        taken.take(row, victim)
-                        chosen[row].append(victim)
+                at = [first[row] + step for row in fitting if len(victims_of[row]) > step]
+                trying = [pairs[i] for i in at]
+                taken.put_back_all(trying, requests.subset(np.array(at, dtype=np.intp)))
+                alive, _, _ = self._fits(state, pi, [row for row, _ in trying], nominated)
+                refused = [i for i in at if not alive[pairs[i][0]]]
+                taken.take_all([pairs[i] for i in refused], requests.subset(np.array(refused, dtype=np.intp)))
+                for i in refused:
+                    row, victim = pairs[i]
+                    chosen[row].append(victim)
+            out = [i for i, (row, p) in enumerate(pairs) if (row, p.uid) in taken.out]
+            taken.put_back_all([pairs[i] for i in out], requests.subset(np.array(out, dtype=np.intp)))
         for row in fitting:
             self._add_candidate(run, row, chosen[row])
 

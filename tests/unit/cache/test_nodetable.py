@@ -175,3 +175,45 @@ def test_the_port_index_follows_pods_and_nodes() -> None:
     table.remove_pod(rows[0], b)
     table.remove_node("n1")
     assert table.port_index == {}
+
+
+def _state(table: NodeTable) -> tuple[object, ...]:
+    size = table.size
+    return (table.requested[:size].tolist(), table.non_zero_requested[:size].tolist(),
+            [dict(c) for c in table.ports[:size]], [sorted(p) for p in table.pods[:size]], repr(table.port_index))
+
+
+def test_adding_and_removing_many_pods_at_once_is_adding_them_one_at_a_time() -> None:
+    """add_pods/remove_pods (rows repeated, host ports, extended resources, a pod not on its row)
+    leave the table as add_pod/remove_pod one by one do, with a generation per row changed."""
+    import random
+
+    rng = random.Random(3)
+    pods = []
+    for i in range(40):
+        ports = [{"containerPort": 80 + i % 3, "hostPort": 80 + i % 3}] if i % 5 == 0 else []
+        extra = {"example.com/gpu": "1"} if i % 7 == 0 else {}
+        pods.append(info(pod(f"p{i}", containers=[{"name": "c", "ports": ports, "resources": {"requests": {
+            "cpu": f"{rng.randint(1, 900)}m", "memory": f"{rng.randint(1, 64)}Mi", **extra}}}])))
+    one, many = NodeTable(), NodeTable()
+    for t in (one, many):
+        for i in range(6):
+            t.upsert_node(node(f"n{i}"))
+    placed = [(rng.randrange(6), p) for p in pods]
+    for row, p in placed:
+        one.add_pod(row, p)
+    generation = many.generation
+    many.add_pods(placed)
+    assert _state(one) == _state(many)
+    assert many.generation == generation + len(placed)
+    assert sorted(set(many.changed_since(generation) or [])) == sorted({row for row, _ in placed})
+    leaving = [*rng.sample(placed, 25), ((placed[0][0] + 1) % 6, placed[0][1])]  # the last: not on that row
+    for row, p in leaving:
+        one.remove_pod(row, p)
+    many.remove_pods(leaving, many.requests_of(leaving))
+    assert _state(one) == _state(many)
+    back = leaving[:-1]
+    for row, p in back:
+        one.add_pod(row, p)
+    many.add_pods(back, many.requests_of(back))
+    assert _state(one) == _state(many)
