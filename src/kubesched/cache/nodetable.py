@@ -230,6 +230,15 @@ class NodeTable:
         value = int(col.ids[a])
         return value != ABSENT and value == int(col.ids[b])
 
+    def alone_in_domain(self, key: str, row: int) -> bool:
+        """Whether no other node shares the row's topology domain for `key` (or the row has no
+        such label, and so is in no domain)."""
+        col = self.labels.get(key)
+        if col is None:
+            return True
+        vid = int(col.ids[row])
+        return vid == ABSENT or col.refs[vid] <= 1
+
     def _taint_column(self, taint: tuple[str, str, str]) -> int:
         idx = self.taint_vocab.get(taint)
         if idx is None:

@@ -462,6 +462,13 @@ class PreFilterPlugin(Named):
         unless the plugin knows better."""
         return False
 
+    def local_to_row(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> bool:
+        """With its extensions active for the pod: whether `added`, put on `row` (AddPod), leaves
+        the pod's Filter verdict on every other row as it was. Nominated pods that all are let the
+        nodes they are nominated to be filtered together on one state. False (not known) unless
+        the plugin knows better."""
+        return False
+
     def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
         """With its extensions active for the pod: whether `added`, put on `row`, can never turn
         the pod's Filter verdict on another row, `own_row`, from fail to pass. Group preemption's

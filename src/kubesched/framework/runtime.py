@@ -534,13 +534,13 @@ class Framework:
         them: the pod must fit either way, so a preemptor keeps the room it made and a pod does not
         count on room a nominated pod has not taken yet. The reasons of both passes count.
 
-        Rows are evaluated together while no PreFilter extension keeps state for the pod (a
-        nominated pod then only matters on its own row); otherwise each crowded row gets its own
-        clone, as kube evaluates node by node."""
+        Rows are evaluated together while no PreFilter extension keeps state for the pod, or
+        every active one says each nominated pod matters on its own row only (`local_to_row`);
+        otherwise each crowded row gets its own clone, as kube evaluates node by node."""
         crowded = [row for row, pods in nominated.items() if pods and rows[row]]
         if not crowded:
             return self.run_filters(state, pi, rows, explain=True)  # the common case: no copy
-        if len(crowded) == 1 or not self.prefilter_extensions_active(state):
+        if len(crowded) == 1 or not self.prefilter_extensions_active(state) or self._local(state, pi, crowded, nominated):
             return self._filter_crowded(state, pi, rows, crowded, nominated)
         alone = rows.copy()
         alone[crowded] = False
@@ -552,6 +552,19 @@ class Framework:
             out.alive[row] = part.alive[row]
             out.absorb(part)
         return out
+
+    def _local(self, state: CycleState, pi: PodInfo, crowded: list[int], nominated: Mapping[int, Sequence[PodInfo]]) -> bool:
+        """Whether every active PreFilter extension finds each nominated pod (not already counted
+        on its row) local to the row it is nominated to."""
+        table = self.cache.table
+        for plugin in self.prefilter_extensions:
+            if plugin.name in state.skip_filter:
+                continue
+            for row in crowded:
+                on_row = table.pods[row]
+                if not all(p.uid in on_row or plugin.local_to_row(state, pi, p, row) for p in nominated[row]):
+                    return False
+        return True
 
     def _filter_crowded(
         self, state: CycleState, pi: PodInfo, rows: np.ndarray, crowded: list[int], nominated: Mapping[int, Sequence[PodInfo]]

@@ -715,6 +715,23 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, PreScor
                 return False
         return not (s.affinity_terms and s.matches_own_affinity and pod_matches_all(s.affinity_terms, added))
 
+    def local_to_row(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> bool:
+        # What AddPod counts for the pod, counted in a domain of that row alone; the first-pod
+        # exemption is the whole cluster's.
+        s = state.read(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            return False
+        table = s.table
+        for term in pod_terms(added).required_anti_affinity:
+            if term.matches(pi, s.namespace_labels) and not table.alone_in_domain(term.topology_key, row):
+                return False
+        for rterm in s.anti_affinity_terms:
+            if rterm.matches(added) and not table.alone_in_domain(rterm.topology_key, row):
+                return False
+        if s.affinity_terms and pod_matches_all(s.affinity_terms, added):
+            return not s.matches_own_affinity and all(table.alone_in_domain(t.topology_key, row) for t in s.affinity_terms)
+        return True
+
     def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
         # More pods only add anti-affinity matches and take the first-pod exemption away; they
         # help only by satisfying the pod's required affinity in a domain holding its row.

@@ -522,6 +522,11 @@ class PodTopologySpread(Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, S
                 return False
         return True
 
+    def local_to_row(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> bool:
+        # A pod counted anywhere may move the minimum every row's skew is measured against.
+        st: PreFilterState | None = state.read(PREFILTER_STATE_KEY)
+        return st is not None and next(self._counting(st, pi, added, row), None) is None
+
     def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
         # A matching pod in the pod's own domain only raises its count; one in another domain
         # (or a domain not yet counted) may raise the minimum, or the number of domains.

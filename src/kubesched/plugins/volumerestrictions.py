@@ -157,6 +157,10 @@ class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtension
             s.conflicting -= s.refs(removed.pod)
         return None
 
+    def local_to_row(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> bool:
+        s = state.read(NAME)  # a ReadWriteOncePod conflict refuses every node
+        return isinstance(s, _State) and s.refs(added.pod) == 0
+
     def cannot_help_elsewhere(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int, own_row: int) -> bool:
         return True  # another pod can only add a ReadWriteOncePod conflict
 

@@ -3,16 +3,26 @@ scheduling cycle and DefaultPreemption share."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import random
+from collections import Counter
+from typing import Any, ClassVar
 
 import numpy as np
+import pytest
 
-from builders import info, pod
+from builders import cache_with, info, node, pod
+from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.interface import CycleState, FilterPlugin, FilterResult, Plugin, PreFilterPlugin, Status
+from kubesched.framework.runtime import Framework
+from kubesched.plugins.interpodaffinity import InterPodAffinity
+from kubesched.plugins.noderesourcesfit import NodeResourcesFit
+from kubesched.plugins.podtopologyspread import PodTopologySpread
 
 from .fwkit import a_pod, all_rows, framework, names
+
+HOSTNAME = "kubernetes.io/hostname"
 
 SEEN: list[tuple[str, ...]] = []  # the pods Counting had seen added, per Filter call
 
@@ -98,3 +108,65 @@ def test_crowded_nodes_are_evaluated_together_when_no_extension_keeps_state() ->
     out = fwk.run_filters_with_nominated(state, a_pod(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
     assert names(fwk, out.alive) == ["n0", "n3"]
     assert out.rejections == [("OnePodPerNode", "node(s) already run a pod", 2)]
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _random_pod(rng: random.Random, name: str, node_name: str = "") -> Pod:
+    """Pods with or without required pod (anti-)affinity by hostname or zone and zone spreading,
+    over two apps."""
+    spec: dict[str, Any] = {}
+    key = rng.choice([HOSTNAME, ZONE])
+    app = rng.choice(["a", "b"])
+    kind = rng.randrange(5)
+    if kind == 1:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}]}}
+    elif kind == 2:
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}]}}
+    elif kind == 3:
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": app}}}]
+    return pod(name, "500m", labels={"app": rng.choice(["a", "b", "c"])}, node_name=node_name, spec=spec)
+
+
+def _outcome(fwk: Framework, state: CycleState, pi: PodInfo, nominated_pods: dict[int, list[PodInfo]]
+             ) -> tuple[list[str], dict[tuple[str, str], int], list[str]]:
+    """The nodes that pass, the rejections summed per plugin and reason, the errors."""
+    out = fwk.run_filters_with_nominated(state, pi, all_rows(fwk), nominated_pods)
+    reasons: Counter[tuple[str, str]] = Counter()
+    for plugin, reason, count in out.rejections:
+        reasons[(plugin, reason)] += count
+    return names(fwk, out.alive), dict(reasons), [e.message() for e in out.errors]
+
+
+def test_crowded_nodes_whose_nominated_pods_matter_there_only_are_evaluated_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With pod affinity, anti-affinity and spreading active, nominated pods every extension calls
+    local to their node are filtered on one state, and each node's verdict and the reasons are
+    those of kube's node-by-node evaluation; both leave the table as they found it."""
+    together = 0
+    for seed in range(150):
+        rng = random.Random(seed)
+        nodes = [node(f"n{i}", cpu="2", labels={HOSTNAME: f"n{i}", ZONE: f"z{i % 3}" if i < 5 else f"solo{i}"})
+                 for i in range(8)]
+        placed = [_random_pod(rng, f"on{i}", f"n{rng.randrange(8)}") for i in range(rng.randint(0, 8))]
+        fwk = framework({"preFilter": [InterPodAffinity, PodTopologySpread],
+                         "filter": [NodeResourcesFit, InterPodAffinity, PodTopologySpread]}, cache_with(nodes, placed))
+        incoming = info(_random_pod(rng, "incoming"))
+        state = CycleState()
+        fwk.run_pre_filter(state, incoming)
+        nominated_pods = {row: [info(_random_pod(rng, f"nom{row}-{j}")) for j in range(rng.randint(1, 2))]
+                          for row in rng.sample(range(8), rng.randint(2, 5))}
+        before = [dict(fwk.cache.table.pods[r]) for r in range(8)]
+
+        local = fwk._local(state, incoming, list(nominated_pods), nominated_pods) if fwk.prefilter_extensions_active(state) else False
+        got = _outcome(fwk, state, incoming, nominated_pods)
+        monkeypatch.setattr(fwk, "_local", lambda *_a: False)
+        expected = _outcome(fwk, state, incoming, nominated_pods)
+        monkeypatch.undo()
+        assert got == expected, seed
+        assert [dict(fwk.cache.table.pods[r]) for r in range(8)] == before
+        together += local
+    assert together >= 20  # the shortcut is taken, and not only trivially
