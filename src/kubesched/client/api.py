@@ -343,6 +343,11 @@ class ApiClient:
     async def delete(self, path: str, *, params: Mapping[str, str] | None = None, body: Any = None) -> Any:
         return self._decode_any(await self.request("DELETE", path, params=params, body=body))
 
+    async def send(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> None:
+        """A write whose answer is not needed (a binding, a status patch, a deletion): sent with
+        retries and checked (ApiError for >= 400), the object the server returns not decoded."""
+        await self.request(method, path, body=body, content_type=content_type)
+
     def decoder(self, kind: type[T]) -> msgspec.json.Decoder[T]:
         """A cached msgspec JSON decoder for `kind`."""
         dec = self._decoders.get(kind)

@@ -209,3 +209,26 @@ async def test_stream_long_lines_and_stall(server: FakeServer, pki: Pki, tmp_pat
             async with client.stream("/nowhere") as lines:
                 pass
         assert err.value.reason == "NotFound"
+
+
+async def test_send_checks_the_answer_without_decoding_it(server: FakeServer, pki: Pki, tmp_path: Path) -> None:
+    """send: the body goes out with its content type, retried as any call; an error answer raises;
+    a 2xx answer that is not even JSON is fine, since nothing reads it."""
+    seen: list[tuple[str, str, object]] = []
+
+    async def patched(request: web.Request) -> web.Response:
+        seen.append((request.method, request.content_type, await request.json()))
+        if server.calls["/p"] == 1:
+            return status(503, "ServiceUnavailable", "again")
+        return web.Response(status=200, text="not json at all")
+
+    async def gone(request: web.Request) -> web.Response:
+        return status(404, "NotFound", 'pods "p" not found')
+
+    server.routes.update({"/p": patched, "/gone": gone})
+    async with ApiClient(config_for(server, pki, tmp_path)) as client:
+        assert await client.send("PATCH", "/p", {"a": 1}, content_type="application/strategic-merge-patch+json") is None
+        with pytest.raises(ApiError) as err:
+            await client.send("DELETE", "/gone")
+    assert seen == [("PATCH", "application/strategic-merge-patch+json", {"a": 1})] * 2
+    assert err.value.status == 404

@@ -128,7 +128,7 @@ class KubeBackend:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         try:
-            await self.client.post(pod_path(meta.namespace, meta.name) + "/binding", body=body)
+            await self.client.send("POST", pod_path(meta.namespace, meta.name) + "/binding", body)
         except ApiError as exc:
             return await self._bind_failed(pi, node, exc)
         self.binds += 1
@@ -171,15 +171,10 @@ class KubeBackend:
             "lastTransitionTime": micro_time()[:19] + "Z",
         }
         try:
-            await self.client.patch(
-                pod_path(meta.namespace, meta.name) + "/status",
-                body={"status": {"conditions": [condition]}},
-                content_type=STRATEGIC_MERGE,
-            )
-            await self.client.delete(
-                pod_path(meta.namespace, meta.name),
-                body={"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": meta.uid}},
-            )
+            await self.client.send("PATCH", pod_path(meta.namespace, meta.name) + "/status",
+                                   {"status": {"conditions": [condition]}}, content_type=STRATEGIC_MERGE)
+            await self.client.send("DELETE", pod_path(meta.namespace, meta.name),
+                                   {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": meta.uid}})
         except ApiError as exc:
             if exc.status in (404, 409):  # already gone, or replaced by a new pod of that name
                 return
@@ -214,11 +209,9 @@ class KubeBackend:
                                           last_transition_time=condition["lastTransitionTime"])]
 
         async def write() -> None:
-            await self.client.patch(
-                pod_path(meta.namespace, meta.name) + "/status",
-                body={"metadata": {"uid": meta.uid}, "status": {"conditions": [condition]}},
-                content_type=STRATEGIC_MERGE,
-            )
+            await self.client.send("PATCH", pod_path(meta.namespace, meta.name) + "/status",
+                                   {"metadata": {"uid": meta.uid}, "status": {"conditions": [condition]}},
+                                   content_type=STRATEGIC_MERGE)
 
         self._then(pi, SET_UNSCHEDULABLE, write)
 
@@ -229,11 +222,9 @@ class KubeBackend:
         pi.pod.status.nominated_node_name = node or ""
 
         async def write() -> None:
-            await self.client.patch(
-                pod_path(meta.namespace, meta.name) + "/status",
-                body={"metadata": {"uid": meta.uid}, "status": {"nominatedNodeName": node}},
-                content_type=STRATEGIC_MERGE,
-            )
+            await self.client.send("PATCH", pod_path(meta.namespace, meta.name) + "/status",
+                                   {"metadata": {"uid": meta.uid}, "status": {"nominatedNodeName": node}},
+                                   content_type=STRATEGIC_MERGE)
 
         self._then(pi, "setting nominatedNodeName", write)
 
@@ -249,7 +240,7 @@ class KubeBackend:
 
         async def write() -> None:
             try:
-                await self.client.patch(path, body=body, content_type=STRATEGIC_MERGE)
+                await self.client.send("PATCH", path, body, content_type=STRATEGIC_MERGE)
             except ApiError as exc:
                 if exc.status != 404:  # a PodGroup deleted meanwhile has no status to write
                     self.write_failures += 1
@@ -263,8 +254,8 @@ class KubeBackend:
         meta = pi.pod.metadata
 
         async def write() -> None:
-            await self.client.patch(pod_path(meta.namespace, meta.name),
-                                    body={"metadata": {"uid": meta.uid, "annotations": annotations}}, content_type=STRATEGIC_MERGE)
+            await self.client.send("PATCH", pod_path(meta.namespace, meta.name),
+                                   {"metadata": {"uid": meta.uid, "annotations": annotations}}, content_type=STRATEGIC_MERGE)
 
         self._then(pi, "writing the scheduling result annotations", write)
 

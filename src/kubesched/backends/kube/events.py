@@ -226,8 +226,14 @@ class EventRecorder:
     async def _post(self, item: _Pending) -> None:
         series = item.series
         if item.body is not None:
+            path = f"/apis/events.k8s.io/v1/namespaces/{item.namespace}/events"
+            created: Any = None
             try:
-                created = await self.client.post(f"/apis/events.k8s.io/v1/namespaces/{item.namespace}/events", body=item.body)
+                # Only a series patches its event later, by the name the server gave it.
+                if series is not None:
+                    created = await self.client.post(path, body=item.body)
+                else:
+                    await self.client.send("POST", path, item.body)
             finally:
                 if series is not None:
                     series.creating = False
@@ -243,9 +249,6 @@ class EventRecorder:
             return  # another write took this count already
         series.written = series.count
         patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last)}}
-        await self.client.patch(
-            f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}",
-            body=patch,
-            content_type="application/merge-patch+json",
-        )
+        await self.client.send("PATCH", f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}",
+                               patch, content_type="application/merge-patch+json")
         self.posted += 1
