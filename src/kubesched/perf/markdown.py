@@ -40,7 +40,8 @@ def _throughput(rows: list[dict[str, Any]]) -> str:
         return "not runnable"
     if rows and all(r.get("failed") for r in rows):
         return "failed"
-    return _num(_median(rows, "pods_per_second"))
+    value = _median(rows, "pods_per_second")
+    return _num(value, 1 if value is not None and value < 10 else 0)  # 0.5 pods/s is not 0
 
 
 def table(sim: dict[str, Any], kube: dict[str, Any] | None = None) -> str:

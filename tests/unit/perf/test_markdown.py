@@ -63,3 +63,10 @@ def test_a_workload_the_apiserver_cannot_run_says_so_and_why() -> None:
     line = next(x for x in out.splitlines() if x.startswith("| SchedulingBasic/"))
     assert line == "| SchedulingBasic/50000Pods_Disabled | 790 | 4,500 |  | not runnable | not runnable |  |  |  |  |"
     assert f"Not runnable on the real apiserver:\n\n- SchedulingBasic/50000Pods_Disabled: {why}" in out
+
+
+def test_a_throughput_under_ten_keeps_a_decimal() -> None:
+    sim = {"rows": [row("Starvation", "10000Nodes", SIM, 8.1)]}
+    kube = {"rows": [row("Starvation", "10000Nodes", KUBESCHED_KUBE, 1.44), row("Starvation", "10000Nodes", KUBE_SCHEDULER, 0.5)]}
+    line = next(x for x in table(sim, kube).splitlines() if x.startswith("| Starvation/"))
+    assert line.startswith("| Starvation/10000Nodes |  | 8 |  | 1.4 | 0.5 |")
