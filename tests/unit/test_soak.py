@@ -184,6 +184,9 @@ class _NoClient:
     async def post(self, *args: object, **kwargs: object) -> dict[str, object]:
         return {}
 
+    async def send(self, *args: object, **kwargs: object) -> None:
+        return None
+
 
 def _recorder(monkeypatch: pytest.MonkeyPatch, clock: list[float]) -> EventRecorder:
     monkeypatch.setattr(events.time, "time", lambda: clock[0])

@@ -21,15 +21,9 @@ class FakeClient:
         self.hold = asyncio.Event()
         self.hold.set()
 
-    async def patch(self, path: str, *, body: Any, content_type: str = "") -> Any:
-        self.sent.append(("PATCH", path, body))
+    async def send(self, method: str, path: str, body: Any = None, *, content_type: str = "") -> None:
+        self.sent.append((method, path, body))
         await self.hold.wait()
-        return {}
-
-    async def post(self, path: str, *, body: Any) -> Any:
-        self.sent.append(("POST", path, body))
-        await self.hold.wait()
-        return {}
 
 
 def backend() -> tuple[KubeBackend, FakeClient]:

@@ -43,10 +43,11 @@ class FakeClient:
         self.made += 1
         return {"metadata": {"name": f"ev-{self.made}"}}
 
-    async def patch(self, path: str, *, body: Any, content_type: str = "") -> Any:
-        self.sent.append(("PATCH", path, body))
+    async def send(self, method: str, path: str, body: Any = None, *, content_type: str = "") -> None:
+        self.sent.append((method, path, body))
         await self.hold.wait()
-        return {}
+        if method == "POST":
+            self.made += 1
 
 
 def at_version(rv: str) -> PodInfo:
