@@ -105,9 +105,7 @@ class ReprieveCheck:
             if state is None:
                 return False
             own = index[node]
-            for plugin in fwk.prefilter_extensions:
-                if plugin.name in state.skip_filter:
-                    continue
+            for plugin in fwk.active_prefilter_extensions(state):
                 if not all(plugin.harmless_elsewhere(state, pi, q, row, own) for row, q in added):
                     return False
         return True
@@ -132,29 +130,33 @@ class ReprieveCheck:
         elsewhere = [(q, row) for q, n in proposed[:i] if n != node and (row := table.index.get(n)) is not None]
         if len(here) < len(before_here) or len(elsewhere) + len(before_here) < i:
             return None
+        now = sched.clock.now()
         made: list[tuple[CycleState, PodInfo]] = []
         try:
             for st, q in here:
-                record = DecisionRecord(q.key, fwk.name, 0, sched.clock.now(), len(table), q.uid)
+                record = DecisionRecord(q.key, fwk.name, 0, now, len(table), q.uid)
                 if sched.assume_and_reserve(fwk, st, q, record, node) is not None:
                     sched.unreserve_and_forget(fwk, st, q, node)
                     return None
                 made.append((st, q))
             state = CycleState()
-            only = np.zeros(table.size, dtype=bool)
-            only[own] = True
-            record = DecisionRecord(pi.key, fwk.name, 0, sched.clock.now(), len(table), pi.uid)
-            if sched.schedule_member(fwk, state, pi, record, only).node == node:
+            record = DecisionRecord(pi.key, fwk.name, 0, now, len(table), pi.uid)
+            if self._passes_on(state, pi, node, own, record):
                 return False
-            for plugin in fwk.prefilter_extensions:
-                if plugin.name in state.skip_filter:
-                    continue
+            for plugin in fwk.active_prefilter_extensions(state):
                 if not all(plugin.cannot_help_elsewhere(state, pi, q, row, own) for q, row in elsewhere):
                     return None
             return True
         finally:
             for st, q in reversed(made):
                 sched.unreserve_and_forget(fwk, st, q, node)
+
+    def _passes_on(self, state: CycleState, pi: PodInfo, node: str, row: int, record: DecisionRecord) -> bool:
+        """Whether the member passes every Filter on its proposed node (row), asked of that node
+        alone with a fresh PreFilter into `state`."""
+        only = np.zeros(self.sched.cache.table.size, dtype=bool)
+        only[row] = True
+        return self.sched.schedule_member(self.fwk, state, pi, record, only).node == node
 
     def _run(self, proposed: Sequence[tuple[PodInfo, str]], checked: set[int] | None) -> bool:
         """The members in order up to the last one `checked` (every one, when None): each checked
@@ -175,9 +177,7 @@ class ReprieveCheck:
                 record = DecisionRecord(pi.key, fwk.name, 0, now, nodes, pi.uid)
                 if state is None:
                     state = CycleState()
-                    only = np.zeros(table.size, dtype=bool)
-                    only[row] = True
-                    if sched.schedule_member(fwk, state, pi, record, only).node != node:
+                    if not self._passes_on(state, pi, node, row, record):
                         return False
                 if sched.assume_and_reserve(fwk, state, pi, record, node) is not None:
                     sched.unreserve_and_forget(fwk, state, pi, node)

@@ -557,9 +557,7 @@ class Framework:
         """Whether every active PreFilter extension finds each nominated pod (not already counted
         on its row) local to the row it is nominated to."""
         table = self.cache.table
-        for plugin in self.prefilter_extensions:
-            if plugin.name in state.skip_filter:
-                continue
+        for plugin in self.active_prefilter_extensions(state):
             for row in crowded:
                 on_row = table.pods[row]
                 if not all(p.uid in on_row or plugin.local_to_row(state, pi, p, row) for p in nominated[row]):
@@ -627,19 +625,20 @@ class Framework:
 
     # --- PreFilter extensions (preemption) -------------------------------------------------------
 
+    def active_prefilter_extensions(self, state: CycleState) -> list[PreFilterPlugin]:
+        """The PreFilter plugins with AddPod/RemovePod extensions that keep state for this pod
+        (not skipped at its PreFilter)."""
+        return [p for p in self.prefilter_extensions if p.name not in state.skip_filter]
+
     def run_prefilter_add_pod(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> Status | None:
-        for plugin in self.prefilter_extensions:
-            if plugin.name in state.skip_filter:
-                continue
+        for plugin in self.active_prefilter_extensions(state):
             status = plugin.add_pod(state, pi, added, row)
             if status is not None and status.code != Code.SUCCESS:
                 return plugin_error("AddPod on PreFilter", plugin.name, status)
         return None
 
     def run_prefilter_remove_pod(self, state: CycleState, pi: PodInfo, removed: PodInfo, row: int) -> Status | None:
-        for plugin in self.prefilter_extensions:
-            if plugin.name in state.skip_filter:
-                continue
+        for plugin in self.active_prefilter_extensions(state):
             status = plugin.remove_pod(state, pi, removed, row)
             if status is not None and status.code != Code.SUCCESS:
                 return plugin_error("RemovePod on PreFilter", plugin.name, status)

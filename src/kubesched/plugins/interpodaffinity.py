@@ -23,7 +23,7 @@ and the one changed object whether an event may let the pod in; they match terms
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -501,6 +501,16 @@ class PreFilterState:
             {k: v.copy() for k, v in self.anti_affinity.items()},
         )
 
+    def anti_affinity_keys(self, pi: PodInfo, other: PodInfo) -> Iterator[str]:
+        """The topology keys of the required anti-affinity terms under which `other` refuses the
+        incoming pod `pi`: other's own terms matching pi, then pi's terms matching other."""
+        for term in pod_terms(other).required_anti_affinity:
+            if term.matches(pi, self.namespace_labels):
+                yield term.topology_key
+        for rterm in self.anti_affinity_terms:
+            if rterm.matches(other):
+                yield rterm.topology_key
+
     def update_with_pod(self, pi: PodInfo, other: PodInfo, row: int, delta: int) -> None:
         """Count (+1) or uncount (-1) `other` on `row` for the incoming pod `pi`."""
         table = self.table
@@ -706,13 +716,8 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, PreScor
         s = state.read(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
             return False
-        table = s.table
-        for term in pod_terms(added).required_anti_affinity:
-            if term.matches(pi, s.namespace_labels) and table.same_label(term.topology_key, row, own_row):
-                return False
-        for rterm in s.anti_affinity_terms:
-            if rterm.matches(added) and table.same_label(rterm.topology_key, row, own_row):
-                return False
+        if any(s.table.same_label(key, row, own_row) for key in s.anti_affinity_keys(pi, added)):
+            return False
         return not (s.affinity_terms and s.matches_own_affinity and pod_matches_all(s.affinity_terms, added))
 
     def local_to_row(self, state: CycleState, pi: PodInfo, added: PodInfo, row: int) -> bool:
@@ -722,12 +727,8 @@ class InterPodAffinity(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, PreScor
         if not isinstance(s, PreFilterState):
             return False
         table = s.table
-        for term in pod_terms(added).required_anti_affinity:
-            if term.matches(pi, s.namespace_labels) and not table.alone_in_domain(term.topology_key, row):
-                return False
-        for rterm in s.anti_affinity_terms:
-            if rterm.matches(added) and not table.alone_in_domain(rterm.topology_key, row):
-                return False
+        if not all(table.alone_in_domain(key, row) for key in s.anti_affinity_keys(pi, added)):
+            return False
         if s.affinity_terms and pod_matches_all(s.affinity_terms, added):
             return not s.matches_own_affinity and all(table.alone_in_domain(t.topology_key, row) for t in s.affinity_terms)
         return True
