@@ -19,6 +19,7 @@ import numpy as np
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, HostPort, PodInfo, normalize_image
 from kubesched.api.quantity import QuantityError, resource_value
+from kubesched.cache.portindex import PortIndex
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _GO_INT = re.compile(r"[+-]?[0-9]+")
@@ -131,9 +132,9 @@ class NodeTable:
         self.images: list[dict[str, int]] = []
         self.image_rows: dict[str, dict[int, int]] = {}
         self.ports: list[Counter[HostPort]] = []
-        # (protocol, port) -> host IP -> rows using it (and by how many pods): kept with `ports`,
-        # so NodePorts reads it as it is instead of building it again after every placement.
-        self.port_index: dict[tuple[str, int], dict[str, dict[int, int]]] = {}
+        # (protocol, port) -> host IP -> rows using it: kept with `ports`, so NodePorts reads it
+        # as it is instead of building it again after every placement.
+        self.port_index = PortIndex()
         self.pods: list[dict[str, PodInfo]] = []
         # Bumped on every change; plugins may key caches on it.
         self.generation = 0
@@ -381,7 +382,7 @@ class NodeTable:
         self._compact_taints()
         self._drop_images(row)
         for hp, count in self.ports[row].items():
-            self._unindex_port(hp, row, count)
+            self.port_index.remove(hp, row, count)
         self.ports[row] = Counter()
         self.pods[row] = {}
         self.names[row] = None
@@ -406,8 +407,7 @@ class NodeTable:
     def _index_ports(self, row: int, pi: PodInfo) -> None:
         self.ports[row].update(pi.host_ports)
         for hp in pi.host_ports:
-            rows = self.port_index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, {})
-            rows[row] = rows.get(row, 0) + 1
+            self.port_index.add(hp, row)
 
     def remove_pod(self, row: int, pi: PodInfo) -> None:
         if self.pods[row].pop(pi.uid, None) is None:
@@ -424,7 +424,7 @@ class NodeTable:
         self.ports[row].subtract(pi.host_ports)
         self.ports[row] = +self.ports[row]
         for hp in pi.host_ports:
-            self._unindex_port(hp, row, 1)
+            self.port_index.remove(hp, row)
 
     def requests_of(self, placed: Sequence[tuple[int, PodInfo]]) -> PlacedRequests:
         """The rows and requests of (row, pod) pairs as arrays, for add_pods/remove_pods; a caller
@@ -472,19 +472,6 @@ class NodeTable:
             if pi.host_ports:
                 self._unindex_ports(row, pi)
         self._changed_rows(req.rows)
-
-    def _unindex_port(self, hp: HostPort, row: int, count: int) -> None:
-        by_ip = self.port_index.get((hp.protocol, hp.port))
-        rows = by_ip.get(hp.host_ip) if by_ip is not None else None
-        if by_ip is None or rows is None or row not in rows:
-            return
-        rows[row] -= count
-        if rows[row] <= 0:
-            del rows[row]
-            if not rows:
-                del by_ip[hp.host_ip]
-                if not by_ip:
-                    del self.port_index[(hp.protocol, hp.port)]
 
     @contextlib.contextmanager
     def with_copies(self, pi: PodInfo, count: int = 1) -> Any:

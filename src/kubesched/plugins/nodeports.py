@@ -2,9 +2,9 @@
 
 A wanted (protocol, hostIP, port) conflicts with a used one of the same protocol and
 port when either side binds 0.0.0.0 or both bind the same IP. Few pods use host ports,
-so the plugin keeps a reverse index (protocol, port) -> IP -> rows over only the rows
-that have any, rebuilt when the table changes, and a pod's check touches only the rows
-using its ports.
+so the node table keeps a reverse index (protocol, port) -> IP -> rows over only the rows
+that have any (cache/portindex.py, with kube's conflict rule), and a pod's check touches only
+the rows using its ports.
 
 Pods' ports cannot change, so only an assigned pod's deletion (when it held a port the pod
 wants, judged with the same conflict rule) or a new node can let a rejected pod in.
@@ -12,12 +12,13 @@ wants, judged with the same conflict rule) or a new node can let a rejected pod 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.portindex import PortRows, conflicts
 from kubesched.framework import signers
 from kubesched.framework.interface import (
     ASSIGNED_POD,
@@ -35,36 +36,16 @@ from kubesched.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
+    RowFilter,
     SignFragment,
     SignPlugin,
     Status,
 )
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
-BIND_ALL = "0.0.0.0"
-
-# (protocol, port) -> host IP -> rows using it (NodeTable.port_index's shape; the counts are not read here)
-PortIndex = Mapping[tuple[str, int], Mapping[str, Mapping[int, int] | list[int]]]
 
 
-def ports_index(ports: Iterable[HostPort], row: int = 0) -> dict[tuple[str, int], dict[str, list[int]]]:
-    """An index of the given ports, all on one row (a single pod's, say)."""
-    index: dict[tuple[str, int], dict[str, list[int]]] = {}
-    for hp in ports:
-        index.setdefault((hp.protocol, hp.port), {}).setdefault(hp.host_ip, []).append(row)
-    return index
-
-
-def conflicting_rows(index: PortIndex, want: HostPort) -> list[int]:
-    by_ip = index.get((want.protocol, want.port))
-    if not by_ip:
-        return []
-    if want.host_ip == BIND_ALL:
-        return [row for rows in by_ip.values() for row in rows]
-    return [*by_ip.get(BIND_ALL, ()), *by_ip.get(want.host_ip, ())]
-
-
-class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
+class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, RowFilter, EnqueueExtensions, SignPlugin):
     name = "NodePorts"
     Args = None
 
@@ -82,18 +63,23 @@ class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPl
         return None, None
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
+        failed: np.ndarray | None = None
+        for used in self._conflicting(state, pi, table):
+            if failed is None:
+                failed = np.zeros(table.size, dtype=bool)
+            used.mark(failed)
+        return None if failed is None else FilterResult.reject(failed, ERR_REASON)
+
+    def filter_rows(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> FilterResult | None:
+        failed: np.ndarray | None = None
+        for used in self._conflicting(state, pi, table):
+            failed = used.at(rows) if failed is None else failed | used.at(rows)
+        return None if failed is None else FilterResult.reject(failed, ERR_REASON)
+
+    def _conflicting(self, state: CycleState, pi: PodInfo, table: NodeTable) -> Iterator[PortRows]:
         wanted: tuple[HostPort, ...] = state.read(self._key) or pi.host_ports
-        if not wanted:
-            return None
-        index = table.port_index
-        rows: list[int] = []
         for want in wanted:
-            rows.extend(conflicting_rows(index, want))
-        if not rows:
-            return None
-        failed = np.zeros(table.size, dtype=bool)
-        failed[rows] = True
-        return FilterResult.reject(failed, ERR_REASON)
+            yield from table.port_index.conflicting(want)
 
     # --- events and queueing hints ------------------------------------------------------------
 
@@ -114,7 +100,6 @@ class NodePorts(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPl
             return QueueingHint.QueueSkip
         if not old.host_ports:
             return QueueingHint.QueueSkip
-        freed = ports_index(old.host_ports)
-        if any(conflicting_rows(freed, want) for want in pi.host_ports):
+        if any(conflicts(used, want) for used in old.host_ports for want in pi.host_ports):
             return QueueingHint.Queue
         return QueueingHint.QueueSkip

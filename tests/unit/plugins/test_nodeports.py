@@ -128,6 +128,38 @@ def test_no_nodes() -> None:
     assert rejected(cache, with_ports("p", ("TCP", "0.0.0.0", 80))) == set()
 
 
+def test_the_row_wise_filter_says_what_the_whole_one_says() -> None:
+    """filter_rows (OpportunisticBatching's hint and re-check) against filter read at the same rows,
+    on clusters where a port is held by few nodes and by more than the index's dense bound."""
+    import random
+
+    import numpy as np
+
+    from kubesched.cache.portindex import DENSE_ROWS
+
+    rng = random.Random(5)
+    choices = [("TCP", "0.0.0.0", 80), ("TCP", "10.0.0.1", 80), ("UDP", "0.0.0.0", 80), ("TCP", "0.0.0.0", 443)]
+    checked = 0
+    for holders in (5, DENSE_ROWS * 2):
+        cache = cache_with([node(f"n{i}") for i in range(DENSE_ROWS * 3)])
+        for i in range(holders):
+            held = choices[0] if rng.random() < 0.7 else rng.choice(choices)  # TCP 80 on every IP: dense at 128
+            cache.add_pod(with_ports(f"h{i}", held, node_name=f"n{rng.randrange(DENSE_ROWS * 3)}"))
+        plugin = NodePorts(handle=UnitHandle(cache))
+        for want in choices:
+            pi = with_ports("p", want)
+            state = CycleState()
+            plugin.pre_filter(state, pi)
+            whole = plugin.filter(state, pi, cache.table)
+            rows = np.array(sorted(rng.sample(range(cache.table.size), 40)), dtype=np.intp)
+            some = plugin.filter_rows(state, pi, cache.table, rows)
+            expect = [False] * rows.size if whole is None else [bool(whole.codes[r]) for r in rows]
+            got = [False] * rows.size if some is None else [bool(c) for c in some.codes]
+            assert got == expect, (holders, want)
+            checked += any(expect)
+    assert checked >= 4  # most cases reject some of the rows asked about
+
+
 # --- events and queueing hints ------------------------------------------------------------------------
 
 Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
