@@ -17,7 +17,7 @@ import functools
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -902,8 +902,10 @@ class Scheduler:
 
     # --- running against a real clock ---------------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Schedules pods as they become active until `stop` is set (the kube backend's loop)."""
+    async def run(self, stop: asyncio.Event, pace: Callable[[asyncio.Event], Awaitable[None]] | None = None) -> None:
+        """Schedules pods as they become active until `stop` is set (the kube backend's loop).
+        `pace`, awaited after each cycle, returns when the backend can take more writes (or
+        `stop` is set)."""
         self.tracer.start_export()
         while not stop.is_set():
             if not self.schedule_one():
@@ -915,6 +917,8 @@ class Scheduler:
                 stopper.cancel()
             else:
                 await asyncio.sleep(0)
+                if pace is not None:
+                    await pace(stop)
 
     def record_preemption(self, victims: Sequence[PodInfo]) -> None:
         """Called by PostFilter plugins that evict pods, for stats and the decision record."""

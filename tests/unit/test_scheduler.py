@@ -276,3 +276,46 @@ def test_the_best_few_recorded_are_the_highest_totals_first_lowest_index_among_e
     ties = np.flatnonzero(array == array.max())
     expected = sorted(range(array.size), key=lambda i: (-totals[i], i))[:k]
     assert _best_few(array, ties, k).tolist() == expected
+
+
+async def test_the_loop_is_paced_after_each_cycle_and_stops_while_paced():
+    """Scheduler.run awaits `pace(stop)` after every cycle (the kube backend's room for writes):
+    no pod is popped while it waits, and stopping ends the loop."""
+    import asyncio
+
+    from kubesched.backends.sim.cluster import SimCluster
+    from kubesched.backends.sim.manifests import load_objects
+    from kubesched.clock import VirtualClock
+    from kubesched.config import parse_config_text
+    from kubesched.scheduler import Scheduler
+    from unit.simkit import config_text
+
+    clock = VirtualClock()
+    sim = SimCluster(clock)
+    sched = Scheduler(parse_config_text(config_text(), "config.yaml"), sim, clock, seed=1)
+    sim.scheduler = sched
+    loaded = load_objects([node("n1"), *(pod(f"p{i}") for i in range(4))])
+    for n in loaded.nodes:
+        sched.on_node_add(n)
+    for sp in loaded.pods:
+        sim.create_pod(sp.pod)
+    stop = asyncio.Event()
+    room = asyncio.Event()
+    cycles_when_paced: list[int] = []
+
+    async def pace(given: asyncio.Event) -> None:
+        assert given is stop
+        cycles_when_paced.append(sched.queue.scheduling_cycle)
+        if len(cycles_when_paced) == 2:
+            await room.wait()  # the backend is full: the loop waits here
+
+    loop = asyncio.ensure_future(sched.run(stop, pace=pace))
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert cycles_when_paced == [1, 2]  # one pace per cycle; the third pod waits
+    room.set()
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert cycles_when_paced == [1, 2, 3, 4]
+    stop.set()
+    await asyncio.wait_for(loop, 1)

@@ -10,7 +10,7 @@ it, and the core never imports a backend.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.customresources import CustomResource
@@ -143,7 +143,10 @@ class SchedulerPort(ReloadTarget, Protocol):
     # --- driving the loop
     def schedule_one(self) -> bool: ...
 
-    async def run(self, stop: asyncio.Event) -> None: ...
+    async def run(self, stop: asyncio.Event, pace: Callable[[asyncio.Event], Awaitable[None]] | None = None) -> None:
+        """Schedules until `stop`; `pace(stop)`, awaited after each cycle, returns when the
+        backend can take more writes."""
+        ...
 
     async def drain_bindings(self) -> None: ...
 

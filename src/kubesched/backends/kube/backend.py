@@ -10,6 +10,13 @@ would queue a status patch per attempt. As kube-scheduler's asynchronous API dis
 write still waiting is replaced by a newer one of the same kind (only the last PodScheduled=False
 matters), and a bind drops the PodScheduled=False patches still waiting for it (the binding
 itself marks the pod scheduled).
+
+kube-scheduler (its asynchronous API calls are off by default in v1.37) sends a failed pod's
+status patch before it takes the next pod, so the API server paces its retries. kubesched does
+not wait for a write, so a storm of failures (pods sent back by every node update while nodes
+trickle in, each failure a patch) could outrun the API server and slow everything it serves:
+the loop instead waits, between cycles, while WRITE_BACKLOG_HIGH pods have writes not done, until
+WRITE_BACKLOG_LOW are left (`room_for_writes`).
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ MERGE_PATCH = "application/merge-patch+json"
 
 
 SET_UNSCHEDULABLE = "setting PodScheduled=False"
+WRITE_BACKLOG_HIGH = 128  # pods with writes not done at which the scheduling loop waits
+WRITE_BACKLOG_LOW = 64  # ... until this few are left
 
 
 @dataclass(slots=True)
@@ -66,6 +75,9 @@ class KubeBackend:
         self.bind_conflicts = 0
         self.write_failures = 0
         self.writes_superseded = 0  # writes replaced by a newer one (or a bind) before they were sent
+        self.paced = 0  # times the scheduling loop waited for writes to drain
+        self._room = asyncio.Event()
+        self._room.set()
 
     def connect(self, scheduler: SchedulerPort) -> None:
         self.scheduler = scheduler
@@ -101,6 +113,23 @@ class KubeBackend:
         finally:
             if self._writes.get(pi.uid) is writes:
                 del self._writes[pi.uid]
+            if len(self._writes) <= WRITE_BACKLOG_LOW:
+                self._room.set()
+
+    async def room_for_writes(self, stop: asyncio.Event) -> None:
+        """Returns at once unless WRITE_BACKLOG_HIGH pods have writes not done; then once
+        WRITE_BACKLOG_LOW are left, or `stop` is set."""
+        if len(self._writes) < WRITE_BACKLOG_HIGH:
+            return
+        self.paced += 1
+        self._room.clear()
+        room = asyncio.ensure_future(self._room.wait())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({room, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            room.cancel()
+            stopped.cancel()
 
     async def _settled(self, uid: str, superseded: tuple[str, ...] = ()) -> None:
         """Returns once the pod's writes asked for so far are sent, dropping those of the kinds
@@ -296,4 +325,5 @@ class KubeBackend:
         return pi.pod.spec.scheduler_name or "default-scheduler"
 
     def stats(self) -> dict[str, Any]:
-        return {"binds": self.binds, "bind_conflicts": self.bind_conflicts, "write_failures": self.write_failures}
+        return {"binds": self.binds, "bind_conflicts": self.bind_conflicts, "write_failures": self.write_failures,
+                "writes_superseded": self.writes_superseded, "paced": self.paced}

@@ -225,7 +225,7 @@ class KubeScheduler:
             await self.reload.check_file()  # a change a standby did not apply
             self._tasks.append(loop.create_task(self.reload.watch(halt), name="config-reload"))
             try:
-                await self.scheduler.run(halt)
+                await self.scheduler.run(halt, pace=self.backend.room_for_writes)
             finally:
                 relay.cancel()
                 self.reload.guard.stop()

@@ -106,3 +106,53 @@ async def test_the_same_words_are_not_patched_twice_and_the_transition_time_stay
     await settle()
     assert messages(client) == ["new"]
     assert client.sent[0][2]["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+class OneAtATimeClient:
+    """Answers a request each time `answer` is called, in the order they came."""
+
+    def __init__(self) -> None:
+        self.tokens = asyncio.Semaphore(0)
+
+    async def send(self, method: str, path: str, body: Any = None, *, content_type: str = "") -> None:
+        await self.tokens.acquire()
+
+    def answer(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.tokens.release()
+
+
+async def test_the_loop_waits_while_too_many_pods_have_writes_under_way() -> None:
+    """room_for_writes: at once below the high mark; with that many pods' writes held by the API
+    server, it waits until they drain to the low mark (not one write earlier), or until stop."""
+    from kubesched.backends.kube.backend import WRITE_BACKLOG_HIGH, WRITE_BACKLOG_LOW
+
+    client = OneAtATimeClient()
+    kb = KubeBackend(client, events=None)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    pods = [pending(f"p{i}") for i in range(WRITE_BACKLOG_HIGH)]
+    for pi in pods[:-1]:
+        kb.set_unschedulable(pi, "failed")
+    await asyncio.wait_for(kb.room_for_writes(stop), 1)  # one short of the mark: no wait
+    kb.set_unschedulable(pods[-1], "failed")
+    waiting = asyncio.ensure_future(kb.room_for_writes(stop))
+    await settle()
+    assert not waiting.done() and kb.paced == 1
+    answered = 0
+    while not waiting.done():
+        assert len(kb._writes) > WRITE_BACKLOG_LOW, "still waiting below the low mark"
+        client.answer()
+        answered += 1
+        await settle()
+    assert answered == WRITE_BACKLOG_HIGH - WRITE_BACKLOG_LOW and len(kb._writes) == WRITE_BACKLOG_LOW
+    # Stop ends a wait even when nothing drains.
+    for pi in [pending(f"q{i}") for i in range(WRITE_BACKLOG_HIGH)]:
+        kb.set_unschedulable(pi, "failed")
+    waiting = asyncio.ensure_future(kb.room_for_writes(stop))
+    await settle()
+    assert not waiting.done()
+    stop.set()
+    await asyncio.wait_for(waiting, 1)
+    client.answer(len(kb._writes))
+    await settle()
+    assert not kb._writes
