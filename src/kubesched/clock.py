@@ -18,6 +18,17 @@ class Timer(Protocol):
     def cancel(self) -> None: ...
 
 
+async def first_set(*events: asyncio.Event, timeout: float | None = None) -> bool:
+    """Waits until one of the events is set; False on timeout."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        return bool(done)
+    finally:
+        for w in waiters:
+            w.cancel()
+
+
 class Clock(Protocol):
     def now(self) -> float: ...
 

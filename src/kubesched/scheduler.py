@@ -34,7 +34,7 @@ from kubesched.burstcycle import BurstCycle
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import PENDING, group_key, member_key
-from kubesched.clock import Clock
+from kubesched.clock import Clock, first_set
 from kubesched.config import SchedulerConfig
 from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
 from kubesched.framework.detail import SUCCESS, CycleDetail
@@ -910,11 +910,7 @@ class Scheduler:
         while not stop.is_set():
             if not self.schedule_one():
                 self.wakeup.clear()
-                waiter = asyncio.ensure_future(self.wakeup.wait())
-                stopper = asyncio.ensure_future(stop.wait())
-                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                stopper.cancel()
+                await first_set(self.wakeup, stop)
             else:
                 await asyncio.sleep(0)
                 if pace is not None:

@@ -20,3 +20,15 @@ def test_past_timers_fire_now():
     clock.call_at(2, lambda: seen.append(clock.now()))
     clock.run_due()
     assert seen == [10]
+
+
+async def test_first_set_returns_when_any_event_is_set_and_false_on_timeout():
+    import asyncio
+
+    from kubesched.clock import first_set
+
+    a, b = asyncio.Event(), asyncio.Event()
+    assert await first_set(a, b, timeout=0.01) is False
+    asyncio.get_running_loop().call_later(0.01, b.set)
+    assert await asyncio.wait_for(first_set(a, b), 1) is True
+    assert not a.is_set()

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.clock import first_set
 from kubesched.config import SchedulerConfig, parse_config_text
 from kubesched.configdump import config_to_v1, kubesched_to_v1alpha1
 from kubesched.configload import build_check
@@ -160,10 +161,7 @@ class ReloadController:
         self.guard.start()
         while not stop.is_set():
             interval = self.scheduler.config.kubesched.reload.poll_interval
-            waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
-            await asyncio.wait(waits, timeout=interval if interval > 0 else None, return_when=asyncio.FIRST_COMPLETED)
-            for w in waits:
-                w.cancel()
+            await first_set(self._wake, stop, timeout=interval if interval > 0 else None)
             if stop.is_set():
                 return
             forced, self._forced = self._forced, False

@@ -35,6 +35,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageWriteError
 from kubesched.backends.kube.events import EventRecorder, micro_time
 from kubesched.client import ApiClient, ApiError
+from kubesched.clock import first_set
 from kubesched.framework.interface import Code, Status
 
 if TYPE_CHECKING:
@@ -123,13 +124,7 @@ class KubeBackend:
             return
         self.paced += 1
         self._room.clear()
-        room = asyncio.ensure_future(self._room.wait())
-        stopped = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait({room, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            room.cancel()
-            stopped.cancel()
+        await first_set(self._room, stop)
 
     async def _settled(self, uid: str, superseded: tuple[str, ...] = ()) -> None:
         """Returns once the pod's writes asked for so far are sent, dropping those of the kinds

@@ -30,7 +30,7 @@ from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import Informers, build_informers
 from kubesched.client import ApiClient, LeaderElector, load_connection
 from kubesched.client.debug import DEBUG_CERT_ANNOTATION, DEBUG_ENDPOINT_ANNOTATION
-from kubesched.clock import RealClock
+from kubesched.clock import RealClock, first_set
 from kubesched.config import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.observe.auth import ALWAYS_ALLOW_PATHS, ApiReviewer, DelegatingAuth
@@ -202,7 +202,7 @@ class KubeScheduler:
             if self.elector is not None:
                 elector = self.elector
                 self._tasks.append(loop.create_task(elector.run(), name="leader-election"))
-                await _first(stop, elector.became_leader, elector.lost)
+                await first_set(stop, elector.became_leader, elector.lost)
                 if stop.is_set():
                     return 0
                 if elector.lost.is_set():
@@ -309,7 +309,7 @@ class KubeScheduler:
         """True once every informer has delivered its first list; False if stopped first."""
         while not self.informers.synced:
             waits = [r.synced for r in self.informers.reflectors if not r.synced.is_set()]
-            done = await _first(stop, lost, *waits, timeout=SYNC_LOG_EVERY)
+            done = await first_set(stop, lost, *waits, timeout=SYNC_LOG_EVERY)
             if stop.is_set() or lost.is_set():
                 return False
             if not done:
@@ -337,17 +337,6 @@ class KubeScheduler:
         await self.server.stop()
 
 
-async def _first(*events: asyncio.Event, timeout: float | None = None) -> bool:
-    """Waits until one of the events is set; False on timeout."""
-    waiters = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        return bool(done)
-    finally:
-        for w in waiters:
-            w.cancel()
-
-
 async def _relay(target: asyncio.Event, *sources: asyncio.Event) -> None:
-    await _first(*sources)
+    await first_set(*sources)
     target.set()
