@@ -10,9 +10,9 @@ from typing import Any
 from kubesched.api.objects import Node, Pod, convert
 from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
-from kubesched.clock import Clock, VirtualClock
 from kubesched.framework.services import Services
 from kubesched.framework.shared import SharedObjects
+from kubesched.infra.clock import Clock, VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.queue.scheduling_queue import Nominator
 

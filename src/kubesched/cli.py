@@ -23,8 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from kubesched.config import ConfigError, SchedulerConfig
-from kubesched.configload import load_config
+from kubesched.config.parse import ConfigError, SchedulerConfig
+from kubesched.scheduler.load import load_config
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="kubesched: a Kubernetes pod scheduler in Python.")
 config_app = typer.Typer(no_args_is_help=True, help="Work with KubeSchedulerConfiguration files.")
@@ -112,7 +112,7 @@ def _write_json(path: Path, data: Any, option: str) -> None:
 
 def _set_feature_gates(spec: str, *, over: bool = False) -> None:
     """--feature-gates (or a scenario's featureGates over them): process-wide, as kube's are."""
-    from kubesched import features
+    from kubesched.infra import features
 
     try:
         features.set_gates(features.parse(spec, features.current() if over else None))
@@ -189,10 +189,10 @@ def simulate(
     Objects the Kubernetes API server would refuse are reported and left out; the rest runs,
     and the exit code is then 2.
     """
-    from kubesched import gcpolicy
     from kubesched.backends.sim.limits import LimitError
     from kubesched.backends.sim.manifests import ManifestError
     from kubesched.backends.sim.scenarios import DEFAULT_SCENARIO, load_refs
+    from kubesched.infra import gcpolicy
 
     gcpolicy.for_scheduling()
     _check_writable(json_out, "--json")
@@ -215,8 +215,8 @@ def simulate(
         raise fail("nothing left to simulate: every node and pod was refused (see above)")
     sims: list[Any] = []
     # Reloads of the scenario's configuration changes are reported with the results, not logged.
-    logging.getLogger("kubesched.reload").addHandler(logging.NullHandler())
-    logging.getLogger("kubesched.reload").propagate = False
+    logging.getLogger("kubesched.scheduler.reload").addHandler(logging.NullHandler())
+    logging.getLogger("kubesched.scheduler.reload").propagate = False
     try:
         results = _run_simulations(cluster, configs, seed, quiet, keep=sims, tracing=tracing)
     except LimitError as exc:
@@ -263,7 +263,7 @@ def _tracing(path: Path | None) -> Any:
 
 
 def _saved_explanations(sim: Any, result: Any) -> dict[str, Any]:
-    from kubesched.observe.explain import explain_many
+    from kubesched.scheduler.explain import explain_many
 
     pending = list(result.unschedulable)
     placed = [key for key, node in result.placements.items() if node]
@@ -375,9 +375,9 @@ def bench(
 ) -> None:
     """scheduler_perf on the simulator: its SchedulingBasic shape (--nodes, --pods), or its own workloads
     read from the pinned kubernetes release (--scheduler-perf): pods/s, latency, CPU per 1,000 pods, RSS."""
-    from kubesched import gcpolicy
     from kubesched.backends.sim.limits import LimitError
-    from kubesched.bench import explain_latency, reload_latency, scheduling_basic
+    from kubesched.infra import gcpolicy
+    from kubesched.tools.bench import explain_latency, reload_latency, scheduling_basic
 
     _check_writable(json_out, "--json")
     gcpolicy.for_scheduling()
@@ -437,10 +437,10 @@ class _KubeOptions:
 
 def _bench_scheduler_perf(spec: str, workloads: list[str], label: str, config: Path | None, timeout: float,
                           json_out: Path | None, quiet: bool, kube: _KubeOptions) -> None:
-    from kubesched.devcluster.binaries import BinariesMissing
-    from kubesched.perf import command, report
-    from kubesched.perf.source import SourceError
-    from kubesched.perf.workloads import WorkloadError
+    from kubesched.tools.devcluster.binaries import BinariesMissing
+    from kubesched.tools.perf import command, report
+    from kubesched.tools.perf.source import SourceError
+    from kubesched.tools.perf.workloads import WorkloadError
 
     try:
         plans = command.plans(command.Selection(spec, tuple(workloads), label))
@@ -540,8 +540,8 @@ def run(
     _set_feature_gates(feature_gates)
     for name, logger_level in per_logger.items():
         logging.getLogger(name).setLevel(logger_level)
-    from kubesched.config import read_config_text
-    from kubesched.configload import load_config_text
+    from kubesched.config.parse import read_config_text
+    from kubesched.scheduler.load import load_config_text
 
     try:
         # Read once: the text is what later changes of the file are compared with.

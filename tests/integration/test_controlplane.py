@@ -19,7 +19,7 @@ from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.objects import create_pod, wait_bound
 from integration.harness.rest import JSON, ApiError, Kube
 from integration.harness.sockets import listening_addresses
-from kubesched.devcluster.procs import ProcessDied
+from kubesched.tools.devcluster.procs import ProcessDied
 
 T = TypeVar("T")
 

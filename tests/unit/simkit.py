@@ -7,7 +7,7 @@ from typing import Any
 
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
-from kubesched.config import default_config, parse_config, parse_config_text
+from kubesched.config.parse import default_config, parse_config, parse_config_text
 
 
 def node(name: str, cpu: str = "4", memory: str = "32Gi", *, labels=None, taints=None, unschedulable=False, extra=None):

@@ -26,9 +26,9 @@ from kubesched.backends.kube.informers import NamespaceHandler, PodHandler
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.cache.nodetable import NodeTable
-from kubesched.clock import VirtualClock
-from kubesched.config import default_config
-from kubesched.scheduler import Scheduler
+from kubesched.config.parse import default_config
+from kubesched.infra.clock import VirtualClock
+from kubesched.scheduler.core import Scheduler
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.queries import Series
 from kubesched.usage.service import UsageService

@@ -21,10 +21,10 @@ from kubesched.api.selectors import Selector
 from kubesched.framework.interface import WaitingPod
 from kubesched.framework.services import ClusterWrites
 from kubesched.framework.shared import SharedObjects
-from kubesched.reload.target import ReloadTarget
+from kubesched.scheduler.reload.target import ReloadTarget
 
 if TYPE_CHECKING:
-    from kubesched.clock import Timer
+    from kubesched.infra.clock import Timer
     from kubesched.observe.metrics import DurationHistogram
 
 

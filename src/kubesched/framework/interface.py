@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
-    from kubesched.clock import Clock
     from kubesched.framework.shared import SharedObjects
+    from kubesched.infra.clock import Clock
     from kubesched.observe.metrics import SchedulerMetrics
 
 MAX_NODE_SCORE = 100

@@ -66,12 +66,12 @@ if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
-    from kubesched.clock import Clock
-    from kubesched.config import Profile
+    from kubesched.config.parse import Profile
     from kubesched.framework.registry import Registry
     from kubesched.framework.services import Services
     from kubesched.framework.shared import SharedObjects
     from kubesched.framework.waiting import PodAtPermit
+    from kubesched.infra.clock import Clock
     from kubesched.observe.metrics import SchedulerMetrics
 
 # kube-scheduler's adaptive sampling (schedule_one.go numFeasibleNodesToFind).

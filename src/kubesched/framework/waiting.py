@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from kubesched.clock import Clock, Timer
 from kubesched.framework.interface import Code, Status
+from kubesched.infra.clock import Clock, Timer
 from kubesched.usage.args import go_duration
 
 

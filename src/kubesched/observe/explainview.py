@@ -42,7 +42,7 @@ def render(console: Console, data: JSON) -> None:
 
 
 def _shadow(console: Console, d: JSON) -> None:
-    """What a shadow profile decided for the same pod on the same snapshot (kubesched.shadow)."""
+    """What a shadow profile decided for the same pod on the same snapshot (kubesched.scheduler.shadow)."""
     outcome = str(d.get("outcome", "")).replace("_", " ")
     line = f"shadow profile {d.get('profile')}: {outcome}"
     if d.get("node"):

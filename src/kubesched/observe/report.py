@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.observe.explain import explain_many
+from kubesched.scheduler.explain import explain_many
 
 TIME_POINTS = 240
 HEATMAP_NODES = 200

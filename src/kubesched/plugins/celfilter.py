@@ -1,6 +1,6 @@
 """CELFilter: node requirements written as CEL expressions in the profile's pluginConfig.
 
-Each rule is a boolean expression over `pod`, `node`, `namespace` and `usage` (kubesched.cel.env
+Each rule is a boolean expression over `pod`, `node`, `namespace` and `usage` (kubesched.plugins.cel.env
 lists the variables). A node passes when every rule is true on it. Rules are checked in order,
 and the first false rule rejects the node with that rule's message (`node(s) didn't satisfy rule
 "<name>"` by default): a later rule is not evaluated on a node an earlier one rejected, so a rule
@@ -24,9 +24,6 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.cel.env import POD_DEPENDENT
-from kubesched.cel.plugin import CONFIG, MAX_RULES, Inputs, RulesArgs, check_name, compile_all, events, node_changed
-from kubesched.cel.rules import Outcome, Rule, RuleSet
 from kubesched.framework.interface import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -40,6 +37,9 @@ from kubesched.framework.interface import (
     Plugin,
     QueueingHint,
 )
+from kubesched.plugins.cel.env import POD_DEPENDENT
+from kubesched.plugins.cel.plugin import CONFIG, MAX_RULES, Inputs, RulesArgs, check_name, compile_all, events, node_changed
+from kubesched.plugins.cel.rules import Outcome, Rule, RuleSet
 
 NAME = "CELFilter"
 ERROR_CODE = 255  # the verdict of a node a rule failed to evaluate on

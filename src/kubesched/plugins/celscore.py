@@ -28,8 +28,6 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.cel.plugin import CONFIG, MAX_RULES, Inputs, RulesArgs, check_name, compile_all, events, node_changed
-from kubesched.cel.rules import Rule, RuleSet
 from kubesched.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -44,6 +42,8 @@ from kubesched.framework.interface import (
     ScorePlugin,
     Status,
 )
+from kubesched.plugins.cel.plugin import CONFIG, MAX_RULES, Inputs, RulesArgs, check_name, compile_all, events, node_changed
+from kubesched.plugins.cel.rules import Rule, RuleSet
 
 NAME = "CELScore"
 log = logging.getLogger(__name__)

@@ -54,7 +54,6 @@ from typing import Any, ClassVar, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kubesched import features
 from kubesched.api.objects import Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
@@ -82,6 +81,7 @@ from kubesched.framework.interface import (
     Status,
     StillFits,
 )
+from kubesched.infra import features
 from kubesched.observe.record import fit_error_message
 from kubesched.plugins import grouppreemption as gp
 from kubesched.plugins.preemptionexecutor import Executor

@@ -1,7 +1,7 @@
 """GangScheduling: a gang's pods are placed together or not at all (kube v1.37, GenericWorkload).
 
 A pod joins a PodGroup with `spec.schedulingGroup.podGroupName`. The group is scheduled in one
-PodGroup scheduling cycle (kubesched.groupcycle); this plugin supplies its quorum:
+PodGroup scheduling cycle (kubesched.scheduler.groupcycle); this plugin supplies its quorum:
 
 - PreEnqueue holds a member until its PodGroup exists and, for a gang, until `minCount` members
   exist (pending, assumed or bound). The whole group waits gated; nothing is written (no event,

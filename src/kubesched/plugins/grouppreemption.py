@@ -12,7 +12,7 @@ For a PodGroup its cycle could not place, the whole cluster is one candidate dom
    not fit even then, that is the answer.
 5. Candidates, most important first (higher priority, a group before a pod, more pods, earlier
    start), are put back one by one while the group's proposed placement still passes every
-   Filter with them (the check is the group cycle's, kubesched.groupreprieve); those that cannot
+   Filter with them (the check is the group cycle's, kubesched.scheduler.reprieve); those that cannot
    stay are the victims.
 6. Victims are evicted (pods held at Permit are rejected instead), each with a Preempted event
    naming the PodGroup, and every member with a proposed node is nominated to it.

@@ -6,7 +6,7 @@ For a group the cycle is about to place, each member's Filter and Score results 
 member on a node where it passes, per node no more requested than is free, at least minCount
 placed or none, maximizing the profile's own scores (less how far each falls as members like it
 fill a node: jointplan's crowding) plus fragmentation terms that keep whole nodes and large gaps
-for the next large group (kubesched.placement; HiGHS under a time budget,
+for the next large group (kubesched.plugins.placement; HiGHS under a time budget,
 the greedy per-pod order when the budget runs out or the program finds nothing better). The
 group cycle then places each member on its node with every Filter run as usual, and falls back
 to the per-pod order if any does not pass (what the program cannot see: pod affinity among the
@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import BurstSettings, GroupAssignPlugin, Handle, Plugin
-from kubesched.placement.joint import PlacementOptions, place_group
-from kubesched.placement.model import GroupInput, Weights
+from kubesched.plugins.placement.joint import PlacementOptions, place_group
+from kubesched.plugins.placement.model import GroupInput, Weights
 from kubesched.usage.args import Seconds
 
 NAME = "JointPlacement"
@@ -46,7 +46,7 @@ class JointPlacementArgs(BaseModel):
     work_limit: int = Field(0, alias="workLimit", ge=0, le=10_000_000)
     # Candidate nodes per kind of member, by score (0: all feasible nodes).
     top_k: int = Field(64, alias="topK", ge=0, le=100_000)
-    # Fragmentation, in the profile's score points (kubesched.placement.model.Weights).
+    # Fragmentation, in the profile's score points (kubesched.plugins.placement.model.Weights).
     slot_bonus: int = Field(50, alias="slotBonus", ge=0, le=10_000)
     balance_weight: int = Field(2, alias="balanceWeight", ge=0, le=100)
     empty_node_bonus: int = Field(0, alias="emptyNodeBonus", ge=0, le=100_000)

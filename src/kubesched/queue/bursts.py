@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.clock import Timer
+from kubesched.infra.clock import Timer
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.clock import Clock, Timer
 from kubesched.framework.events import (
     BACKOFF_COMPLETE,
     POP_FROM_BACKOFF_Q,
@@ -38,6 +37,7 @@ from kubesched.framework.interface import (
     ClusterEvent,
     Status,
 )
+from kubesched.infra.clock import Clock, Timer
 from kubesched.queue.bursts import BurstOf, BurstPolicy, Gathering
 from kubesched.queue.groups import (
     GROUP_PREFIX,

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.cache.nodetable import NodeTable
-from kubesched.clock import Clock, Timer
+from kubesched.infra.clock import Clock, Timer
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.prometheus import HttpPrometheus, PrometheusError, PrometheusTransport, Sample
 from kubesched.usage.queries import Series

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.clock import Clock
 from kubesched.framework.interface import ActionType, ClusterEvent, Handle
+from kubesched.infra.clock import Clock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.fresh import FreshPods, scheduled_at

@@ -12,7 +12,7 @@ import logging
 from integration.harness.objects import node_manifest
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
-from kubesched.config import parse_config
+from kubesched.config.parse import parse_config
 from kubesched.observe import decisions
 
 from .generate import JSON, PROFILES

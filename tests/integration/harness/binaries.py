@@ -1,7 +1,7 @@
-"""The control-plane binaries for tests: found as kubesched.devcluster.binaries finds them
+"""The control-plane binaries for tests: found as kubesched.tools.devcluster.binaries finds them
 (KUBEBUILDER_ASSETS, else the cache `make k8s-bin` fills); here, what tests add: skip locally and
 fail under CI=true when they are missing, and the versions tools/k8s pins (its go.mod files; a
-test keeps ``kubesched.perf.source.KUBE_VERSION``, which names the cache directory, equal to it).
+test keeps ``kubesched.tools.perf.source.KUBE_VERSION``, which names the cache directory, equal to it).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from ci import in_ci, missing_outcome
-from kubesched.devcluster.binaries import Binaries, BinariesMissing, cache_dir, find_binaries
+from kubesched.tools.devcluster.binaries import Binaries, BinariesMissing, cache_dir, find_binaries
 
 __all__ = [
     "Binaries", "BinariesMissing", "cache_dir", "find_binaries", "in_ci", "missing_binaries_outcome", "pinned_etcd_version",

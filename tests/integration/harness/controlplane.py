@@ -1,4 +1,4 @@
-"""The integration tests' control plane: kubesched.devcluster's (etcd and kube-apiserver on
+"""The integration tests' control plane: kubesched.tools.devcluster's (etcd and kube-apiserver on
 127.0.0.1, a throw-away PKI), with the API groups and gates the tests need, and what only tests do
 to it.
 
@@ -23,8 +23,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kubesched.devcluster import controlplane as core
-from kubesched.devcluster.binaries import Binaries
+from kubesched.tools.devcluster import controlplane as core
+from kubesched.tools.devcluster.binaries import Binaries
 
 from .rest import Kube
 

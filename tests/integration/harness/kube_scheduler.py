@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from kubesched.devcluster.https import https_get
-from kubesched.devcluster.procs import ManagedProcess, free_port, wait_until
-from kubesched.devcluster.schedulers import kube_scheduler_argv
+from kubesched.tools.devcluster.https import https_get
+from kubesched.tools.devcluster.procs import ManagedProcess, free_port, wait_until
+from kubesched.tools.devcluster.schedulers import kube_scheduler_argv
 
 from .binaries import require_binaries
 from .controlplane import SCHEDULER_FEATURE_GATES, ControlPlane

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from kubesched.devcluster.https import https_get
-from kubesched.devcluster.procs import ManagedProcess, free_port, wait_until
-from kubesched.devcluster.schedulers import kubesched_argv
+from kubesched.tools.devcluster.https import https_get
+from kubesched.tools.devcluster.procs import ManagedProcess, free_port, wait_until
+from kubesched.tools.devcluster.schedulers import kubesched_argv
 
 _counter = itertools.count(1)
 

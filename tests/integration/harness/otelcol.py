@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubesched.devcluster.procs import ManagedProcess, free_port, wait_until
+from kubesched.tools.devcluster.procs import ManagedProcess, free_port, wait_until
 
 TOOLS = Path(__file__).resolve().parents[3] / "tools" / "otelcol"
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from kubesched.devcluster.procs import ManagedProcess, ProcessDied, StartupTimeout, free_port, wait_until
+from kubesched.tools.devcluster.procs import ManagedProcess, ProcessDied, StartupTimeout, free_port, wait_until
 
 from .binaries import missing_binaries_outcome
 

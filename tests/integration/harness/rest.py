@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from kubesched.devcluster.controlplane import write_kubeconfig
+from kubesched.tools.devcluster.controlplane import write_kubeconfig
 
 JSON = dict[str, Any]
 

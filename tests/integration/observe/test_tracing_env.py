@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from integration.harness.otelcol import run_collector
-from kubesched.devcluster.pki import CertificateAuthority
+from kubesched.tools.devcluster.pki import CertificateAuthority
 
 HEAD = "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nsamplingRatePerMillion: 1000000\n"
 

@@ -12,7 +12,7 @@ from integration.harness.kubesched import kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, wait_bound
 from integration.harness.otelcol import Span, run_collector
 from integration.harness.rest import JSON, Kube
-from kubesched.devcluster.procs import wait_until
+from kubesched.tools.devcluster.procs import wait_until
 
 
 def cycle(spans: list[Span], pod: str, result: str) -> Span | None:

@@ -1,5 +1,5 @@
 """scheduler_perf workloads on a real kube-apiserver, through `kubesched run` and through the real
-kube-scheduler (kubesched.perf.run.run_on_kube / compare): every run on a fresh control plane,
+kube-scheduler (kubesched.tools.perf.run.run_on_kube / compare): every run on a fresh control plane,
 every process gone afterwards, whatever way the run ends.
 
 Small workloads only: upstream's SchedulingBasic/5Nodes and SchedulingWhileGated/1Node_10GatedPods
@@ -21,13 +21,13 @@ import pytest
 
 from integration.harness.binaries import missing_binaries_outcome, require_binaries
 from integration.harness.sockets import listening_addresses
-from kubesched.devcluster.binaries import Binaries
-from kubesched.perf import source, workloads
-from kubesched.perf.executor import WorkloadResult
-from kubesched.perf.kubetarget import KubeTarget
-from kubesched.perf.objects import Obj
-from kubesched.perf.run import Plan, compare, plan, run_on_kube
-from kubesched.perf.workloads import WorkloadError
+from kubesched.tools.devcluster.binaries import Binaries
+from kubesched.tools.perf import source, workloads
+from kubesched.tools.perf.executor import WorkloadResult
+from kubesched.tools.perf.kubetarget import KubeTarget
+from kubesched.tools.perf.objects import Obj
+from kubesched.tools.perf.run import Plan, compare, plan, run_on_kube
+from kubesched.tools.perf.workloads import WorkloadError
 
 KUBESCHED, KUBE_SCHEDULER = "kubesched (apiserver)", "kube-scheduler (apiserver)"
 WAIT = 120.0

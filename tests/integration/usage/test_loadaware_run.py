@@ -24,8 +24,8 @@ from integration.harness.kubesched import Kubesched, kubesched_config, run_kubes
 from integration.harness.objects import create_pod, wait_bound
 from integration.harness.prometheus import CPU_QUERY, NodeExporterStub, PrometheusServer
 from integration.harness.rest import JSON, Kube
-from kubesched.devcluster.procs import wait_until
 from kubesched.plugins.loadaware import NO_METRICS
+from kubesched.tools.devcluster.procs import wait_until
 
 SCHEDULER = "kubesched"
 FAST_CPU = CPU_QUERY.format(window="5s")

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from integration.harness.prometheus import CPU_QUERY, MEMORY_QUERY, NodeExporterStub, PrometheusQueryError, PrometheusServer
 from kubesched.api.objects import Node, NodeStatus, ObjectMeta
 from kubesched.cache.nodetable import NodeTable
-from kubesched.clock import RealClock
+from kubesched.infra.clock import RealClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.prometheus import HttpPrometheus, PrometheusError

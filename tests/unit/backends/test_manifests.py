@@ -1068,7 +1068,7 @@ def test_overflowing_quantities_never_reach_scheduling(tmp_path: Path) -> None:
     import asyncio
 
     from kubesched.backends.sim.engine import Simulation
-    from kubesched.config import default_config
+    from kubesched.config.parse import default_config
 
     text = "---\n".join([
         "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: \"4\", memory: 8Gi}}\n",

@@ -16,9 +16,9 @@ from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.backends.sim.scenarios import load_scenario
 from kubesched.backends.sim.usage import UsageModel, _percentile_of_rows, parse_usage
-from kubesched.clock import VirtualClock
-from kubesched.config import default_config
-from kubesched.configload import load_config
+from kubesched.config.parse import default_config
+from kubesched.infra.clock import VirtualClock
+from kubesched.scheduler.load import load_config
 from tests.unit.simkit import node, pod
 
 YEAR = 365 * 86400.0

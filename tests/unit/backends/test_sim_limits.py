@@ -14,9 +14,9 @@ from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.limits import LimitError
 from kubesched.backends.sim.manifests import ManifestError, load_objects
 from kubesched.backends.sim.usage import UsageModel
-from kubesched.bench import scheduling_basic
-from kubesched.clock import VirtualClock
-from kubesched.config import default_config
+from kubesched.config.parse import default_config
+from kubesched.infra.clock import VirtualClock
+from kubesched.tools.bench import scheduling_basic
 from tests.unit.simkit import node, pod
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},

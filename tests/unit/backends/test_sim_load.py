@@ -10,7 +10,7 @@ import pytest
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.backends.sim.scenarios import load_scenario
-from kubesched.config import default_config, parse_config
+from kubesched.config.parse import default_config, parse_config
 from tests.unit.simkit import node, pod, profile_config
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import ManifestError, load_objects
-from kubesched.config import default_config
+from kubesched.config.parse import default_config
 from unit.simkit import node, pod
 
 ZONE = "topology.kubernetes.io/zone"

@@ -76,7 +76,7 @@ def test_the_scheduler_keeps_them_and_moves_pods_on_their_events() -> None:
 
 
 def test_only_the_profiles_plugins_resources_are_watched_and_a_reload_cannot_add_one() -> None:
-    from kubesched.config import parse_config
+    from kubesched.config.parse import parse_config
     from kubesched.plugins.registry import in_tree_registry
     from unit.plugins.xk8skit import capacity
     from unit.simkit import node, profile_config, run

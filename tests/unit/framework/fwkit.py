@@ -7,7 +7,7 @@ import numpy as np
 from builders import cache_with, info, node, pod, unit_services
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.config import PluginRef, Profile
+from kubesched.config.parse import PluginRef, Profile
 from kubesched.framework.interface import EXTENSION_POINTS, CycleState, Plugin
 from kubesched.framework.runtime import Framework
 

@@ -7,11 +7,11 @@ import asyncio
 import pytest
 
 from builders import node, pod
-from kubesched import features
 from kubesched.backends.sim.cluster import SimCluster
-from kubesched.clock import VirtualClock
-from kubesched.configload import load_config_text
-from kubesched.scheduler import Scheduler
+from kubesched.infra import features
+from kubesched.infra.clock import VirtualClock
+from kubesched.scheduler.core import Scheduler
+from kubesched.scheduler.load import load_config_text
 
 NO_DEFAULT_SPREAD = """
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.clock import VirtualClock
 from kubesched.framework.interface import (
     SKIP,
     BindPlugin,
@@ -20,6 +19,7 @@ from kubesched.framework.interface import (
     Status,
 )
 from kubesched.framework.waiting import PodAtPermit
+from kubesched.infra.clock import VirtualClock
 
 from .fwkit import a_pod, framework
 

@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from kubesched.bench import scheduling_basic
-from kubesched.config import ConfigError, SchedulerConfig, default_config
-from kubesched.configload import load_config
+from kubesched.config.parse import ConfigError, SchedulerConfig, default_config
+from kubesched.scheduler.load import load_config
+from kubesched.tools.bench import scheduling_basic
 from unit.fuzz.budget import examples
 from unit.fuzz.mutations import mutations_of
 

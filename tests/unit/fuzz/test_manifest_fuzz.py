@@ -26,7 +26,7 @@ from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.limits import LimitError
 from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_objects, load_paths
 from kubesched.cli import app
-from kubesched.config import default_config
+from kubesched.config.parse import default_config
 from unit.fuzz.budget import examples
 from unit.fuzz.corpus import SEEDS, clusters
 

@@ -54,7 +54,7 @@ def test_a_simulation_makes_cycle_spans_with_children() -> None:
 
     from kubesched.backends.sim.engine import Simulation
     from kubesched.backends.sim.manifests import load_objects
-    from kubesched.config import default_config
+    from kubesched.config.parse import default_config
 
     sim = Simulation(load_objects(objects), default_config(), tracer=tracer)
     result = asyncio.run(sim.run())

@@ -26,8 +26,8 @@ from kubesched.api.storage import (
     StorageWriteError,
 )
 from kubesched.cache.cache import Cache
-from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, CycleState, FilterResult
+from kubesched.infra.clock import VirtualClock
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"

@@ -64,7 +64,7 @@ def test_many_reclaimers_at_once_evict_no_more_than_the_borrowed_room() -> None:
 
     from kubesched.backends.sim.engine import Simulation
     from kubesched.backends.sim.manifests import load_paths
-    from kubesched.config import parse_config_text
+    from kubesched.config.parse import parse_config_text
 
     examples = Path(__file__).resolve().parents[3] / "examples"
     cfg = parse_config_text((examples / "profiles" / "capacity-scheduling.yaml").read_text(), "capacity-scheduling.yaml")

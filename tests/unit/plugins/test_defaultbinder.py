@@ -11,14 +11,14 @@ from builders import UnitHandle, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
-from kubesched.clock import VirtualClock
-from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
+from kubesched.config.parse import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
 from kubesched.framework.interface import BindPlugin, Code, CycleState, EnqueueExtensions, Status
 from kubesched.framework.registry import Registry
+from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.prioritysort import PrioritySort
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler.core import Scheduler
 
 REGISTRY = Registry([PrioritySort, NodeResourcesFit, DefaultBinder])
 

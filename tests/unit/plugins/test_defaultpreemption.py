@@ -16,8 +16,7 @@ from kubesched.api.objects import Pod, PodCondition
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
-from kubesched.clock import VirtualClock
-from kubesched.config import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
+from kubesched.config.parse import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
 from kubesched.framework.interface import (
     ASSIGNED_POD,
     NODE,
@@ -34,6 +33,7 @@ from kubesched.framework.interface import (
 )
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
+from kubesched.infra.clock import VirtualClock
 from kubesched.observe.record import DecisionRecord
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import (
@@ -54,7 +54,7 @@ from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.nodeunschedulable import NodeUnschedulable
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 from kubesched.plugins.prioritysort import PrioritySort
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler.core import Scheduler
 
 PROFILE = "default-scheduler"
 
@@ -1023,7 +1023,7 @@ async def test_simulation_with_the_default_profile() -> None:
     # two cheapest pods it needs gone and runs; the pod of the same priority is left alone.
     from kubesched.backends.sim.engine import Simulation
     from kubesched.backends.sim.manifests import load_objects
-    from kubesched.config import default_config
+    from kubesched.config.parse import default_config
 
     def manifest(name: str, cpu: str, priority_class: str | None = None, node_name: str = "") -> dict[str, Any]:
         spec: dict[str, Any] = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]}

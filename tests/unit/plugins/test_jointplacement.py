@@ -1,4 +1,4 @@
-"""JointPlacement: a pod group's members' nodes chosen together (kubesched.placement) and then
+"""JointPlacement: a pod group's members' nodes chosen together (kubesched.plugins.placement) and then
 placed by the group cycle with every Filter, where the per-pod order would strand the group."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from unit.scheduler.test_groupcycle import conditions, group, member, run_groups
 
-from kubesched.config import ConfigError, parse_config
+from kubesched.config.parse import ConfigError, parse_config
 from unit.simkit import node, pod, profile_config
-from unit.test_groupcycle import conditions, group, member, run_groups
 
 JOINT = profile_config({"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": [{"name": "JointPlacement"}]}},
                         "pluginConfig": [{"name": "JointPlacement", "args": {"timeBudget": "0s", "workLimit": 1000}}]})
@@ -45,7 +45,7 @@ def test_a_plan_that_does_not_pass_the_filters_falls_back_to_the_per_pod_order(m
                node("z2a", cpu="1", labels={"zone": "z2"}), group("g", 2),
                member("m-0", "g", cpu="1", labels={"app": "spread"}, affinity=anti),
                member("m-1", "g", cpu="1", labels={"app": "spread"}, affinity=anti)]
-    from kubesched import groupcycle
+    from kubesched.scheduler import groupcycle
 
     outcomes: list[object] = []
     original = groupcycle.GroupCycle._place_members

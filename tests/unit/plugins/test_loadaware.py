@@ -11,12 +11,12 @@ import pytest
 from builders import cache_with
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
-from kubesched.clock import VirtualClock
-from kubesched.config import ConfigError, parse_config
+from kubesched.config.parse import ConfigError, parse_config
 from kubesched.framework.interface import ASSIGNED_POD, NODE, POD, UNSCHEDULED_POD, ClusterEvent
 from kubesched.framework.interface import ActionType as A
+from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.loadaware import NO_METRICS, LoadAware, LoadAwareArgs, parse_thresholds
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler.core import Scheduler
 from kubesched.usage.service import USAGE_UPDATE, UsageService, UsageTransport
 
 from ..simkit import node, pod, profile_config

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from builders import info, pod
 from kubesched.api.podinfo import PodInfo
-from kubesched.config import ConfigError, parse_config
+from kubesched.config.parse import ConfigError, parse_config
 from kubesched.plugins.slaqueuesort import SLAQueueSort, SLAQueueSortArgs
 
 from ..simkit import node as sim_node

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubesched.config import ConfigError, parse_config
-from kubesched.configload import load_config
+from kubesched.config.parse import ConfigError, parse_config
+from kubesched.scheduler.load import load_config
 
 from ..simkit import node, pod, run
 

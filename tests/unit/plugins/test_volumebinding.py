@@ -22,8 +22,8 @@ from kubesched.api.storage import (
     PersistentVolumeClaim,
 )
 from kubesched.cache.cache import Cache
-from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, CycleState, QueueingHint
+from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,

@@ -12,9 +12,9 @@ import numpy as np
 from builders import UnitHandle
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.clock import VirtualClock
 from kubesched.framework.interface import ClusterEvent, CycleState
 from kubesched.framework.shared import SharedObjects
+from kubesched.infra.clock import VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.prometheus import PrometheusError, Sample
 from kubesched.usage.queries import DEFAULT_QUERIES, parse_rendered

@@ -1,5 +1,4 @@
 from builders import info, pod
-from kubesched.clock import VirtualClock
 from kubesched.framework.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD
 from kubesched.framework.interface import (
     NODE,
@@ -10,6 +9,7 @@ from kubesched.framework.interface import (
     QueueingHint,
     Status,
 )
+from kubesched.infra.clock import VirtualClock
 from kubesched.queue.scheduling_queue import QueueCounts, SchedulingQueue
 
 NODE_LABEL = ClusterEvent(NODE, ActionType.UpdateNodeLabel)

@@ -74,7 +74,7 @@ def test_observed_usage_raises_an_estimate_never_lowers_it() -> None:
 def test_placements_are_remembered_as_long_as_the_longest_settle_time() -> None:
     """LoadVariationRiskBalancing's 15-minute window settles in 16.5 minutes: a pod placed then
     must still count until the metrics show it, past the 10-minute default horizon."""
-    from kubesched.clock import VirtualClock
+    from kubesched.infra.clock import VirtualClock
     from kubesched.usage.service import FRESH_HORIZON, UsageService
 
     svc = UsageService(VirtualClock(), lambda coro, name: coro.close())

@@ -12,7 +12,7 @@ import pytest
 
 from kubesched.api.objects import Node, NodeAddress, NodeStatus, ObjectMeta
 from kubesched.cache.nodetable import NodeTable
-from kubesched.clock import VirtualClock
+from kubesched.infra.clock import VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.provider import node_key

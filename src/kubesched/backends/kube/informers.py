@@ -16,7 +16,6 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from kubesched import features
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
 from kubesched.api.podgroups import PODGROUPS, PodGroup
 from kubesched.api.selectors import SelectorError, compile_label_selector
@@ -32,6 +31,7 @@ from kubesched.api.storage import (
 )
 from kubesched.backends.base import SchedulerPort
 from kubesched.client import ApiClient, Reflector
+from kubesched.infra import features
 
 log = logging.getLogger(__name__)
 

@@ -23,23 +23,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubesched import gcpolicy
 from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.backend import KubeBackend
 from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import Informers, build_informers
 from kubesched.client import ApiClient, LeaderElector, load_connection
 from kubesched.client.debug import DEBUG_CERT_ANNOTATION, DEBUG_ENDPOINT_ANNOTATION
-from kubesched.clock import RealClock, first_set
-from kubesched.config import SchedulerConfig
+from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.registry import Registry
+from kubesched.infra import gcpolicy
+from kubesched.infra.clock import RealClock, first_set
 from kubesched.observe.auth import ALWAYS_ALLOW_PATHS, ApiReviewer, DelegatingAuth
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.server import HealthServer
 from kubesched.observe.tls import CertificateError, load_serving_cert, self_signed, server_context
 from kubesched.observe.tracing import Tracer, TracingConfig
-from kubesched.reload.controller import ReloadController
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler.core import Scheduler
+from kubesched.scheduler.reload.controller import ReloadController
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.informers import build_informers
 from kubesched.client import ApiClient
 from kubesched.client.config import ConnectionConfig
-from kubesched.clock import RealClock
-from kubesched.config import SchedulerConfig
+from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.interface import Status
-from kubesched.scheduler import Scheduler
+from kubesched.infra.clock import RealClock
+from kubesched.scheduler.core import Scheduler
 
 
 class SnapshotError(RuntimeError):

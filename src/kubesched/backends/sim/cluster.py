@@ -50,8 +50,8 @@ from kubesched.api.storage import (
 )
 from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.sim.quotas import QuotaLedger, preemptor_uid
-from kubesched.clock import VirtualClock
 from kubesched.framework.interface import Code, Status
+from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:
     from kubesched.backends.base import SchedulerPort

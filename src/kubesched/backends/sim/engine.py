@@ -33,13 +33,13 @@ from kubesched.backends.sim.manifests import ClusterInput
 from kubesched.backends.sim.prometheus import SimPrometheus
 from kubesched.backends.sim.quotas import QuotaLedger
 from kubesched.backends.sim.usage import UsageModel, varying_usage
-from kubesched.clock import VirtualClock
-from kubesched.config import SchedulerConfig
+from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.registry import Registry
+from kubesched.infra.clock import VirtualClock
 from kubesched.observe.tracing import Tracer
 from kubesched.plugins.registry import in_tree_registry
-from kubesched.reload.controller import ReloadController
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler.core import Scheduler
+from kubesched.scheduler.reload.controller import ReloadController
 from kubesched.usage.service import UsageService, UsageTransport
 
 YIELD_EVERY = 64  # scheduling cycles (or scrapes sampled at once) between chances for other tasks to run
@@ -83,7 +83,7 @@ class SimResult:
     # The scenario's configuration changes as the reload controller took them (reload.controller:
     # applied, unchanged, refused, rolled_back, confirmed), in time order.
     reloads: list[dict[str, Any]] = field(default_factory=list)
-    # Per shadow profile (kubesched.shadow): how its decisions compared with the live ones.
+    # Per shadow profile (kubesched.scheduler.shadow): how its decisions compared with the live ones.
     shadows: dict[str, dict[str, int]] = field(default_factory=dict)
     # With ElasticQuotas (backends.sim.quotas): tenants, pods that ran borrowing and for how long
     # (pod-seconds), and preemptions that gave a lender its min back.

@@ -95,7 +95,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubesched import features
 from kubesched.api import yamlio
 from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
@@ -127,6 +126,7 @@ from kubesched.backends.sim.configchanges import ConfigChange, is_config_change,
 from kubesched.backends.sim.customobjects import is_custom, read_custom
 from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
+from kubesched.infra import features
 
 SIM_ARRIVAL = "sim.kubesched.io/arrival"
 SIM_DURATION = "sim.kubesched.io/duration"

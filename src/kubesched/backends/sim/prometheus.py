@@ -33,7 +33,7 @@ import numpy as np
 
 from kubesched.api.quantity import parse_duration
 from kubesched.backends.sim.usage import UsageModel
-from kubesched.clock import VirtualClock
+from kubesched.infra.clock import VirtualClock
 from kubesched.usage.prometheus import PrometheusError, Sample
 from kubesched.usage.queries import parse_rendered
 

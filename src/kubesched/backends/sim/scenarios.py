@@ -1,4 +1,4 @@
-"""Built-in simulator scenarios: manifest files shipped in kubesched/scenarios/.
+"""Built-in simulator scenarios: manifest files shipped in kubesched/backends/sim/builtin/.
 
 Each scenario is one ordinary multi-document YAML file (readable, copyable, and loaded by
 the same code as a user's manifests); this module only maps names to files.
@@ -41,7 +41,7 @@ def scenario_path(name: str) -> Path:
     """The manifest file of a built-in scenario."""
     if name not in _SCENARIOS:
         raise KeyError(name)
-    return Path(str(resources.files("kubesched") / "scenarios" / f"{name}.yaml"))
+    return Path(str(resources.files("kubesched.backends.sim") / "builtin" / f"{name}.yaml"))
 
 
 def load_scenario(ref: str, *, keep_going: bool = False) -> ClusterInput:

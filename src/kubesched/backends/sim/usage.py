@@ -63,7 +63,7 @@ import numpy as np
 from kubesched.api.objects import Container, Node, Pod
 from kubesched.api.quantity import QuantityError, parse_duration, parse_quantity, resource_value
 from kubesched.backends.sim.limits import MAX_SAMPLE_CELLS, MAX_SCRAPES, MIN_BURST_MEAN, LimitError, span_text
-from kubesched.clock import Timer, VirtualClock
+from kubesched.infra.clock import Timer, VirtualClock
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, pod_manifest, wait_bound
 from integration.harness.rest import JSON, Kube
-from kubesched.devcluster.procs import wait_until
+from kubesched.tools.devcluster.procs import wait_until
 
 SCHEDULER = "kubesched"
 CONFIGMAP = "kubesched-config"

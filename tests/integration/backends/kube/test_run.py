@@ -21,7 +21,7 @@ from integration.harness.kubesched import kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, create_ready_node, wait_bound
 from integration.harness.rest import JSON, Kube
 from kubesched.api.quantity import parse_quantity
-from kubesched.devcluster.procs import wait_until
+from kubesched.tools.devcluster.procs import wait_until
 
 SCHEDULER = "kubesched"
 

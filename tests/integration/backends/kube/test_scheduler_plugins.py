@@ -30,7 +30,7 @@ from integration.harness.crds import delete_custom_objects, install_crds
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.objects import create_pod, delete_namespace, node_pool
 from integration.harness.rest import JSON, Kube
-from kubesched.devcluster.procs import wait_until
+from kubesched.tools.devcluster.procs import wait_until
 
 GROUP = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}"
 PODGROUPS = GROUP + "/podgroups"

@@ -25,7 +25,7 @@ from integration.harness.objects import create_pod, wait_bound
 from integration.harness.rest import JSON, Kube
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
-from kubesched.config import parse_config
+from kubesched.config.parse import parse_config
 
 LIVE = "kubesched"
 SHADOW = "kubesched-packer"

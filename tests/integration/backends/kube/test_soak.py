@@ -17,7 +17,7 @@ from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.objects import pod_manifest
 from integration.harness.rest import JSON, Kube
-from kubesched.devcluster.procs import wait_until
+from kubesched.tools.devcluster.procs import wait_until
 
 SCHEDULER = "kubesched"
 NODES = 50

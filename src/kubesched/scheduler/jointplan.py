@@ -1,0 +1,94 @@
+"""What a pod group's cycle and a burst's have in common: the joint plan.
+
+Each pod's Filter and Score results on the snapshot (each alone, as a dry run: nothing is
+assumed, no plugin state kept) are handed to the profile's GroupAssign plugin, which chooses a
+node for every pod together. Scores on the snapshot are each pod's alone; how far a pod's score
+on a node falls for each pod of its kind already there (its *crowding*: LeastAllocated, a
+load-aware score fall as a node fills) is measured by scoring it once more with one copy of it
+counted on every node (NodeTable.with_copies), so the plan spreads where the per-pod order would.
+The caller then places each pod on its node with every Filter run, and takes the per-pod path for
+the pods the plan left out or that do not pass where it put them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from kubesched.api.podinfo import PodInfo
+from kubesched.framework.interface import CycleState, Status
+from kubesched.scheduler.feasibility import find_feasible
+
+if TYPE_CHECKING:
+    from kubesched.cache.cache import Cache
+    from kubesched.framework.runtime import Framework
+
+
+class PlanHost(Protocol):
+    """What planning reads of the scheduler."""
+
+    cache: Cache
+
+    def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]: ...
+
+
+def joint_plan(host: PlanHost, fwk: Framework, group: Any, pods: Sequence[PodInfo], within: np.ndarray | None,
+               min_count: int, *, identical: bool = False) -> dict[str, int] | None:
+    """A node row per pod uid (-1: left to the per-pod path) from the profile's GroupAssign
+    plugin, or None when it declines or a Score plugin fails. `identical`: the pods are of one
+    burst (queue.bursts), so one pod's results stand for all."""
+    table = host.cache.table
+    size = table.size
+    feasible = np.zeros((len(pods), size), dtype=bool)
+    scores = np.zeros((len(pods), size), dtype=np.int64)
+    crowding = np.zeros((len(pods), size), dtype=np.int64)
+    columns = table.resource_index
+    requests = np.zeros((len(pods), len(columns)), dtype=np.int64)
+    evaluated = pods[:1] if identical else pods
+    with fwk.dry():
+        for i, pi in enumerate(evaluated):
+            found = _options(host, fwk, pi, within)
+            if isinstance(found, Status):
+                return None
+            if found is not None:
+                rows, totals, fallen = found
+                feasible[i, rows] = True
+                scores[i, rows] = totals
+                crowding[i, rows] = np.maximum(totals - fallen, 0)
+            for name, col in columns.items():
+                requests[i, col] = 1 if name == "pods" else pi.requests.get(name, 0)
+    if identical and len(pods) > 1:
+        feasible[1:] = feasible[0]
+        scores[1:] = scores[0]
+        crowding[1:] = crowding[0]
+        requests[1:] = requests[0]
+    allocatable = table.allocatable[:size]
+    free = allocatable - table.requested[:size]
+    nodes = fwk.group_assign[0].assign_group(group, pods, feasible, scores, requests, free, allocatable,
+                                             min(min_count, len(pods)), crowding)
+    if nodes is None:
+        return None
+    return {pi.uid: int(n) for pi, n in zip(pods, nodes, strict=True)}
+
+
+def _options(host: PlanHost, fwk: Framework, pi: PodInfo, within: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Status | None:
+    """The rows the pod passes every Filter on, its total scores there, and its scores there with a
+    copy of it on every node; None when there are none, a Status when scoring failed."""
+    state = CycleState()
+    nominated: Callable[[np.ndarray], dict[int, list[PodInfo]]] = functools.partial(host.nominated_ahead, pi)
+    found = find_feasible(fwk, state, pi, nominated, within)
+    if found.outcome is None or found.failure is not None or not found.feasible:
+        return None
+    rows = np.flatnonzero(found.outcome.alive[: host.cache.table.size])
+    scored = fwk.run_scores(state, pi, rows)
+    if isinstance(scored, Status):
+        return scored
+    with host.cache.table.with_copies(pi):
+        crowded = fwk.run_scores(state, pi, scored.rows)
+    if isinstance(crowded, Status):
+        return crowded
+    return scored.rows, scored.totals, crowded.totals
