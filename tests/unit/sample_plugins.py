@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from kubesched.framework.interface import (
-    Code,
-    NodeFilterPlugin,
-    NodeScorePlugin,
-    PermitPlugin,
-    Plugin,
-    ReservePlugin,
-    Status,
-)
+from kubesched.framework.interface import NodeFilterPlugin, NodeScorePlugin, PermitPlugin, Plugin, ReservePlugin
+from kubesched.framework.status import Code, Status
 
 
 class EvenOnlyArgs(BaseModel):

@@ -18,7 +18,7 @@ from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
-from kubesched.framework.interface import WaitingPod
+from kubesched.framework.handle import WaitingPod
 from kubesched.framework.services import ClusterWrites
 from kubesched.framework.shared import SharedObjects
 from kubesched.scheduler.reload.target import ReloadTarget

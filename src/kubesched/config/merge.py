@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubesched.framework.interface import EXTENSION_POINTS, MAX_NODE_SCORE, Plugin
+from kubesched.framework.interface import EXTENSION_POINTS, Plugin
+from kubesched.framework.types import MAX_NODE_SCORE
 
 # kube's framework.MaxTotalScore: the sum of weight * MaxNodeScore over a profile's score plugins
 # must fit, or a node's total could wrap around.

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kubesched.framework.interface import Code, CycleState, NodeInfo, NodeScorePlugin, SignPlugin
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import NodeScorePlugin, SignPlugin
+from kubesched.framework.status import Code
+from kubesched.framework.types import NodeInfo
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kubesched.framework.interface import Code
+from kubesched.framework.status import Code
 
 if TYPE_CHECKING:
     from kubesched.cache.nodetable import NodeTable

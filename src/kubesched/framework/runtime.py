@@ -18,45 +18,44 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.detail import CycleDetail
+from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
-    WILDCARD_EVENT,
     BindPlugin,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    Diagnosis,
     EnqueueExtensions,
-    FilterOutcome,
     FilterPlugin,
-    FilterResult,
     GroupAssignPlugin,
-    Handle,
     NodeFilterPlugin,
-    NodeInfo,
     NodeScorePlugin,
     PermitPlugin,
-    PlaceGroup,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
     Plugin,
     PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
-    PostFilterResult,
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
     RowFilter,
     ScorePlugin,
-    Status,
+)
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    Diagnosis,
+    FilterOutcome,
+    FilterResult,
+    NodeInfo,
+    PlaceGroup,
+    PostFilterResult,
+    PreFilterResult,
     StillFits,
 )
 from kubesched.observe import decisions
@@ -883,7 +882,7 @@ class Framework:
         return self.services.nominator.pods_on(node)
 
     def nominated_node(self, pi: PodInfo) -> str | None:
-        return self.services.nominator.node_of.get(pi.uid)
+        return self.services.nominator.nominated_node(pi.uid)
 
     def waiting_pod(self, uid: str) -> PodAtPermit | None:
         return self.services.waiting.get(uid)

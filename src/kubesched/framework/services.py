@@ -10,12 +10,13 @@ from typing import Any, Protocol
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import ClusterEvent, Status
+from kubesched.framework.events import ClusterEvent
+from kubesched.framework.handle import Nominator
 from kubesched.framework.shared import SharedObjects
+from kubesched.framework.status import Status
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.infra.clock import Clock
 from kubesched.observe.metrics import SchedulerMetrics
-from kubesched.queue.scheduling_queue import Nominator
 
 
 class ClusterWrites(Protocol):

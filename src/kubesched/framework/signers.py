@@ -10,7 +10,7 @@ import msgspec
 
 from kubesched.api.objects import NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.api.podinfo import PodInfo, normalize_image
-from kubesched.framework.interface import SignFragment
+from kubesched.framework.types import SignFragment
 
 RESOURCES = "v1.Pod.Spec.ContainerRequestsAndOverheads()"
 VOLUMES = "v1.Pod.Spec.Volumes.NonSyntheticSources()"

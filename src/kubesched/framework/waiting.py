@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from kubesched.framework.interface import Code, Status
+from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import Clock, Timer
 from kubesched.usage.args import go_duration
 

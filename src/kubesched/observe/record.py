@@ -9,36 +9,9 @@ gives as the reason a pod stayed pending.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-NO_NODE_AVAILABLE = "0/{} nodes are available"
-
-
-def fit_error_message(
-    num_nodes: int, reasons: Iterable[tuple[str, int]], pre_filter_msg: str = "", post_filter_msg: str = ""
-) -> str:
-    """kube-scheduler's FitError text: `0/N nodes are available: <PreFilter msg>. <count> <reason>,
-    .... <PostFilter msg>` (FitError.Error in pkg/scheduler/framework/types.go).
-
-    Counts of the same reason are summed; the `<count> <reason>` strings are sorted as
-    strings, as kube does, then joined with ", ".
-    """
-    histogram: dict[str, int] = {}
-    for reason, count in reasons:
-        histogram[reason] = histogram.get(reason, 0) + count
-    msg = NO_NODE_AVAILABLE.format(num_nodes) + ":"
-    if pre_filter_msg:
-        msg += f" {pre_filter_msg}."
-    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-    if parts:
-        msg += " " + ", ".join(parts) + "."
-    if post_filter_msg:
-        # No period of its own: preemption's message is itself a FitError text ending in one.
-        msg += f" {post_filter_msg}"
-    return msg
-
 
 ScoredNode = tuple[str, int, tuple[tuple[str, int, int, int], ...]]  # as DecisionRecord.top
 

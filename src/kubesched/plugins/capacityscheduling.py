@@ -36,24 +36,12 @@ from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.xk8s import ELASTICQUOTAS
-from kubesched.framework.interface import (
-    POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    Diagnosis,
-    EnqueueExtensions,
-    Handle,
-    Plugin,
-    PostFilterPlugin,
-    PostFilterResult,
-    PreFilterPlugin,
-    PreFilterResult,
-    ReservePlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import POD, ActionType, ClusterEvent, ClusterEventWithHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, Plugin, PostFilterPlugin, PreFilterPlugin, ReservePlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import Diagnosis, PostFilterResult, PreFilterResult
 from kubesched.plugins.defaultpreemption import (
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,

@@ -24,19 +24,12 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import (
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterMisses,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    QueueingHint,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterMisses, FilterPlugin, Plugin
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult
 from kubesched.plugins.cel.env import POD_DEPENDENT
 from kubesched.plugins.cel.plugin import CONFIG, MAX_RULES, Inputs, RulesArgs, check_name, compile_all, events, node_changed
 from kubesched.plugins.cel.rules import Outcome, Rule, RuleSet

@@ -28,20 +28,12 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
-    ClusterEvent,
-    ClusterEventWithHint,
-    CycleState,
-    EnqueueExtensions,
-    Handle,
-    Plugin,
-    PreScorePlugin,
-    QueueingHint,
-    ScorePlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, Plugin, PreScorePlugin, ScorePlugin
+from kubesched.framework.status import Status
+from kubesched.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE
 from kubesched.plugins.cel.plugin import CONFIG, MAX_RULES, Inputs, RulesArgs, check_name, compile_all, events, node_changed
 from kubesched.plugins.cel.rules import Rule, RuleSet
 

@@ -43,26 +43,20 @@ from kubesched.api.goquantity import GoQuantity, go_resource_list, parse, schedu
 from kubesched.api.podinfo import PODS, PodInfo
 from kubesched.api.selectors import Requirement, Selector
 from kubesched.api.xk8s import POD_GROUP_LABEL, PODGROUPS, CoschedulingPodGroup
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import POD, ActionType, ClusterEvent, ClusterEventWithHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    Diagnosis,
     EnqueueExtensions,
-    Handle,
     PermitPlugin,
     Plugin,
     PostFilterPlugin,
-    PostFilterResult,
     PreFilterPlugin,
-    PreFilterResult,
     QueueSortPlugin,
     ReservePlugin,
-    Status,
 )
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import Diagnosis, PostFilterResult, PreFilterResult
 
 NAME = "Coscheduling"
 POD_GROUP_NOT_FOUND = "PodGroup not found"

@@ -12,7 +12,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import BindPlugin, Code, CycleState, Handle, Plugin, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import BindPlugin, Plugin
+from kubesched.framework.status import Code, Status
 
 NAME = "DefaultBinder"
 

@@ -59,30 +59,20 @@ from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable, PlacedRequests
 from kubesched.cache.podgroups import member_key
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    Diagnosis,
     EnqueueExtensions,
-    Handle,
-    PlaceGroup,
     Plugin,
     PodGroupPostFilterPlugin,
     PostFilterPlugin,
     PostFilterPreview,
-    PostFilterResult,
-    PreemptionPlan,
     PreEnqueuePlugin,
-    QueueingHint,
-    Status,
-    StillFits,
 )
+from kubesched.framework.status import Code, Status, fit_error_message
+from kubesched.framework.types import Diagnosis, PlaceGroup, PostFilterResult, PreemptionPlan, StillFits
 from kubesched.infra import features
-from kubesched.observe.record import fit_error_message
 from kubesched.plugins import grouppreemption as gp
 from kubesched.plugins.preemptionexecutor import Executor
 

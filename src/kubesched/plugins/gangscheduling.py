@@ -23,23 +23,11 @@ from typing import Any, ClassVar
 from kubesched.api.podgroups import PODGROUP_RESOURCE, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.podgroups import member_key
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    UNSCHEDULED_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    Handle,
-    PermitPlugin,
-    PlacementFeasiblePlugin,
-    Plugin,
-    PreEnqueuePlugin,
-    QueueingHint,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, UNSCHEDULED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, PermitPlugin, PlacementFeasiblePlugin, Plugin, PreEnqueuePlugin
+from kubesched.framework.status import Code, Status
 
 NAME = "GangScheduling"
 PERMIT_TIMEOUT = 300.0  # kube's, fixed

@@ -29,7 +29,9 @@ from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import member_key
-from kubesched.framework.interface import Code, Handle, PlaceGroup, Status, StillFits
+from kubesched.framework.handle import Handle
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PlaceGroup, StillFits
 
 NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"

@@ -27,7 +27,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, ScorePlugin
+from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.usage.args import Seconds
 from kubesched.usage.fresh import FreshPods
 from kubesched.usage.queries import format_duration

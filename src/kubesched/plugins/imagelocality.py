@@ -16,18 +16,11 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo, normalize_image
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    MAX_NODE_SCORE,
-    Code,
-    CycleState,
-    Handle,
-    Plugin,
-    PreScorePlugin,
-    ScorePlugin,
-    SignFragment,
-    SignPlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, PreScorePlugin, ScorePlugin, SignPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import MAX_NODE_SCORE, SignFragment
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB

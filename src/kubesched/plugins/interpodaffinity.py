@@ -37,32 +37,21 @@ from kubesched.api.selectors import Selector, SelectorError, compile_label_selec
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework import signers
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    MAX_NODE_SCORE,
-    NODE,
-    SKIP,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
     EnqueueExtensions,
     FilterPlugin,
-    FilterResult,
-    Handle,
     Plugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     RowFilter,
     ScorePlugin,
-    SignFragment,
     SignPlugin,
-    Status,
 )
+from kubesched.framework.status import SKIP, Code, Status
+from kubesched.framework.types import MAX_NODE_SCORE, FilterResult, PreFilterResult, SignFragment
 
 NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -28,7 +28,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import BurstSettings, GroupAssignPlugin, Handle, Plugin
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import GroupAssignPlugin, Plugin
+from kubesched.framework.types import BurstSettings
 from kubesched.plugins.placement.joint import PlacementOptions, place_group
 from kubesched.plugins.placement.model import GroupInput, Weights
 from kubesched.usage.args import Seconds

@@ -22,21 +22,12 @@ from pydantic import Field, field_validator
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import (
-    MAX_NODE_SCORE,
-    NODE,
-    POD,
-    ActionType,
-    ClusterEvent,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    ScorePlugin,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, POD, ActionType, ClusterEvent
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, ScorePlugin
+from kubesched.framework.status import Code
+from kubesched.framework.types import MAX_NODE_SCORE, FilterResult
 from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.load import LoadReader
 from kubesched.usage.service import USAGE_UPDATE

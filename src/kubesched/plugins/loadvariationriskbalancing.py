@@ -34,7 +34,10 @@ from pydantic import Field, field_validator, model_validator
 
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, ScorePlugin
+from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.usage.args import EstimationArgs, Seconds, UsageArgs
 from kubesched.usage.load import LoadReader
 from kubesched.usage.queries import Series

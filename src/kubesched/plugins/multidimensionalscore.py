@@ -45,7 +45,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.api.selectors import Requirement, Selector
 from kubesched.cache.nodetable import ABSENT, LabelColumn, NodeTable
-from kubesched.framework.interface import MAX_NODE_SCORE, CycleState, Handle, Plugin, ScorePlugin
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, ScorePlugin
+from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.resourcescoring import qualified_name_error
 from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.load import LoadReader

@@ -44,29 +44,21 @@ from kubesched.api.validation.scheduling import validate_affinity
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework import signers
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
     EnqueueExtensions,
     FilterMisses,
     FilterPlugin,
-    FilterResult,
-    Handle,
     Plugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
-    SignFragment,
     SignPlugin,
-    Status,
-    default_normalize,
 )
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment, default_normalize
 
 NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"

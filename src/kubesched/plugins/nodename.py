@@ -14,21 +14,12 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    SignFragment,
-    SignPlugin,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, SignPlugin
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult, SignFragment
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"

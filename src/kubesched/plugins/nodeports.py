@@ -20,27 +20,12 @@ from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.portindex import PortRows, conflicts
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    QueueingHint,
-    RowFilter,
-    SignFragment,
-    SignPlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, RowFilter, SignPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 

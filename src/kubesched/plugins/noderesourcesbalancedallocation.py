@@ -21,18 +21,11 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.rowmemo import RowMemo
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    MAX_NODE_SCORE,
-    Code,
-    CycleState,
-    Handle,
-    Plugin,
-    PreScorePlugin,
-    ScorePlugin,
-    SignFragment,
-    SignPlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, PreScorePlugin, ScorePlugin, SignPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import MAX_NODE_SCORE, SignFragment
 from kubesched.plugins import resourcescoring as rs
 
 

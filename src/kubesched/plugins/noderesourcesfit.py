@@ -34,33 +34,23 @@ from kubesched.api.quantity import describe_amount, resource_value
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.rowmemo import RowMemo
 from kubesched.framework import signers
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
     EnqueueExtensions,
     FilterMisses,
     FilterPlugin,
-    FilterResult,
-    GroupPlacement,
-    Handle,
     PlacementScorePlugin,
     Plugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     RowFilter,
     ScorePlugin,
-    SignFragment,
     SignPlugin,
-    Status,
 )
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, GroupPlacement, PreFilterResult, SignFragment
 from kubesched.plugins import resourcescoring as rs
 
 LEAST_ALLOCATED = "LeastAllocated"

@@ -17,23 +17,12 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    NODE,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    QueueingHint,
-    SignFragment,
-    SignPlugin,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, SignPlugin
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult, SignFragment
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"

@@ -42,26 +42,12 @@ from kubesched.api.storage import (
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.storage import StorageIndex, pod_volumes
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    SKIP,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    QueueingHint,
-    SignFragment,
-    SignPlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
+from kubesched.framework.status import SKIP, Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.attachedvolumes import AttachedVolumes, NodeCount, claim_read, class_read, volume_read
 
 NAME = "NodeVolumeLimits"

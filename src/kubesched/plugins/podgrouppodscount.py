@@ -12,7 +12,10 @@ from typing import Any, ClassVar
 
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import MAX_NODE_SCORE, Code, GroupPlacement, Handle, PlacementScorePlugin, Plugin, Status
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import PlacementScorePlugin, Plugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import MAX_NODE_SCORE, GroupPlacement
 
 NAME = "PodGroupPodsCount"
 NO_PODS = "no pods from pod group are assigned to any of the candidate placements"

@@ -29,31 +29,12 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Requirement, Selector, SelectorError, compile_label_selector
 from kubesched.cache.labels import UntoleratedTaints, first_untolerated_column
 from kubesched.cache.nodetable import ABSENT, NodeTable
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    MAX_NODE_SCORE,
-    NODE,
-    SKIP,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    PreScorePlugin,
-    QueueingHint,
-    ScorePlugin,
-    SignFragment,
-    SignPlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, SignPlugin
+from kubesched.framework.status import SKIP, Code, Status
+from kubesched.framework.types import MAX_NODE_SCORE, FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.nodeaffinity import required_node_affinity_mask
 from kubesched.plugins.resourcescoring import qualified_name_errors
 

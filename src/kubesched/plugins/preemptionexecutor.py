@@ -29,7 +29,8 @@ import asyncio
 from collections.abc import Sequence
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import Code, Handle, Status
+from kubesched.framework.handle import Handle
+from kubesched.framework.status import Code, Status
 
 PREEMPTED_REASON = "Preempted"
 WAITING_POD_MESSAGE = "preempted"

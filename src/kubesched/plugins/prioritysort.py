@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kubesched.framework.interface import Handle, Plugin, QueueSortPlugin
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, QueueSortPlugin
 
 NAME = "PrioritySort"
 

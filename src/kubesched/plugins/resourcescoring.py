@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.api.validation.meta import label_key
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import MAX_NODE_SCORE
+from kubesched.framework.types import MAX_NODE_SCORE
 
 # A shape point's score is 0..10 in configuration and is scaled to 0..MAX_NODE_SCORE.
 MAX_CUSTOM_PRIORITY_SCORE = 10

@@ -29,7 +29,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import CycleState, Handle, Plugin, PostBindPlugin
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, PostBindPlugin
 
 NAME = "SimulatorResultAnnotations"
 

@@ -7,18 +7,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import (
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EnqueueExtensions,
-    Handle,
-    Plugin,
-    PreEnqueuePlugin,
-    QueueingHint,
-    Status,
-)
+from kubesched.framework.events import TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, Plugin, PreEnqueuePlugin
+from kubesched.framework.status import Status
 
 NAME = "SchedulingGates"
 

@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kubesched.framework.interface import Handle, Plugin, QueueSortPlugin
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import Plugin, QueueSortPlugin
 from kubesched.plugins.resourcescoring import qualified_name_error
 
 NAME = "SLAQueueSort"

@@ -30,28 +30,12 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NO_TAINT, NodeTable
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    NODE,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterMisses,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    PreScorePlugin,
-    QueueingHint,
-    ScorePlugin,
-    SignFragment,
-    SignPlugin,
-    Status,
-    default_normalize,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterMisses, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, SignPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, SignFragment, default_normalize
 
 NAME = "TaintToleration"
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"

@@ -41,21 +41,11 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PodInfo
 from kubesched.api.xk8s import ELASTICQUOTAS, ElasticQuota
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    QueueingHint,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin
+from kubesched.framework.types import FilterResult
 from kubesched.plugins.noderesourcesfit import (
     UNRESOLVABLE_BIT,
     NodeResourcesFit,

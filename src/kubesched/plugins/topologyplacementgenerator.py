@@ -17,7 +17,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubesched.api.podgroups import PodGroup
-from kubesched.framework.interface import Code, GroupPlacement, Handle, PlacementGeneratePlugin, Plugin, Status
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import PlacementGeneratePlugin, Plugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import GroupPlacement
 
 NAME = "TopologyPlacementGenerator"
 UNKNOWN_DOMAIN = "cannot determine domain for already scheduled pods"

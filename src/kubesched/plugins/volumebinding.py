@@ -79,30 +79,22 @@ from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.storage import AssumeError, StorageIndex, pod_volumes
 from kubesched.framework import signers
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
-    NODE,
-    SKIP,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
     EnqueueExtensions,
     FilterPlugin,
-    FilterResult,
-    Handle,
     Plugin,
     PreBindPlugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ReservePlugin,
     ScorePlugin,
-    SignFragment,
     SignPlugin,
-    Status,
 )
+from kubesched.framework.status import SKIP, Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins import resourcescoring as rs
 from kubesched.plugins.nodeaffinity import Term, parse_node_selector
 from kubesched.plugins.noderesourcesfit import UtilizationShapePoint

@@ -26,27 +26,12 @@ from kubesched.api.storage import PERSISTENT_VOLUME_CLAIM, READ_WRITE_ONCE_POD, 
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.storage import StorageIndex, pod_volumes
 from kubesched.framework import signers
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    SKIP,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    EnqueueExtensions,
-    FilterPlugin,
-    FilterResult,
-    Handle,
-    Plugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    QueueingHint,
-    SignFragment,
-    SignPlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
+from kubesched.framework.status import SKIP, Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 
 NAME = "VolumeRestrictions"
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"

@@ -14,12 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import (
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    QueueingHintFn,
-)
+from kubesched.framework.events import ClusterEvent, ClusterEventWithHint, QueueingHint, QueueingHintFn
 
 log = logging.getLogger(__name__)
 

@@ -26,17 +26,15 @@ from typing import Any
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.events import (
     BACKOFF_COMPLETE,
-    POP_FROM_BACKOFF_Q,
-    SCHEDULE_ATTEMPT_FAILURE,
-    pod_changes,
-)
-from kubesched.framework.interface import (
     EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
     TARGET_POD,
     ClusterEvent,
-    Status,
+    pod_changes,
 )
+from kubesched.framework.status import Status
 from kubesched.infra.clock import Clock, Timer
 from kubesched.queue.bursts import BurstOf, BurstPolicy, Gathering
 from kubesched.queue.groups import (
@@ -837,6 +835,9 @@ class Nominator:
 
     def pods_on(self, node: str) -> list[PodInfo]:
         return list(self.by_node.get(node, {}).values())
+
+    def nominated_node(self, uid: str) -> str | None:
+        return self.node_of.get(uid)
 
     def __bool__(self) -> bool:
         return bool(self.node_of)

@@ -34,8 +34,10 @@ from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import PENDING, group_key, member_key
 from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
+from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.detail import SUCCESS, CycleDetail
 from kubesched.framework.events import (
+    ASSIGNED_POD,
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     CONFIGURATION_CHANGE,
@@ -45,19 +47,22 @@ from kubesched.framework.events import (
     PODGROUP_DELETE,
     PODGROUP_UPDATE,
     UNSCHEDULED_POD_ADD,
+    ActionType,
+    ClusterEvent,
     node_changes,
     pod_changes,
 )
-from kubesched.framework.interface import ASSIGNED_POD, ActionType, ClusterEvent, Code, CycleState, Diagnosis, Status
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework, ScoreOutcome
 from kubesched.framework.services import Services
 from kubesched.framework.shared import SharedObjects
+from kubesched.framework.status import Code, Status, fit_error_message
+from kubesched.framework.types import Diagnosis
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.infra import features, gcpolicy
 from kubesched.infra.clock import Clock, first_set
 from kubesched.observe.metrics import TIE, DurationHistogram, SchedulerMetrics
-from kubesched.observe.record import DecisionRecord, Recorder, TopScores, fit_error_message
+from kubesched.observe.record import DecisionRecord, Recorder, TopScores
 from kubesched.observe.tracing import CycleTrace, Tracer
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.bursts import BurstPolicy, burst_key

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kubesched.framework.interface import CycleState, FilterMisses, PostFilterPreview, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import FilterMisses, PostFilterPreview
 from kubesched.framework.runtime import FilterVerdict, ScoreOutcome, num_feasible_nodes_to_find
-from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message, score_margin
+from kubesched.framework.status import Status, fit_error_message
+from kubesched.observe.record import DecisionRecord, Recorder, score_margin
 from kubesched.scheduler.feasibility import Feasibility, find_feasible
 
 if TYPE_CHECKING:

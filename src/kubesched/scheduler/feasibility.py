@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kubesched.framework.interface import Code, CycleState, Diagnosis, FilterOutcome, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import Diagnosis, FilterOutcome
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo

@@ -43,9 +43,12 @@ from kubesched.api.podgroups import (
     PodGroup,
 )
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import Code, CycleState, Diagnosis, GroupPlacement, PlacementFeasiblePlugin, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import PlacementFeasiblePlugin
+from kubesched.framework.status import Code, Status, fit_error_message
+from kubesched.framework.types import Diagnosis, GroupPlacement
 from kubesched.infra import features
-from kubesched.observe.record import DecisionRecord, fit_error_message
+from kubesched.observe.record import DecisionRecord
 from kubesched.queue.groups import GroupAttempt
 from kubesched.scheduler.jointplan import joint_plan
 from kubesched.scheduler.reprieve import CheckHost, ReprieveCheck

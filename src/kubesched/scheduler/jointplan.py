@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import CycleState, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Status
 from kubesched.scheduler.feasibility import find_feasible
 
 if TYPE_CHECKING:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import CycleState, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Status
 from kubesched.observe.record import DecisionRecord
 
 if TYPE_CHECKING:

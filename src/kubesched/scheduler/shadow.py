@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import Code, CycleState, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code, Status, fit_error_message
 from kubesched.observe.metrics import BatchedHistogram, LabelledCounter, SchedulerMetrics
-from kubesched.observe.record import fit_error_message
 from kubesched.scheduler.feasibility import find_feasible
 from kubesched.scheduler.generation import Shadow
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import CycleState, Handle
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.handle import Handle
 from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.fresh import estimate, footprint
 from kubesched.usage.provider import UsageProvider

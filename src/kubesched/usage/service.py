@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import ActionType, ClusterEvent, Handle
+from kubesched.framework.events import ActionType, ClusterEvent
+from kubesched.framework.handle import Handle
 from kubesched.infra.clock import Clock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.usage.args import PrometheusArgs

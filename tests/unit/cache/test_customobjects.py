@@ -8,7 +8,7 @@ import pytest
 from kubesched.api.customresources import CustomResource, object_key, watched_by
 from kubesched.api.xk8s import ELASTICQUOTAS, PODGROUPS, ElasticQuota
 from kubesched.cache.customobjects import CustomObjectIndex
-from kubesched.framework.interface import ActionType
+from kubesched.framework.events import ActionType
 
 
 def eq(ns: str, name: str = "q") -> ElasticQuota:

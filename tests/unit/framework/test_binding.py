@@ -7,17 +7,9 @@ import asyncio
 import pytest
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import (
-    SKIP,
-    BindPlugin,
-    Code,
-    CycleState,
-    PermitPlugin,
-    Plugin,
-    PreBindPlugin,
-    ReservePlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import BindPlugin, PermitPlugin, Plugin, PreBindPlugin, ReservePlugin
+from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.infra.clock import VirtualClock
 

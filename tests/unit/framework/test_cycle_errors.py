@@ -6,7 +6,10 @@ import numpy as np
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import CycleState, NodeFilterPlugin, NodeInfo, Plugin, ScorePlugin, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import NodeFilterPlugin, Plugin, ScorePlugin
+from kubesched.framework.status import Status
+from kubesched.framework.types import NodeInfo
 from unit.simkit import node, pod, profile_config, run
 
 

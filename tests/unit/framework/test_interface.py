@@ -8,17 +8,10 @@ import numpy as np
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import (
-    CycleState,
-    FilterPlugin,
-    NodeInfo,
-    NodeScorePlugin,
-    Plugin,
-    PreFilterPlugin,
-    PreFilterResult,
-    ScorePlugin,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import FilterPlugin, NodeScorePlugin, Plugin, PreFilterPlugin, ScorePlugin
+from kubesched.framework.status import Status
+from kubesched.framework.types import NodeInfo, PreFilterResult
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit

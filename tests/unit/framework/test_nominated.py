@@ -14,8 +14,11 @@ from builders import cache_with, info, node, pod
 from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import CycleState, FilterPlugin, FilterResult, Plugin, PreFilterPlugin, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import FilterPlugin, Plugin, PreFilterPlugin
 from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Status
+from kubesched.framework.types import FilterResult
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.podtopologyspread import PodTopologySpread

@@ -12,29 +12,21 @@ from hypothesis import strategies as st
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubesched.framework.interface import (
-    NODE,
-    SKIP,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    CycleState,
     EnqueueExtensions,
     FilterPlugin,
-    FilterResult,
     NodeFilterPlugin,
-    NodeInfo,
     NodeScorePlugin,
     Plugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
-    QueueingHint,
     ScorePlugin,
-    Status,
 )
 from kubesched.framework.runtime import _tally
+from kubesched.framework.status import SKIP, Code, Status
+from kubesched.framework.types import FilterResult, NodeInfo, PreFilterResult
 
 from .fwkit import a_pod, all_rows, framework, names
 

@@ -10,7 +10,9 @@ import pytest
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cli import _log_levels
-from kubesched.framework.interface import CycleState, Plugin, ScorePlugin, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import Plugin, ScorePlugin
+from kubesched.framework.status import Status
 from kubesched.observe import decisions
 from unit.framework.fwkit import a_pod, all_rows, framework
 

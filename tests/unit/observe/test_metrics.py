@@ -6,7 +6,7 @@ import numpy as np
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubesched.framework.interface import ASSIGNED_POD, EVENT_UNSCHEDULABLE_TIMEOUT, NODE, ActionType, ClusterEvent
+from kubesched.framework.events import ASSIGNED_POD, EVENT_UNSCHEDULABLE_TIMEOUT, NODE, ActionType, ClusterEvent
 from kubesched.observe.metrics import FOLD_AT, BatchedHistogram, DurationHistogram, SchedulerMetrics
 from unit.simkit import node, pod, run
 

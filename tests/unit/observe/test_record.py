@@ -1,4 +1,5 @@
-from kubesched.observe.record import DecisionRecord, Recorder, fit_error_message
+from kubesched.framework.status import fit_error_message
+from kubesched.observe.record import DecisionRecord, Recorder
 
 
 def test_kube_format_sorted_and_summed():

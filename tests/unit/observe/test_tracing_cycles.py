@@ -15,7 +15,8 @@ from typing import Any
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import parse_config
-from kubesched.framework.interface import NodeFilterPlugin, Plugin, PreBindPlugin, Status
+from kubesched.framework.interface import NodeFilterPlugin, Plugin, PreBindPlugin
+from kubesched.framework.status import Status
 from kubesched.observe.tracing import CycleTrace, Tracer, TracingConfig
 from unit.simkit import node, pod, profile_config
 

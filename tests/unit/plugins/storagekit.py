@@ -26,7 +26,9 @@ from kubesched.api.storage import (
     StorageWriteError,
 )
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState, FilterResult
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult
 from kubesched.infra.clock import VirtualClock
 
 ZONE = "topology.kubernetes.io/zone"

@@ -11,8 +11,10 @@ from pydantic import ValidationError
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.objects import Node, convert
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import ASSIGNED_POD, NODE, TARGET_POD, ClusterEvent, Code, CycleState, QueueingHint
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
 from kubesched.plugins.celfilter import CELFilter, CELFilterArgs
 from kubesched.usage.service import USAGE_UPDATE
 

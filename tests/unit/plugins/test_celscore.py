@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.cache.cache import Cache
 from kubesched.cli import app
-from kubesched.framework.interface import Code, CycleState
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.status import Code
 from kubesched.plugins.celscore import MAX_CONTRIBUTION, CELScore, CELScoreArgs
 
 from ..simkit import node as sim_node

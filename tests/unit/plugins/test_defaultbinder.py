@@ -12,8 +12,10 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
 from kubesched.config.parse import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
-from kubesched.framework.interface import BindPlugin, Code, CycleState, EnqueueExtensions, Status
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import BindPlugin, EnqueueExtensions
 from kubesched.framework.registry import Registry
+from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit

@@ -17,22 +17,13 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
 from kubesched.config.parse import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    UNSCHEDULED_POD,
-    ActionType,
-    ClusterEvent,
-    Code,
-    CycleState,
-    Diagnosis,
-    PermitPlugin,
-    Plugin,
-    QueueingHint,
-    Status,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ActionType, ClusterEvent, QueueingHint
+from kubesched.framework.interface import PermitPlugin, Plugin
 from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import Diagnosis
 from kubesched.infra.clock import VirtualClock
 from kubesched.observe.record import DecisionRecord
 from kubesched.plugins.defaultbinder import DefaultBinder

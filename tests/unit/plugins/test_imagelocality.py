@@ -7,7 +7,9 @@ import numpy as np
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState, EnqueueExtensions
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import EnqueueExtensions
+from kubesched.framework.status import Code
 from kubesched.plugins.imagelocality import ImageLocality
 
 MB = 1024 * 1024

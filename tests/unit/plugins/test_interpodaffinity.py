@@ -12,18 +12,11 @@ import pytest
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    MAX_NODE_SCORE,
-    NODE,
-    TARGET_POD,
-    UNSCHEDULED_POD,
-    ClusterEvent,
-    Code,
-    CycleState,
-    QueueingHint,
-)
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
+from kubesched.framework.types import MAX_NODE_SCORE
 from kubesched.plugins.interpodaffinity import (
     ERR_AFFINITY_RULES,
     ERR_ANTI_AFFINITY_RULES,

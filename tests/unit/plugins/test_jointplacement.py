@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit.scheduler.test_groupcycle import conditions, group, member, run_groups
 
 from kubesched.config.parse import ConfigError, parse_config
+from unit.scheduler.test_groupcycle import conditions, group, member, run_groups
 from unit.simkit import node, pod, profile_config
 
 JOINT = profile_config({"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": [{"name": "JointPlacement"}]}},

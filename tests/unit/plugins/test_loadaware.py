@@ -12,8 +12,8 @@ from builders import cache_with
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import ConfigError, parse_config
-from kubesched.framework.interface import ASSIGNED_POD, NODE, POD, UNSCHEDULED_POD, ClusterEvent
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.events import ASSIGNED_POD, NODE, POD, UNSCHEDULED_POD, ClusterEvent
+from kubesched.framework.events import ActionType as A
 from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.loadaware import NO_METRICS, LoadAware, LoadAwareArgs, parse_thresholds
 from kubesched.scheduler.core import Scheduler

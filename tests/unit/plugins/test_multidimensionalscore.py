@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.objects import Node, Pod
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import CycleState
+from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.multidimensionalscore import (
     MultiDimensionalScore,
     MultiDimensionalScoreArgs,

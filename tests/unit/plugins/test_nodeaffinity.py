@@ -11,8 +11,11 @@ from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import NODE, ClusterEvent, Code, CycleState, PreFilterResult, QueueingHint
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
+from kubesched.framework.types import PreFilterResult
 from kubesched.plugins.nodeaffinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from builders import cache_with, info, node, pod
-from kubesched.framework.interface import NODE, ClusterEvent, Code, CycleState
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, ClusterEvent
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
 from kubesched.plugins.nodename import ERR_REASON, NodeName
 
 FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match the requested node name",))

@@ -9,16 +9,10 @@ import pytest
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    UNSCHEDULED_POD,
-    ClusterEvent,
-    Code,
-    CycleState,
-    QueueingHint,
-)
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
 from kubesched.plugins.nodeports import ERR_REASON, NodePorts
 
 

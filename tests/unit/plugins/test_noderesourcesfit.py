@@ -12,18 +12,11 @@ from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.objects import Node, convert
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    TARGET_POD,
-    UNSCHEDULED_POD,
-    ClusterEvent,
-    Code,
-    CycleState,
-    FilterResult,
-    QueueingHint,
-)
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
+from kubesched.framework.types import FilterResult
 from kubesched.plugins.noderesourcesfit import (
     NodeResourcesFit,
     NodeResourcesFitArgs,

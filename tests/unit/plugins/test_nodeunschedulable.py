@@ -8,8 +8,10 @@ from builders import cache_with, info, node, pod
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import NODE, TARGET_POD, ClusterEvent, Code, CycleState, QueueingHint
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import NODE, TARGET_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
 from kubesched.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 
 

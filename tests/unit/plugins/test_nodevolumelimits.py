@@ -11,7 +11,8 @@ import pytest
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, QueueingHint
+from kubesched.framework.events import QueueingHint
+from kubesched.framework.status import Code
 from kubesched.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from unit.plugins.storagekit import (
     add,

@@ -15,18 +15,10 @@ from kubesched.api.objects import LabelSelector
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import compile_label_selector
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    TARGET_POD,
-    UNSCHEDULED_POD,
-    ClusterEvent,
-    Code,
-    CycleState,
-    QueueingHint,
-    Status,
-)
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code, Status
 from kubesched.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import CycleState
+from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit, NodeResourcesFitArgs
 

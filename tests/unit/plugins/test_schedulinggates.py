@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from builders import info, pod
-from kubesched.framework.interface import ASSIGNED_POD, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, Code, QueueingHint
-from kubesched.framework.interface import ActionType as A
+from kubesched.framework.events import ASSIGNED_POD, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ActionType as A
+from kubesched.framework.status import Code
 from kubesched.plugins.schedulinggates import SchedulingGates
 
 

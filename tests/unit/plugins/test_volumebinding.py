@@ -22,7 +22,9 @@ from kubesched.api.storage import (
     PersistentVolumeClaim,
 )
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, CycleState, QueueingHint
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import QueueingHint
+from kubesched.framework.status import Code
 from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.volumebinding import (
     ERR_REASON_BIND_CONFLICT,

@@ -9,7 +9,8 @@ import pytest
 
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
-from kubesched.framework.interface import Code, QueueingHint
+from kubesched.framework.events import QueueingHint
+from kubesched.framework.status import Code
 from kubesched.plugins.volumerestrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,

@@ -7,7 +7,8 @@ import pytest
 
 from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import Code, QueueingHint
+from kubesched.framework.events import QueueingHint
+from kubesched.framework.status import Code
 from kubesched.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
 from unit.plugins.storagekit import (
     BETA_REGION,

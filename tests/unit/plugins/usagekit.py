@@ -12,7 +12,8 @@ import numpy as np
 from builders import UnitHandle
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.framework.interface import ClusterEvent, CycleState
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ClusterEvent
 from kubesched.framework.shared import SharedObjects
 from kubesched.infra.clock import VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics

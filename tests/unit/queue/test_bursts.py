@@ -90,7 +90,7 @@ def test_a_full_burst_is_released_at_once_and_a_deleted_pod_leaves_it():
 
 
 def test_gated_pods_do_not_gather():
-    from kubesched.framework.interface import Code, Status
+    from kubesched.framework.status import Code, Status
 
     def gate(pi):
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("gated",), "SchedulingGates") if pi.pod.metadata.name == "a-0" else None

@@ -1,14 +1,16 @@
 from builders import info, pod
-from kubesched.framework.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD
-from kubesched.framework.interface import (
+from kubesched.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
     NODE,
+    NODE_ADD,
     POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     QueueingHint,
-    Status,
 )
+from kubesched.framework.status import Status
 from kubesched.infra.clock import VirtualClock
 from kubesched.queue.scheduling_queue import QueueCounts, SchedulingQueue
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unit.scheduler.test_groupcycle import NO_VICTIMS, conditions, first_messages, group, member
-
 from kubesched.infra import features
+from unit.scheduler.test_groupcycle import NO_VICTIMS, conditions, first_messages, group, member
 from unit.simkit import node, pod, run
 
 

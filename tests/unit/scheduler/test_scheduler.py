@@ -186,7 +186,7 @@ def test_reserve_and_permit_rejections_unreserve():
 
 def test_failed_bind_is_forgotten_and_retried_never_bound_twice(monkeypatch):
     from kubesched.backends.sim.cluster import SimCluster
-    from kubesched.framework.interface import Status
+    from kubesched.framework.status import Status
 
     original = SimCluster.bind
     calls: dict[str, int] = {}
@@ -209,7 +209,7 @@ def test_a_failed_bind_is_reported_like_any_failed_attempt(monkeypatch):
     # One failure path: the event carries kube's wrapped Bind error, the PodScheduled condition is
     # set, and the pod returns through backoff and binds on the retry.
     from kubesched.backends.sim.cluster import SimCluster
-    from kubesched.framework.interface import Status
+    from kubesched.framework.status import Status
 
     original = SimCluster.bind
     conditions: list[tuple[str, str]] = []

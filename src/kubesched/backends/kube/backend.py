@@ -35,7 +35,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageWriteError
 from kubesched.backends.kube.events import EventRecorder, micro_time
 from kubesched.client import ApiClient, ApiError
-from kubesched.framework.interface import Code, Status
+from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import first_set
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from kubesched.backends.kube.informers import build_informers
 from kubesched.client import ApiClient
 from kubesched.client.config import ConnectionConfig
 from kubesched.config.parse import SchedulerConfig
-from kubesched.framework.interface import Status
+from kubesched.framework.status import Status
 from kubesched.infra.clock import RealClock
 from kubesched.scheduler.core import Scheduler
 

@@ -50,7 +50,7 @@ from kubesched.api.storage import (
 )
 from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.sim.quotas import QuotaLedger, preemptor_uid
-from kubesched.framework.interface import Code, Status
+from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:

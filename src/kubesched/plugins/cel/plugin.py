@@ -15,17 +15,9 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.quantity import QuantityError, resource_value
 from kubesched.cache.nodetable import NodeTable
-from kubesched.framework.interface import (
-    ASSIGNED_POD,
-    NODE,
-    TARGET_POD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    CycleState,
-    Handle,
-    QueueingHint,
-)
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
+from kubesched.framework.handle import Handle
 from kubesched.plugins.cel.env import CompileError
 from kubesched.plugins.cel.rules import DEFAULT_COST_LIMIT, Rule, RuleSet, compile_rule
 from kubesched.usage.args import EstimationArgs, UsageArgs

@@ -26,7 +26,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_objects
 from kubesched.config.parse import SchedulerConfig
-from kubesched.framework.interface import Status
+from kubesched.framework.status import Status
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.core import Scheduler
 from kubesched.tools.devcluster.schedulers import read_usage

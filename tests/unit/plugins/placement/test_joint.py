@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesched.tools import placementbench as bench
 from kubesched.plugins.placement.joint import (
     PlacementOptions,
     Source,
@@ -21,6 +20,7 @@ from kubesched.plugins.placement.joint import (
     violations,
 )
 from kubesched.plugins.placement.model import GroupInput, Weights, build_model, group_members
+from kubesched.tools import placementbench as bench
 
 EXACT = PlacementOptions(time_budget=None, top_k=0)
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from unit.scheduler.test_generation import scheduler
 
 from kubesched.scheduler.reload.controller import APPLIED, REFUSED, UNCHANGED, ReloadController
+from unit.scheduler.test_generation import scheduler
 from unit.simkit import config_text
 
 

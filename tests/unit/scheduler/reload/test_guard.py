@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from unit.scheduler.test_generation import drain, scheduler
 
 from kubesched.config.extensions import SLOGuardSettings
 from kubesched.scheduler.reload.guard import BIND_FAILURES, ERRORS, PENDING, PENDING_AGE, UNSCHEDULABLE, Signals, SLOGuard, _Watch
+from unit.scheduler.test_generation import drain, scheduler
 from unit.simkit import config_text, node, pod
 
 
