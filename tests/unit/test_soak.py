@@ -133,7 +133,7 @@ def test_soak_memory_and_state_stay_flat() -> None:
     assert len(sched.recorder.latest) <= LIVE and len(sched.recorder._key_of) <= LIVE
     assert len(sched.queue.pods) <= LIVE and len(sched.cache.placed) <= LIVE and len(sched.cache.pods) <= LIVE
     assert len(sched.cache.pods._by_label) <= 4 * LIVE
-    assert not sched.in_flight and not sched.bindings and not sched.waiting and not sched.background
+    assert not sched.in_flight and not sched.binder.tasks and not sched.waiting and not sched.background
     assert sched.stats.cycle_seconds.count >= SOAK_PODS and len(sched.stats.cycle_seconds._counts) == 1024
     assert len(sched.recorder.recent) <= 1000
     warm = next(b for n, b in churn.rss if n >= SOAK_PODS * WARM_UP_FRACTION)

@@ -80,6 +80,8 @@ class FilterOutcome:
 @dataclass(slots=True)
 class PostFilterResult:
     nominated_node: str | None = None
+    # The pods a successful preemption evicts, for the cycle's decision record.
+    victims: Sequence[PodInfo] = ()
 
 
 @dataclass(slots=True)

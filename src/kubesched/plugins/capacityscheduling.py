@@ -201,7 +201,7 @@ class _QuotaPreemption(DefaultPreemption):
         if best is None:
             return result, status
         self.prepare(pi, best)
-        return PostFilterResult(nominated_node=best.node), None
+        return PostFilterResult(nominated_node=best.node, victims=tuple(best.victims)), None
 
     def num_candidates(self, num_nodes: int) -> int:
         return num_nodes

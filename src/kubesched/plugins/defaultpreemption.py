@@ -380,7 +380,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         self.prepare(pi, best)
         # Since kube 1.37 a successful preemption says so in the pod's FailedScheduling message.
         placed = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
-        return PostFilterResult(nominated_node=best.node), Status(Code.SUCCESS, (placed,))
+        return PostFilterResult(nominated_node=best.node, victims=tuple(best.victims)), Status(Code.SUCCESS, (placed,))
 
     def _find(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis, offset_of: Callable[[int], int]

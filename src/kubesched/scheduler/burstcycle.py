@@ -18,17 +18,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from kubesched.scheduler.jointplan import PlanHost, joint_plan
 
 if TYPE_CHECKING:
+    from kubesched.api.podinfo import PodInfo
+    from kubesched.framework.cycle_state import CycleState
     from kubesched.framework.runtime import Framework
+    from kubesched.observe.record import DecisionRecord
     from kubesched.queue.scheduling_queue import QueuedPodInfo
+    from kubesched.scheduler.nodechoice import NodeChoice
+    from kubesched.scheduler.observer import Cycle, CycleObserver
 
 
 class BurstHost(PlanHost, Protocol):
-    """What a burst's cycle uses of the scheduler: the planning inputs and the pod's own cycle."""
+    """What a burst's cycle uses of the scheduler: the planning inputs and the steps of a pod's own cycle."""
 
-    def schedule_queued(self, qpi: QueuedPodInfo, planned: int = -1, burst: int = 0) -> None: ...
+    observer: CycleObserver
+
+    def profile_for(self, qpi: QueuedPodInfo) -> Framework | None: ...
+
+    def begin_cycle(self, fwk: Framework, qpi: QueuedPodInfo) -> Cycle: ...
+
+    def schedule_pod(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord,
+                     within: np.ndarray | None = None) -> NodeChoice: ...
+
+    def finish_cycle(self, cycle: Cycle, qpi: QueuedPodInfo, choice: NodeChoice) -> None: ...
 
 
 class BurstCycle:
@@ -36,8 +52,32 @@ class BurstCycle:
         self.sched = sched
 
     def run(self, fwk: Framework, burst: Sequence[QueuedPodInfo]) -> None:
+        sched = self.sched
         pods = [qpi.pi for qpi in burst]
-        plan = joint_plan(self.sched, fwk, None, pods, None, 0, identical=True)
+        plan = joint_plan(sched, fwk, None, pods, None, 0, identical=True)
         for qpi in burst:
             row = plan.get(qpi.pi.uid, -1) if plan is not None else -1
-            self.sched.schedule_queued(qpi, row, len(burst))
+            own = sched.profile_for(qpi)
+            if own is None:
+                continue
+            cycle = sched.begin_cycle(own, qpi)
+            choice = self._on_planned_row(cycle, row, len(burst)) if row >= 0 else None
+            if choice is None:
+                if row >= 0:
+                    sched.observer.restart(cycle, qpi)
+                choice = sched.schedule_pod(own, cycle.state, qpi.pi, cycle.record)
+            sched.finish_cycle(cycle, qpi, choice)
+
+    def _on_planned_row(self, cycle: Cycle, row: int, size: int) -> NodeChoice | None:
+        """The pod tried on the one node its burst's plan chose (every Filter run there); the choice
+        when it passes there, else None (the whole cycle runs afresh)."""
+        table = self.sched.cache.table
+        if row >= table.size:
+            return None
+        only = np.zeros(table.size, dtype=bool)
+        only[row] = True
+        choice = self.sched.schedule_pod(cycle.fwk, cycle.state, cycle.pi, cycle.record, only)
+        if choice.node is None or choice.node != table.name_of(row):
+            return None
+        cycle.record.jointly = size
+        return choice

@@ -14,7 +14,6 @@ simulations all carry it); `observe.explainview` renders it for a terminal.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,16 +22,16 @@ import numpy as np
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import FilterMisses, PostFilterPreview
 from kubesched.framework.runtime import FilterVerdict, ScoreOutcome, num_feasible_nodes_to_find
-from kubesched.framework.status import Status, fit_error_message
+from kubesched.framework.status import fit_error_message
 from kubesched.observe.record import DecisionRecord, Recorder, score_margin
-from kubesched.scheduler.feasibility import Feasibility, find_feasible
+from kubesched.scheduler.nodechoice import DRY_RUN, NOMINATED, ONLY, Feasibility, NodeChoice, Nominations, choose_among, find_feasible
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
     from kubesched.framework.runtime import Framework
-    from kubesched.queue.scheduling_queue import Nominator, SchedulingQueue
+    from kubesched.queue.scheduling_queue import SchedulingQueue
 
 NODES_LISTED = 20  # node names shown per group of rejected nodes (the count is always whole)
 NEAREST_MISSES = 5
@@ -59,9 +58,7 @@ class Scheduler(Protocol):
     def frameworks(self) -> Mapping[str, Framework]: ...
 
     @property
-    def nominator(self) -> Nominator: ...
-
-    def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> Mapping[int, Sequence[PodInfo]]: ...
+    def nominations(self) -> Nominations: ...
 
 
 def explain_pod(sched: Scheduler, namespace: str, name: str) -> JSON | None:
@@ -120,10 +117,11 @@ def _locate(sched: Scheduler, key: str, uid: str) -> tuple[PodInfo | None, str, 
 def dry_run(sched: Scheduler, fwk: Framework, pi: PodInfo) -> JSON:
     """A scheduling cycle for the pod on the current cache, up to the choice of a node, with every
     node's verdict kept: `filter`, `preemption` (when no node fits), `scores` (when some do),
-    `message` (kube's FitError text when none does) or `error`."""
+    `message` (kube's FitError text when none does) or `error`. The cycle's own node choice
+    (scheduler.nodechoice), scoring every feasible node and breaking no tie."""
     with fwk.dry():
         state = CycleState()
-        found = find_feasible(fwk, state, pi, functools.partial(sched.nominated_ahead, pi))
+        found = find_feasible(fwk, state, pi, lambda alive: sched.nominations.ahead(pi, alive))
         if found.failure is not None:
             return {"error": found.failure.message(), "filter": None, "preemption": None, "scores": None}
         table = fwk.cache.table
@@ -134,8 +132,8 @@ def dry_run(sched: Scheduler, fwk: Framework, pi: PodInfo) -> JSON:
             diagnosis = found.diagnosis
             out["message"] = fit_error_message(diagnosis.num_nodes, diagnosis.reasons.items(), diagnosis.pre_filter_msg)
             return out
-        assert found.outcome is not None
-        out["scores"] = _score_view(sched, fwk, state, pi, table, found.outcome.alive)
+        choice = choose_among(fwk, state, pi, found, sched.nominations, rules=DRY_RUN)
+        out["scores"] = _score_view(fwk, state, pi, table, choice)
         return out
 
 
@@ -230,24 +228,23 @@ def _preemption(fwk: Framework, state: CycleState, pi: PodInfo, found: Feasibili
     return None
 
 
-def _score_view(sched: Scheduler, fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, alive: np.ndarray) -> JSON:
-    rows = np.flatnonzero(alive)
+def _score_view(fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTable, choice: NodeChoice) -> JSON:
     sample = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(table))
+    feasible = choice.found.feasible
     view: JSON = {
         "source": "dry-run",
-        "feasible": int(rows.size),
-        "sample": min(sample, int(rows.size)),
+        "feasible": feasible,
+        "sample": min(sample, feasible),
         "plugins": [{"name": s.name, "weight": w} for s, w in fwk.score],
     }
-    nominated = pi.pod.status.nominated_node_name or sched.nominator.node_of.get(pi.uid)
-    if nominated and nominated in table.index and alive[table.index[nominated]]:
-        return view | {"chosen": nominated, "why": "its nominated node fits: a cycle takes it without scoring", "nodes": []}
-    if rows.size == 1:
-        only = table.name_of(int(rows[0]))
-        return view | {"chosen": only, "why": "the only feasible node: a cycle takes it without scoring", "nodes": []}
-    scored = fwk.run_scores(state, pi, rows)
-    if isinstance(scored, Status):
-        return view | {"error": scored.message(), "nodes": []}
+    if choice.how == NOMINATED:
+        return view | {"chosen": choice.node, "why": "its nominated node fits: a cycle takes it without scoring", "nodes": []}
+    if choice.how == ONLY:
+        return view | {"chosen": choice.node, "why": "the only feasible node: a cycle takes it without scoring", "nodes": []}
+    scored = choice.scored
+    if scored is None:
+        assert choice.failure is not None
+        return view | {"error": choice.failure.message(), "nodes": []}
     top = _top_rows(scored)
     nodes = [
         (table.name_of(int(scored.rows[i])), int(scored.totals[i]), _parts(scored, i))
@@ -255,9 +252,9 @@ def _score_view(sched: Scheduler, fwk: Framework, state: CycleState, pi: PodInfo
     ]
     view.update(_decision(nodes, nodes[0][0]))
     _score_notes(fwk, state, pi, table, view["nodes"])
-    if sample < rows.size:
+    if sample < feasible:
         view["why_sample"] = (
-            f"a cycle scores {sample} of the {rows.size} feasible nodes, taken round-robin; "
+            f"a cycle scores {sample} of the {feasible} feasible nodes, taken round-robin; "
             "this dry run scored them all"
         )
     ties = int(np.count_nonzero(scored.totals == scored.totals.max()))

@@ -46,9 +46,8 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import PlacementFeasiblePlugin
 from kubesched.framework.status import Code, Status, fit_error_message
-from kubesched.framework.types import Diagnosis, GroupPlacement
+from kubesched.framework.types import GroupPlacement
 from kubesched.infra import features
-from kubesched.observe.record import DecisionRecord
 from kubesched.queue.groups import GroupAttempt
 from kubesched.scheduler.jointplan import joint_plan
 from kubesched.scheduler.reprieve import CheckHost, ReprieveCheck
@@ -56,17 +55,11 @@ from kubesched.scheduler.reprieve import CheckHost, ReprieveCheck
 if TYPE_CHECKING:
     from kubesched.backends.base import ClusterBackend
     from kubesched.framework.runtime import Framework
-    from kubesched.observe.metrics import DurationHistogram, SchedulerMetrics
-    from kubesched.observe.record import Recorder
+    from kubesched.observe.metrics import SchedulerMetrics
+    from kubesched.observe.record import DecisionRecord
     from kubesched.queue.scheduling_queue import QueuedGroup, QueuedPodInfo, SchedulingQueue
-
-
-class Placement(Protocol):
-    """One member's placement (the scheduler's ScheduleResult): a node, or why not."""
-
-    node: str | None
-    failure: Status | None
-    diagnosis: Diagnosis | None
+    from kubesched.scheduler.nodechoice import NodeChoice, Nominations
+    from kubesched.scheduler.observer import CycleObserver
 
 
 class GroupHost(CheckHost, Protocol):
@@ -76,24 +69,16 @@ class GroupHost(CheckHost, Protocol):
 
     queue: SchedulingQueue
     frameworks: dict[str, Framework]
-    recorder: Recorder
     metrics: SchedulerMetrics
     backend: ClusterBackend
-
-    @property
-    def cycle_seconds(self) -> DurationHistogram: ...
-
-    def schedule_member(
-        self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
-    ) -> Placement: ...
+    observer: CycleObserver
+    nominations: Nominations
 
     def permit_and_bind(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, pod_cycle: int
     ) -> None: ...
 
     def fail_attempt(self, fwk: Framework, qpi: QueuedPodInfo, record: DecisionRecord, status: Status) -> None: ...
-
-    def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]: ...
 
 UNSCHEDULABLE_GROUP = "pod group is unschedulable"  # kube's errPodGroupUnschedulable
 _PLAN_FAILED = Status(Code.ERROR, ("a jointly planned member did not pass on its node",))  # internal: fall back
@@ -165,11 +150,7 @@ class GroupCycle:
         back = [m.qpi for m in tried if m.node is None or status is not None]
         sched.queue.group_attempted(entity, GroupAttempt(outcome, back, {m.qpi.pi.uid: m.rejectors for m in tried}))
         for m in tried:
-            m.record.duration = time.perf_counter() - started
-            sched.recorder.add(m.record)
-            sched.cycle_seconds.observe(m.record.duration)
-            if m.record.result != "scheduled":  # as a pod's: a placed member's attempt ends with its binding
-                sched.metrics.attempt(m.record.result, fwk.name, m.record.duration)
+            sched.observer.member_done(fwk, m.record, started)
         sched.metrics.attempt_group(outcome if outcome != "success" else "scheduled", fwk.name, time.perf_counter() - started)
 
     # --- 1. the group's own checks -------------------------------------------------------------
@@ -204,18 +185,14 @@ class GroupCycle:
         for qpi in members:
             m = self._member(fwk, qpi)
             self._report(fwk, m, status)
-            sched.recorder.add(m.record)
-            sched.metrics.attempt(m.record.result, fwk.name, 0.0)
+            sched.observer.member_refused(fwk, m.record)
         self._write_condition(pg, status)
         sched.queue.group_attempted(entity, GroupAttempt("error", back=members))
 
     # --- 2-4. placing the members together --------------------------------------------------------
 
     def _member(self, fwk: Framework, qpi: QueuedPodInfo) -> _Member:
-        sched = self.sched
-        pi = qpi.pi
-        record = DecisionRecord(pi.key, fwk.name, qpi.attempts, sched.clock.now(), len(sched.cache.table), pi.uid)
-        return _Member(qpi, record)
+        return _Member(qpi, self.sched.observer.new_record(fwk, qpi))
 
     def _quorum(self, fwk: Framework, pg: PodGroup, scheduled: int, remaining: int) -> Status | None:
         plugin = fwk.instances.get("GangScheduling")
@@ -376,7 +353,7 @@ class GroupCycle:
         return joint_plan(self.sched, fwk, pg, [m.qpi.pi for m in members], within, max(pg.min_count - scheduled, 0))
 
     @staticmethod
-    def _fit_error(result: Placement) -> Status:
+    def _fit_error(result: NodeChoice) -> Status:
         """A member that fits nowhere: kube's FitError text, without a PostFilter's (a member
         never preempts on its own)."""
         diagnosis = result.diagnosis

@@ -12,8 +12,7 @@ the pods the plan left out or that do not pass where it put them.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -21,7 +20,7 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Status
-from kubesched.scheduler.feasibility import find_feasible
+from kubesched.scheduler.nodechoice import EVERY_SCORE, Nominations, choose_node
 
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
@@ -32,8 +31,7 @@ class PlanHost(Protocol):
     """What planning reads of the scheduler."""
 
     cache: Cache
-
-    def nominated_ahead(self, pi: PodInfo, alive: np.ndarray) -> dict[int, list[PodInfo]]: ...
+    nominations: Nominations
 
 
 def joint_plan(host: PlanHost, fwk: Framework, group: Any, pods: Sequence[PodInfo], within: np.ndarray | None,
@@ -80,14 +78,10 @@ def _options(host: PlanHost, fwk: Framework, pi: PodInfo, within: np.ndarray | N
     """The rows the pod passes every Filter on, its total scores there, and its scores there with a
     copy of it on every node; None when there are none, a Status when scoring failed."""
     state = CycleState()
-    nominated: Callable[[np.ndarray], dict[int, list[PodInfo]]] = functools.partial(host.nominated_ahead, pi)
-    found = find_feasible(fwk, state, pi, nominated, within)
-    if found.outcome is None or found.failure is not None or not found.feasible:
-        return None
-    rows = np.flatnonzero(found.outcome.alive[: host.cache.table.size])
-    scored = fwk.run_scores(state, pi, rows)
-    if isinstance(scored, Status):
-        return scored
+    choice = choose_node(fwk, state, pi, host.nominations, within=within, rules=EVERY_SCORE)
+    if choice.scored is None:
+        return choice.failure if choice.failure is not None and choice.found.failure is None else None
+    scored = choice.scored
     with host.cache.table.with_copies(pi):
         crowded = fwk.run_scores(state, pi, scored.rows)
     if isinstance(crowded, Status):

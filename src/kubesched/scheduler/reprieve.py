@@ -40,10 +40,7 @@ if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
     from kubesched.framework.runtime import Framework
     from kubesched.infra.clock import Clock
-
-
-class _Placed(Protocol):
-    node: str | None
+    from kubesched.scheduler.nodechoice import NodeChoice
 
 
 class CheckHost(Protocol):
@@ -55,7 +52,7 @@ class CheckHost(Protocol):
 
     def schedule_member(
         self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, within: np.ndarray | None = None
-    ) -> _Placed: ...
+    ) -> NodeChoice: ...
 
     def assume_and_reserve(self, fwk: Framework, state: CycleState, pi: PodInfo, record: DecisionRecord, node: str) -> Status | None: ...
 

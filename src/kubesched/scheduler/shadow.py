@@ -1,9 +1,10 @@
 """Shadow profiles: a candidate configuration deciding beside the live one, binding nothing.
 
 For a sample of the pods a live profile schedules, each of its shadows (configext.ShadowProfile)
-runs PreFilter, Filter and Score on the same snapshot the live cycle just decided on (before the
-live decision is assumed, so neither sees the other), picks a node the way a cycle picks one, and
-the two decisions are compared:
+chooses a node on the same snapshot the live cycle just decided on (before the live decision is
+assumed, so neither sees the other), through the same node choice as the live cycle
+(scheduler.nodechoice: the nominated node as the live cycle sees it, the same sampling), and the
+two decisions are compared:
 
 - same_node: the shadow would choose the live node (or ties it with its own choice);
 - different_node: another node, with the score gap, under the shadow's own scores, between its
@@ -21,7 +22,7 @@ counted, until the share is back under.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,8 +31,8 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status, fit_error_message
 from kubesched.observe.metrics import BatchedHistogram, LabelledCounter, SchedulerMetrics
-from kubesched.scheduler.feasibility import find_feasible
 from kubesched.scheduler.generation import Shadow
+from kubesched.scheduler.nodechoice import Nominations, choose_node
 
 SAME = "same_node"
 DIFFERENT = "different_node"
@@ -43,9 +44,6 @@ OUTCOMES = (SAME, DIFFERENT, SHADOW_UNSCHEDULABLE, LIVE_UNSCHEDULABLE, BOTH_UNSC
 
 # The overhead budget looks at about the last thousand live cycles: each one weighs the sums by this.
 DECAY = 0.999
-
-NominatedAhead = Callable[[np.ndarray], Mapping[int, Sequence[PodInfo]]]
-
 
 @dataclass(slots=True)
 class ShadowDecision:
@@ -118,7 +116,7 @@ class ShadowRunner:
             budget.shadow *= DECAY
 
     def decide(
-        self, profile: str, shadows: Sequence[Shadow], pi: PodInfo, live_node: str | None, nominated_ahead: NominatedAhead
+        self, profile: str, shadows: Sequence[Shadow], pi: PodInfo, live_node: str | None, nominations: Nominations
     ) -> tuple[list[ShadowDecision], float]:
         """Each sampled shadow's decision for the pod the live profile just decided on, and the
         seconds they took."""
@@ -135,7 +133,7 @@ class ShadowRunner:
                 self.skipped.inc((profile, name, "over_budget"))
                 continue
             started = time.perf_counter()
-            decision = self._decide(shadow, pi, live_node, nominated_ahead)
+            decision = self._decide(shadow, pi, live_node, nominations)
             seconds = time.perf_counter() - started
             budget.shadow += seconds
             took += seconds
@@ -146,44 +144,29 @@ class ShadowRunner:
             out.append(decision)
         return out, took
 
-    def _decide(self, shadow: Shadow, pi: PodInfo, live_node: str | None, nominated_ahead: NominatedAhead) -> ShadowDecision:
+    def _decide(self, shadow: Shadow, pi: PodInfo, live_node: str | None, nominations: Nominations) -> ShadowDecision:
         fwk = shadow.framework
         name = fwk.name
         table = fwk.cache.table
-        state = CycleState()
         with fwk.dry():
-            found = find_feasible(fwk, state, pi, nominated_ahead)
-            if found.failure is not None:
-                if found.failure.code == Code.ERROR:
-                    return self._error(name, found.failure)
-                return self._unplaced(name, live_node, found.failure.message())
-            if found.outcome is None or found.feasible == 0:
-                d = found.diagnosis
-                return self._unplaced(name, live_node, fit_error_message(d.num_nodes, d.reasons.items(), d.pre_filter_msg))
-            alive = found.outcome.alive
-            nominated = pi.pod.status.nominated_node_name
-            if nominated:
-                row = table.index.get(nominated)
-                if row is not None and alive[row]:
-                    return self._compare(name, nominated, live_node, None)
-            rows, _ = fwk.sample(alive)
-            if rows.size == 1:
-                return self._compare(name, table.name_of(int(rows[0])), live_node, None)
-            scored = fwk.run_scores(state, pi, rows)
-        if isinstance(scored, Status):
-            return self._error(name, scored)
-        totals = scored.totals
-        best = totals.max()
-        ties = np.flatnonzero(totals == best)
-        pick = int(ties[0] if ties.size == 1 else ties[self.rng.integers(ties.size)])
-        node = table.name_of(int(scored.rows[pick]))
+            choice = choose_node(fwk, CycleState(), pi, nominations, self.rng)
+        if choice.node is None:
+            if choice.failure is not None:
+                if choice.failure.code == Code.ERROR or choice.found.failure is None:  # Filter or Score failed
+                    return self._error(name, choice.failure)
+                return self._unplaced(name, live_node, choice.failure.message())
+            d = choice.found.diagnosis
+            return self._unplaced(name, live_node, fit_error_message(d.num_nodes, d.reasons.items(), d.pre_filter_msg))
+        scored = choice.scored
+        if scored is None or live_node is None:  # taken without scoring
+            return self._compare(name, choice.node, live_node, None)
         live_score: int | None = None
-        if live_node is not None:
-            live_row = table.index.get(live_node)
-            where = np.flatnonzero(scored.rows == live_row) if live_row is not None else np.empty(0, dtype=np.int64)
-            if where.size:
-                live_score = int(totals[int(where[0])])
-        return self._compare(name, node, live_node, None if live_score is None else int(best) - live_score)
+        live_row = table.index.get(live_node)
+        where = np.flatnonzero(scored.rows == live_row) if live_row is not None else np.empty(0, dtype=np.int64)
+        if where.size:
+            live_score = int(scored.totals[int(where[0])])
+        best = int(scored.totals[choice.pick])
+        return self._compare(name, choice.node, live_node, None if live_score is None else best - live_score)
 
     @staticmethod
     def _compare(name: str, node: str, live_node: str | None, gap: int | None) -> ShadowDecision:

@@ -153,7 +153,7 @@ def test_off_calls_nothing_and_sampled_out_builds_nothing() -> None:
     objects = [node("n1"), pod("a"), pod("b", cpu="9"), pod("c")]
     for off in (Untouchable(None), Untouchable(TracingConfig("127.0.0.1:9", 0))):
         result, sim = simulate(objects, off)
-        assert result.pods_scheduled == 2 and not off.buffer and sim.scheduler._traces == {}
+        assert result.pods_scheduled == 2 and not off.buffer and sim.scheduler.observer._traces == {}
         assert all(f.trace is None for f in sim.scheduler.frameworks.values())
 
     class NeverSampled(CollectingTracer):
@@ -163,7 +163,7 @@ def test_off_calls_nothing_and_sampled_out_builds_nothing() -> None:
     rng = random.Random(7)
     never = NeverSampled(1, rng=rng)  # 1 per million: with this seed, none of the few draws samples
     result, sim = simulate(objects, never)
-    assert result.pods_scheduled == 2 and never.sent == [] and sim.scheduler._traces == {}
+    assert result.pods_scheduled == 2 and never.sent == [] and sim.scheduler.observer._traces == {}
 
 
 def test_the_sampling_rate_is_per_cycle() -> None:

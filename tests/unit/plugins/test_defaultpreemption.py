@@ -139,9 +139,9 @@ class Cluster:
                 if not self.sched.schedule_one():
                     break
                 await asyncio.sleep(0)
-            if self.sched.bindings:
+            if self.sched.binder.tasks:
                 # Bounded: a binding held at Permit only moves on when the virtual clock does.
-                await asyncio.wait(list(self.sched.bindings.values()), timeout=0.5)
+                await asyncio.wait(list(self.sched.binder.tasks.values()), timeout=0.5)
             await self.side_effects()
             await asyncio.sleep(0)
             if len(self.sched.queue):

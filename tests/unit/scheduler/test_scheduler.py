@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesched.scheduler.core import _best_few
+from kubesched.scheduler.observer import _best_few
 from unit.sample_plugins import HoldAtPermit
 from unit.simkit import node, pod, profile_config, run
 

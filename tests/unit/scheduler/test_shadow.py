@@ -75,3 +75,23 @@ def test_over_its_budget_the_shadow_skips_cycles() -> None:
     over = sim.scheduler.shadows.skipped.get(("default-scheduler", "candidate", "over_budget"))
     decided = sum(result.shadows["candidate"].values())
     assert over > 0 and decided >= 1 and decided + over == result.cycles
+
+
+def test_a_pod_nominated_in_memory_only_is_decided_alike_by_an_identical_shadow() -> None:
+    """The live cycle takes a pod's nominated node when it fits, whether the nomination is in the
+    pod's status yet or only in this scheduler's memory (a preemption whose status patch has not
+    come back). The shadow chooses through the same node choice, so an identical shadow profile
+    takes that node too, though it is not the node scoring would prefer."""
+    from unit.scheduler.test_generation import drain, scheduler
+
+    # The nominated node is the fullest one, so scoring alone would pick another.
+    objects = [*NODES, pod("resident", cpu="3", node_name="n0"), pod("p", cpu="500m")]
+    sched, _ = scheduler(shadowed({}), objects)
+    (qpi,) = sched.queue.pods.values()
+    assert not qpi.pi.pod.status.nominated_node_name
+    sched.nominator.nominate(qpi.pi, "n0")
+    drain(sched)
+    record = sched.recorder.latest["default/p"]
+    assert record.chosen == "n0"
+    (decision,) = record.shadow
+    assert (decision.outcome, decision.node) == (SAME, "n0")
