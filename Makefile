@@ -64,8 +64,10 @@ chromium-bin:
 otelcol-bin:
 	@tools/otelcol/build.sh
 
+# ruff, and the layers of docs/architecture.md as import-linter contracts (pyproject.toml, [tool.importlinter]).
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

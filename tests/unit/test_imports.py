@@ -2,7 +2,7 @@
 
 The graph counts imports inside functions too: a cycle hidden behind a lazy import is still two
 modules that cannot be understood (or tested) one without the other. Also: backends use the
-scheduler only through the contract declared in backends/base.py.
+scheduler only through the contract declared in scheduler/backend.py.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_src_has_no_import_cycle() -> None:
 
 
 # The modules that build a Scheduler for a backend (its composition roots). They may name the class
-# to construct it, and hold the result only as the declared backends.base.SchedulerPort.
+# to construct it, and hold the result only as the declared scheduler.backend.SchedulerPort.
 COMPOSITION_ROOTS = {"kubesched.backends.sim.engine", "kubesched.backends.kube.runner", "kubesched.backends.kube.snapshot"}
 
 

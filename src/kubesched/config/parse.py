@@ -53,6 +53,7 @@ from kubesched.config.values import read_percentage as _percentage
 from kubesched.config.values import read_str as _str
 from kubesched.config.values import show as _show
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
+from kubesched.framework.profile import PluginRef, Profile
 from kubesched.framework.registry import Registry, RegistryError
 from kubesched.infra import features
 from kubesched.usage.args import MAX_DURATION_SECONDS, go_duration
@@ -64,8 +65,6 @@ __all__ = [
     "ConfigError",
     "DEFAULT_PLUGINS",
     "LeaderElection",
-    "PluginRef",
-    "Profile",
     "SchedulerConfig",
     "default_config",
     "parse_config",
@@ -157,35 +156,6 @@ _CLIENT_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "bur
 
 
 # --- the result ---------------------------------------------------------------------------------
-
-
-@dataclass
-class PluginRef:
-    """A plugin at one extension point. `name` is as configured (a registered name or
-    `module:Class`); `weight` is the resolved score weight at "score" and 0 elsewhere."""
-
-    name: str
-    weight: int = 0
-
-
-@dataclass
-class Profile:
-    scheduler_name: str
-    # Extension point -> plugins in call order, fully resolved. Every point of EXTENSION_POINTS
-    # is present (possibly empty).
-    plugins: dict[str, list[PluginRef]]
-    # Validated args for every plugin used in the profile that has an `Args` model (its
-    # defaults when no pluginConfig names it). Plugins that take no args are absent.
-    plugin_args: dict[str, BaseModel]
-    # None: use the configuration's global value.
-    percentage_of_nodes_to_score: int | None = None
-    # The class behind each plugin name used in the profile, as resolved by the registry.
-    plugin_classes: dict[str, type[Plugin]] = field(default_factory=dict)
-    # Where each plugin's args were written (profiles[i].pluginConfig[j].args), for messages.
-    args_paths: dict[str, str] = field(default_factory=dict)
-
-    def names(self, point: str) -> list[str]:
-        return [ref.name for ref in self.plugins.get(point, ())]
 
 
 @dataclass

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
-    from kubesched.config.parse import Profile
+    from kubesched.framework.profile import Profile
     from kubesched.framework.registry import Registry
     from kubesched.framework.services import Services
     from kubesched.framework.shared import SharedObjects

@@ -18,7 +18,6 @@ from kubesched.framework.status import Code, Status, fit_error_message
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo
-    from kubesched.backends.base import ClusterBackend
     from kubesched.cache.cache import Cache
     from kubesched.framework.cycle_state import CycleState
     from kubesched.framework.runtime import Framework
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from kubesched.observe.metrics import SchedulerMetrics
     from kubesched.observe.record import DecisionRecord
     from kubesched.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
+    from kubesched.scheduler.backend import ClusterBackend
     from kubesched.scheduler.observer import CycleObserver, Stats
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ cycles), scheduler.observer (what every cycle leaves behind). This module builds
 configuration generations between two cycles, runs the loop against a real clock, and answers
 what a backend may read.
 
-The scheduler is what backends.base.SchedulerPort declares to a backend; plugins see only their
+The scheduler is what scheduler.backend.SchedulerPort declares to a backend; plugins see only their
 profile's framework (the handle), never this class.
 """
 
@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.podinfo import PodInfo
-from kubesched.backends.base import ClusterBackend
 from kubesched.cache.cache import Cache
 from kubesched.cache.podgroups import member_key
 from kubesched.config.parse import SchedulerConfig
@@ -44,6 +43,7 @@ from kubesched.observe.tracing import Tracer
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.queue.bursts import BurstPolicy, burst_key
 from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
+from kubesched.scheduler.backend import ClusterBackend
 from kubesched.scheduler.binding import BindingCycles
 from kubesched.scheduler.burstcycle import BurstCycle
 from kubesched.scheduler.cycle import SchedulingCycle
@@ -309,7 +309,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
         await self.shared.close()
         await self.tracer.close()
 
-    # --- what a backend may read (backends.base.SchedulerPort) ---------------------------------------------
+    # --- what a backend may read (scheduler.backend.SchedulerPort) ---------------------------------------------
 
     @property
     def busy(self) -> bool:

@@ -31,12 +31,12 @@ from kubesched.scheduler.observer import Cycle, CycleObserver, Stats, note_choic
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo
-    from kubesched.backends.base import ClusterBackend
     from kubesched.cache.cache import Cache
     from kubesched.framework.runtime import Framework
     from kubesched.infra.clock import Clock
     from kubesched.observe.record import DecisionRecord
     from kubesched.queue.scheduling_queue import Nominator, QueuedPodInfo, SchedulingQueue
+    from kubesched.scheduler.backend import ClusterBackend
     from kubesched.scheduler.burstcycle import BurstCycle
     from kubesched.scheduler.generation import Generation
     from kubesched.scheduler.groupcycle import GroupCycle

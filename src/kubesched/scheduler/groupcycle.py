@@ -53,11 +53,11 @@ from kubesched.scheduler.jointplan import joint_plan
 from kubesched.scheduler.reprieve import CheckHost, ReprieveCheck
 
 if TYPE_CHECKING:
-    from kubesched.backends.base import ClusterBackend
     from kubesched.framework.runtime import Framework
     from kubesched.observe.metrics import SchedulerMetrics
     from kubesched.observe.record import DecisionRecord
     from kubesched.queue.scheduling_queue import QueuedGroup, QueuedPodInfo, SchedulingQueue
+    from kubesched.scheduler.backend import ClusterBackend
     from kubesched.scheduler.nodechoice import NodeChoice, Nominations
     from kubesched.scheduler.observer import CycleObserver
 

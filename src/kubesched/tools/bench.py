@@ -7,9 +7,9 @@ import statistics
 import time
 
 from kubesched.api.objects import Node, Pod, convert
-from kubesched.backends.base import SchedulerPort
 from kubesched.backends.sim.limits import check_bench
 from kubesched.backends.sim.manifests import ClusterInput, SimPod
+from kubesched.scheduler.backend import SchedulerPort
 
 
 def scheduling_basic(nodes: int, pods: int) -> ClusterInput:

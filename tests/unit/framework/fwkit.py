@@ -7,9 +7,9 @@ import numpy as np
 from builders import cache_with, info, node, pod, unit_services
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
-from kubesched.config.parse import PluginRef, Profile
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
+from kubesched.framework.profile import PluginRef, Profile
 from kubesched.framework.runtime import Framework
 
 NODES = ("n0", "n1", "n2", "n3")

@@ -39,7 +39,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import first_set
 
 if TYPE_CHECKING:
-    from kubesched.backends.base import SchedulerPort
+    from kubesched.scheduler.backend import SchedulerPort
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from kubesched.api.storage import (
     STORAGE_TYPES,
     VOLUME_ATTACHMENT,
 )
-from kubesched.backends.base import SchedulerPort
 from kubesched.client import ApiClient, Reflector
 from kubesched.infra import features
+from kubesched.scheduler.backend import SchedulerPort
 
 log = logging.getLogger(__name__)
 

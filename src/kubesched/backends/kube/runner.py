@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.backend import KubeBackend
 from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import Informers, build_informers
@@ -38,6 +37,7 @@ from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.observe.server import HealthServer
 from kubesched.observe.tls import CertificateError, load_serving_cert, self_signed, server_context
 from kubesched.observe.tracing import Tracer, TracingConfig
+from kubesched.scheduler.backend import SchedulerPort
 from kubesched.scheduler.core import Scheduler
 from kubesched.scheduler.reload.controller import ReloadController
 

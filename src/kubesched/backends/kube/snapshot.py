@@ -13,13 +13,13 @@ from typing import Any
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
-from kubesched.backends.base import SchedulerPort
 from kubesched.backends.kube.informers import build_informers
 from kubesched.client import ApiClient
 from kubesched.client.config import ConnectionConfig
 from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.status import Status
 from kubesched.infra.clock import RealClock
+from kubesched.scheduler.backend import SchedulerPort
 from kubesched.scheduler.core import Scheduler
 
 

@@ -54,8 +54,8 @@ from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:
-    from kubesched.backends.base import SchedulerPort
     from kubesched.backends.sim.usage import UsageModel
+    from kubesched.scheduler.backend import SchedulerPort
 
 
 SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"

@@ -25,7 +25,6 @@ import numpy as np
 
 from kubesched.api.podgroups import PodGroupStatus
 from kubesched.api.xk8s import ElasticQuota
-from kubesched.backends.base import SchedulerPort
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
@@ -38,6 +37,7 @@ from kubesched.framework.registry import Registry
 from kubesched.infra.clock import VirtualClock
 from kubesched.observe.tracing import Tracer
 from kubesched.plugins.registry import in_tree_registry
+from kubesched.scheduler.backend import SchedulerPort
 from kubesched.scheduler.core import Scheduler
 from kubesched.scheduler.reload.controller import ReloadController
 from kubesched.usage.service import UsageService, UsageTransport

@@ -1,5 +1,5 @@
 """What the reload controller and the SLO guard use of a scheduler: the seam through which a
-configuration generation is built and put in force. backends.base.SchedulerPort includes it, so a
+configuration generation is built and put in force. scheduler.backend.SchedulerPort includes it, so a
 backend's composition root hands the scheduler it built, held as the port, to a ReloadController."""
 
 from __future__ import annotations

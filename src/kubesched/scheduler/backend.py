@@ -4,7 +4,8 @@
 `SchedulerPort` is what a backend may use of the scheduler: the events it delivers, the
 state it may read, and how it drives the loop. The scheduler hands itself to the backend
 once, as a SchedulerPort, through `ClusterBackend.connect`; backends hold nothing else of
-it, and the core never imports a backend.
+it, and the core never imports a backend. The core declares the contract (here, in its own
+layer) and the backends, a layer above, implement it.
 """
 
 from __future__ import annotations
