@@ -281,7 +281,8 @@ def _top_rows(scored: ScoreOutcome) -> list[int]:
     totals = scored.totals
     k = min(TOP_SCORED, totals.size)
     top = np.argpartition(-totals, k - 1)[:k]
-    return top[np.argsort(-totals[top], kind="stable")].tolist()
+    ordered: list[int] = top[np.argsort(-totals[top], kind="stable")].tolist()
+    return ordered
 
 
 def _parts(scored: ScoreOutcome, i: int) -> tuple[tuple[str, int, int, int], ...]:
