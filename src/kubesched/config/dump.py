@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel
 
+from kubesched.api.durations import format_go_duration
 from kubesched.config.extensions import EXT_KIND
 from kubesched.config.parse import API_VERSION, KIND, SchedulerConfig
-from kubesched.usage.args import go_duration
 
 
 def config_to_v1(cfg: SchedulerConfig) -> dict[str, Any]:
@@ -26,9 +26,9 @@ def config_to_v1(cfg: SchedulerConfig) -> dict[str, Any]:
         "parallelism": cfg.parallelism,
         "leaderElection": {
             "leaderElect": le.leader_elect,
-            "leaseDuration": go_duration(le.lease_duration),
-            "renewDeadline": go_duration(le.renew_deadline),
-            "retryPeriod": go_duration(le.retry_period),
+            "leaseDuration": format_go_duration(le.lease_duration),
+            "renewDeadline": format_go_duration(le.renew_deadline),
+            "retryPeriod": format_go_duration(le.retry_period),
             "resourceLock": le.resource_lock,
             "resourceName": le.resource_name,
             "resourceNamespace": le.resource_namespace,

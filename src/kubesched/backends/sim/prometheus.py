@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kubesched.api.quantity import parse_duration
+from kubesched.api.durations import parse_duration_or_seconds
 from kubesched.backends.sim.usage import UsageModel
 from kubesched.infra.clock import VirtualClock
 from kubesched.usage.prometheus import PrometheusError, Sample
@@ -97,7 +97,7 @@ class SimPrometheus:
         cpu = _CPU.match(compact)
         if cpu is not None:
             try:
-                window = parse_duration(cpu["w1"] or cpu["w2"])
+                window = parse_duration_or_seconds(cpu["w1"] or cpu["w2"])
             except ValueError as exc:
                 raise self._unknown(promql, str(exc)) from None
 
