@@ -55,7 +55,7 @@ from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:
     from kubesched.backends.base import SchedulerPort
-    from kubesched.backends.sim.usage import UsageModel
+    from kubesched.backends.sim.usagemodel import UsageModel
 
 
 SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"

@@ -125,7 +125,7 @@ from kubesched.backends.sim import limits
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.configchanges import ConfigChange, is_config_change, read_change
 from kubesched.backends.sim.customobjects import is_custom, read_custom
-from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
+from kubesched.backends.sim.usagemodel import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
 from kubesched.infra import features
 
