@@ -7,6 +7,8 @@ already expanded, defaults merged, disabled plugins gone), so what it shows is w
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +70,19 @@ def kubesched_to_v1alpha1(cfg: SchedulerConfig) -> dict[str, Any]:
     doc = cfg.kubesched.as_v1alpha1()
     assert doc["kind"] == EXT_KIND
     return doc
+
+
+def configuration_digest(config: SchedulerConfig, sources: Mapping[str, str] | None = None) -> str:
+    """A short hash of what a configuration means (every default filled in, formatting and
+    comments left out) and of the source of the user plugins it loads: equal digests schedule
+    alike, so a reload that changes neither is no change."""
+    body: dict[str, Any] = {
+        "config": config_to_v1(config),
+        "kubesched": kubesched_to_v1alpha1(config),
+        "sources": dict(sorted((sources or {}).items())),
+    }
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def plain(value: Any) -> Any:

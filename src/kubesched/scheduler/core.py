@@ -32,6 +32,7 @@ from kubesched.backends.base import ClusterBackend
 from kubesched.cache.cache import Cache
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import PENDING, group_key, member_key
+from kubesched.config.dump import configuration_digest
 from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
 from kubesched.framework.cycle_state import CycleState
@@ -70,7 +71,7 @@ from kubesched.queue.scheduling_queue import Nominator, QueuedGroup, QueuedPodIn
 from kubesched.scheduler.burstcycle import BurstCycle
 from kubesched.scheduler.explain import explain_pod
 from kubesched.scheduler.feasibility import find_feasible
-from kubesched.scheduler.generation import Generation, build_generation, configuration_digest
+from kubesched.scheduler.generation import Generation, build_generation
 from kubesched.scheduler.groupcycle import GroupCycle
 from kubesched.scheduler.shadow import ShadowRunner
 
