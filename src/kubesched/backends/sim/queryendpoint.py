@@ -3,10 +3,10 @@ queries from the usage model (backends.sim.usagemodel).
 
 It stands where the real server would (it implements usage.prometheus.PrometheusTransport, what
 the client sends through), so the same usage provider and load-aware plugins run in the
-simulator, with the same lag a real installation has: node-exporter is scraped every scrape interval, `rate(...[1m])` needs
-two scrapes inside its window and averages between the first and the last, and the provider
-refreshes on its own period. A burst of pods therefore lands before the metrics show it, as
-it does in production (the herd effect).
+simulator, with the same lag a real installation has: node-exporter is scraped every scrape
+interval, `rate(...[1m])` needs two scrapes inside its window and averages between the first and
+the last, and the provider refreshes on its own period. A burst of pods therefore lands before
+the metrics show it, as it does in production (the herd effect).
 
 Answered, whitespace-insensitively, with Prometheus semantics:
 
