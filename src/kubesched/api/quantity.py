@@ -72,15 +72,16 @@ class Quantity:
         return canonical_nanos(self.nanos, self.format)
 
 
-def _shown(value: object) -> str:
-    # Quantity errors must not echo a 10 MB value whole (the same cut as validation.field.shown).
+def brief(value: object) -> str:
+    """A value for a message, strings in quotes: quantity and duration errors must not echo a 10 MB
+    value whole (the same cut as validation.field.shown)."""
     text = value if isinstance(value, str) else str(value)
     cut = f"...({len(text) - 100} more)" if len(text) > 100 else ""
     return (repr(text[:100]) if isinstance(value, str) else text[:100]) + cut
 
 
 def _error(reason: str, value: object) -> QuantityError:
-    exc = QuantityError(f"{reason}, got {_shown(value)}")
+    exc = QuantityError(f"{reason}, got {brief(value)}")
     exc.reason = reason
     return exc
 
@@ -217,26 +218,6 @@ def resource_value(resource: str, value: str | int | float) -> int:
             _PARSED.clear()
         _PARSED[key] = parsed
     return parsed
-
-
-def parse_duration(value: str | int | float) -> float:
-    """A Go-style duration ("1m30s", "500ms", "2h") or a number of seconds, in seconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    text = str(value).strip()
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    total = 0.0
-    pos = 0
-    part = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
-    if not text:
-        raise ValueError("empty duration")
-    while pos < len(text):
-        m = part.match(text, pos)
-        if not m:
-            raise ValueError(f"invalid duration {_shown(value)}: use a number of seconds or a form like 90s, 5m, 1h30m")
-        total += float(m.group(1)) * units[m.group(2)]
-        pos = m.end()
-    return total
 
 
 _BINARY = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))

@@ -7,15 +7,17 @@ already expanded, defaults merged, disabled plugins gone), so what it shows is w
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 from pydantic import BaseModel
 
+from kubesched.api.durations import format_go_duration
 from kubesched.config.extensions import EXT_KIND
 from kubesched.config.parse import API_VERSION, KIND, SchedulerConfig
-from kubesched.usage.args import go_duration
 
 
 def config_to_v1(cfg: SchedulerConfig) -> dict[str, Any]:
@@ -26,9 +28,9 @@ def config_to_v1(cfg: SchedulerConfig) -> dict[str, Any]:
         "parallelism": cfg.parallelism,
         "leaderElection": {
             "leaderElect": le.leader_elect,
-            "leaseDuration": go_duration(le.lease_duration),
-            "renewDeadline": go_duration(le.renew_deadline),
-            "retryPeriod": go_duration(le.retry_period),
+            "leaseDuration": format_go_duration(le.lease_duration),
+            "renewDeadline": format_go_duration(le.renew_deadline),
+            "retryPeriod": format_go_duration(le.retry_period),
             "resourceLock": le.resource_lock,
             "resourceName": le.resource_name,
             "resourceNamespace": le.resource_namespace,
@@ -68,6 +70,19 @@ def kubesched_to_v1alpha1(cfg: SchedulerConfig) -> dict[str, Any]:
     doc = cfg.kubesched.as_v1alpha1()
     assert doc["kind"] == EXT_KIND
     return doc
+
+
+def configuration_digest(config: SchedulerConfig, sources: Mapping[str, str] | None = None) -> str:
+    """A short hash of what a configuration means (every default filled in, formatting and
+    comments left out) and of the source of the user plugins it loads: equal digests schedule
+    alike, so a reload that changes neither is no change."""
+    body: dict[str, Any] = {
+        "config": config_to_v1(config),
+        "kubesched": kubesched_to_v1alpha1(config),
+        "sources": dict(sorted((sources or {}).items())),
+    }
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def plain(value: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kubesched.usage.args import Seconds
+from kubesched.api.durations import Seconds
 
 EXT_API_VERSION = "kubesched.io/v1alpha1"
 EXT_KIND = "KubeschedConfiguration"

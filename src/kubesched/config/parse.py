@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kubesched.api.durations import MAX_GO_DURATION_SECONDS, format_go_duration
 from kubesched.api.yamlio import InputFileError, YamlError, load_all, read_text
 from kubesched.config.checks import check_numbers
 from kubesched.config.extensions import EXT_API_VERSION, EXT_KIND, KubeschedSettings
@@ -56,7 +57,6 @@ from kubesched.framework.interface import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, Profile
 from kubesched.framework.registry import Registry, RegistryError
 from kubesched.infra import features
-from kubesched.usage.args import MAX_DURATION_SECONDS, go_duration
 
 __all__ = [
     "API_VERSION",
@@ -368,8 +368,8 @@ def _backoff(top: Mapping[str, Any], cfg: SchedulerConfig) -> None:
         seconds = _int(top[key], key)
         if key == "podInitialBackoffSeconds" and seconds <= 0:
             raise _invalid(key, str(seconds), "must be greater than 0")
-        if seconds > MAX_DURATION_SECONDS:
-            raise _invalid(key, str(seconds), f"must be at most {int(MAX_DURATION_SECONDS)} (the longest duration kube holds)")
+        if seconds > MAX_GO_DURATION_SECONDS:
+            raise _invalid(key, str(seconds), f"must be at most {int(MAX_GO_DURATION_SECONDS)} (the longest duration kube holds)")
         setattr(cfg, attr, float(seconds))
     if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
         raise _invalid(
@@ -398,18 +398,18 @@ def _leader_election(raw: Any) -> LeaderElection:
     for key, attr in (("leaseDuration", "lease_duration"), ("renewDeadline", "renew_deadline"),
                       ("retryPeriod", "retry_period")):
         if getattr(le, attr) <= 0:
-            raise _invalid(f"{path}.{key}", go_duration(getattr(le, attr)), "must be greater than zero")
+            raise _invalid(f"{path}.{key}", format_go_duration(getattr(le, attr)), "must be greater than zero")
     if le.lease_duration <= le.renew_deadline:
         # kube shows renewDeadline's value here, not leaseDuration's.
-        raise _invalid(f"{path}.leaseDuration", go_duration(le.renew_deadline), "must be greater than `RenewDeadline`")
+        raise _invalid(f"{path}.leaseDuration", format_go_duration(le.renew_deadline), "must be greater than `RenewDeadline`")
     if le.resource_lock != "leases":
         raise _invalid(f"{path}.resourceLock", _show(le.resource_lock), 'resourceLock value must be "leases"')
     # client-go's NewLeaderElector refuses this at start: retries are jittered up to 20% late.
     if le.renew_deadline <= LEADER_JITTER_FACTOR * le.retry_period:
-        raise _invalid(f"{path}.renewDeadline", go_duration(le.renew_deadline), "must be greater than retryPeriod*JitterFactor")
+        raise _invalid(f"{path}.renewDeadline", format_go_duration(le.renew_deadline), "must be greater than retryPeriod*JitterFactor")
     # The Lease stores the duration as leaseDurationSeconds, an int32: the API server refuses more.
     if le.lease_duration > _INT32[1]:
-        raise _invalid(f"{path}.leaseDuration", go_duration(le.lease_duration),
+        raise _invalid(f"{path}.leaseDuration", format_go_duration(le.lease_duration),
                        f"must be at most {_INT32[1]}s (the Lease's leaseDurationSeconds is a 32-bit integer)")
     for key, attr, check in (("resourceNamespace", "resource_namespace", dns1123_label_error),
                              ("resourceName", "resource_name", dns1123_subdomain_error)):

@@ -14,10 +14,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubesched.api.quantity import parse_duration
+from kubesched.api.durations import MAX_GO_DURATION_SECONDS, MAX_GO_DURATION_TEXT, parse_duration_or_seconds
 from kubesched.api.validation.meta import dns1123_label, dns1123_subdomain
 from kubesched.config.merge import ConfigError
-from kubesched.usage.args import MAX_DURATION_SECONDS, MAX_DURATION_TEXT
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -109,14 +108,12 @@ def read_duration(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ConfigError(f"{path}: must be a duration such as \"15s\", got {show(value)}")
     try:
-        seconds = parse_duration(value)
-    except OverflowError:  # an integer beyond any float
-        seconds = math.inf
+        seconds = parse_duration_or_seconds(value)
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    if math.isnan(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
+    if math.isnan(seconds) or abs(seconds) > MAX_GO_DURATION_SECONDS:
         # Go's durations are int64 nanoseconds: time.ParseDuration refuses anything longer.
-        raise ConfigError(f"{path}: invalid duration {show(value)}: must be no longer than {MAX_DURATION_TEXT}")
+        raise ConfigError(f"{path}: invalid duration {show(value)}: must be no longer than {MAX_GO_DURATION_TEXT}")
     return seconds
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from kubesched.api.durations import format_go_duration
 from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import Clock, Timer
-from kubesched.usage.args import go_duration
 
 
 class PodAtPermit:
@@ -25,7 +25,7 @@ class PodAtPermit:
 
     def _timeout(self, plugin: str, timeout: float) -> Callable[[], None]:
         # kube prints the timeout as a Go duration: "10s", "5m0s".
-        return lambda: self.reject(plugin, f"rejected due to timeout after waiting {go_duration(timeout)} at plugin {plugin}")
+        return lambda: self.reject(plugin, f"rejected due to timeout after waiting {format_go_duration(timeout)} at plugin {plugin}")
 
     def allow(self, plugin: str) -> None:
         self.pending.discard(plugin)

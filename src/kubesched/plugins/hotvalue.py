@@ -25,15 +25,15 @@ from __future__ import annotations
 import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from kubesched.api.durations import Seconds
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, ScorePlugin
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.usage.args import Seconds
 from kubesched.usage.fresh import FreshPods
-from kubesched.usage.queries import format_duration
+from kubesched.usage.queries import format_promql_duration
 from kubesched.usage.service import FRESH_HORIZON, usage_service
 
 NAME = "HotValue"
@@ -55,7 +55,7 @@ class HotWindow(BaseModel):
         if value <= 0:
             raise ValueError("must be greater than 0")
         if value > FRESH_HORIZON:
-            raise ValueError(f"must be at most {format_duration(FRESH_HORIZON)}, how long placements are remembered")
+            raise ValueError(f"must be at most {format_promql_duration(FRESH_HORIZON)}, how long placements are remembered")
         return value
 
 

@@ -27,13 +27,13 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from kubesched.api.durations import Seconds
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import GroupAssignPlugin, Plugin
 from kubesched.framework.types import BurstSettings
 from kubesched.plugins.placement.joint import PlacementOptions, place_group
 from kubesched.plugins.placement.model import GroupInput, Weights
-from kubesched.usage.args import Seconds
 
 NAME = "JointPlacement"
 

@@ -32,13 +32,14 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from kubesched.api.durations import Seconds
 from kubesched.api.podinfo import CPU, MEMORY, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, ScorePlugin
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.usage.args import EstimationArgs, Seconds, UsageArgs
+from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.load import LoadReader
 from kubesched.usage.queries import Series
 

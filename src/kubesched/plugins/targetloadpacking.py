@@ -37,13 +37,14 @@ from __future__ import annotations
 import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from kubesched.api.durations import Seconds
 from kubesched.api.podinfo import CPU, PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, ScorePlugin
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.usage.args import EstimationArgs, Millicores, Seconds, UsageArgs
+from kubesched.usage.args import EstimationArgs, Millicores, UsageArgs
 from kubesched.usage.fresh import footprint
 from kubesched.usage.load import LoadReader, NodeLoad
 

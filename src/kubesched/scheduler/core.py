@@ -26,6 +26,7 @@ import numpy as np
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.cache.podgroups import member_key
+from kubesched.config.dump import configuration_digest
 from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.batching import OpportunisticBatch
 from kubesched.framework.events import CONFIGURATION_CHANGE
@@ -48,7 +49,7 @@ from kubesched.scheduler.binding import BindingCycles
 from kubesched.scheduler.burstcycle import BurstCycle
 from kubesched.scheduler.cycle import SchedulingCycle
 from kubesched.scheduler.explain import explain_pod
-from kubesched.scheduler.generation import Generation, build_generation, configuration_digest
+from kubesched.scheduler.generation import Generation, build_generation
 from kubesched.scheduler.groupcycle import GroupCycle
 from kubesched.scheduler.handlers import EventHandlers
 from kubesched.scheduler.nodechoice import Nominations

@@ -9,12 +9,10 @@ change is carried over whole. What a generation no longer uses is closed when it
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kubesched.framework.runtime import Framework
 
@@ -50,7 +48,7 @@ class Generation:
     # The live profiles' frameworks by schedulerName, and the shadows by the live profile they shadow.
     frameworks: dict[str, Framework]
     shadows: dict[str, list[Shadow]] = field(default_factory=dict)
-    digest: str = ""  # configuration_digest of config (and the user plugins' sources)
+    digest: str = ""  # config.dump.configuration_digest of config (and the user plugins' sources)
     origin: str = ""  # where it came from: a file, a ConfigMap of a simulation, "rollback of ..."
 
     def plugins(self) -> set[int]:
@@ -141,21 +139,6 @@ def retire(gone: Generation, keep: Iterable[Generation]) -> list[str]:
                     log.error("closing plugin %s of configuration generation %d failed: %s", name, gone.number, exc)
                 closed.append(name)
     return closed
-
-
-def configuration_digest(config: SchedulerConfig, sources: Mapping[str, str] | None = None) -> str:
-    """A short hash of what a configuration means (every default filled in, formatting and
-    comments left out) and of the source of the user plugins it loads: equal digests schedule
-    alike, so a reload that changes neither is no change."""
-    from kubesched.config.dump import config_to_v1, kubesched_to_v1alpha1
-
-    body: dict[str, Any] = {
-        "config": config_to_v1(config),
-        "kubesched": kubesched_to_v1alpha1(config),
-        "sources": dict(sorted((sources or {}).items())),
-    }
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def plugin_modules(config: SchedulerConfig) -> list[str]:

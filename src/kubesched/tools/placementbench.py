@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from kubesched.plugins.placement.joint import Placement, PlacementOptions, Source, place_greedy, place_group
+from kubesched.plugins.placement.joint import JointAssignment, PlacementOptions, Source, place_greedy, place_group
 from kubesched.plugins.placement.model import GroupInput, Weights
 
 GI = 1 << 30
@@ -146,7 +146,7 @@ class Run:
     times: list[float] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
 
-    def add(self, p: Placement) -> None:
+    def add(self, p: JointAssignment) -> None:
         self.times.append(p.elapsed)
         self.sources[p.source.value] = self.sources.get(p.source.value, 0) + 1
         if p.placed:
@@ -154,7 +154,7 @@ class Run:
             self.members_placed += p.placed
 
 
-def per_pod(gang: Gang, cluster: Cluster, free: NDArray[np.int64]) -> Placement:
+def per_pod(gang: Gang, cluster: Cluster, free: NDArray[np.int64]) -> JointAssignment:
     """kube's own per-pod cycle for the members in turn: each member's scores computed afresh with
     the members before it assumed (so LeastAllocated spreads them), all or nothing."""
     t0 = time.perf_counter()
@@ -172,15 +172,15 @@ def per_pod(gang: Gang, cluster: Cluster, free: NDArray[np.int64]) -> Placement:
         nodes[i] = j
         free[j] -= gang.req[i]
     placed = int((nodes >= 0).sum())
-    return Placement(nodes, Source.GREEDY if placed else Source.INFEASIBLE, placed, 0, time.perf_counter() - t0, placed, 0)
+    return JointAssignment(nodes, Source.GREEDY if placed else Source.INFEASIBLE, placed, 0, time.perf_counter() - t0, placed, 0)
 
 
 def run_stream(cluster: Cluster, gangs: list[Gang], how: str, options: PlacementOptions, crowding: bool = True
-               ) -> tuple[Run, NDArray[np.int64], list[Placement]]:
+               ) -> tuple[Run, NDArray[np.int64], list[JointAssignment]]:
     """The gangs placed one at a time, each all or nothing: `how` is per-pod, greedy or joint."""
     free = cluster.free.copy()
     run = Run(how)
-    placements: list[Placement] = []
+    placements: list[JointAssignment] = []
     for gang in gangs:
         if how == "per-pod":
             p = per_pod(gang, cluster, free)

@@ -3,20 +3,16 @@ what missing usage means, and how a freshly placed pod is estimated until the me
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from kubesched.api.quantity import QuantityError, parse_duration, to_int, to_milli
+from kubesched.api.durations import Seconds, format_go_duration
+from kubesched.api.quantity import QuantityError, to_int, to_milli
 from kubesched.usage.queries import AGGREGATIONS, DEFAULT_QUERIES
 
-# kube's durations are Go's time.Duration, int64 nanoseconds: nothing longer than this is a duration
-# there, and timers, subquery ranges and timestamps built from a longer one overflow here.
-MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
-MAX_DURATION_TEXT = "2562047h47m16.854775807s"
 # The longest aggregation window: a subquery reads window/15s points per node on every refresh
 # (5,760 at a day), and usage averaged over more than a day says little about a node's load now.
 MAX_WINDOW_SECONDS = 86400.0
@@ -25,55 +21,6 @@ MIN_REFRESH_SECONDS = 1.0
 # The longest settleTime: placements are remembered for the longest settle time in use (the
 # provider's remember_for), so this bounds how many are kept, like the window above.
 MAX_SETTLE_SECONDS = MAX_WINDOW_SECONDS
-
-
-def _seconds(value: object) -> object:
-    """Durations are Go-style strings ("30s", "5m", "1m30s") or a number of seconds; either way a
-    finite number of seconds no longer than kube's longest duration."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return value  # pydantic refuses it with its own type message
-    try:
-        seconds = parse_duration(value)
-    except OverflowError:  # an int too large for a float
-        seconds = math.inf
-    if math.isnan(seconds):
-        raise ValueError("must be a duration, not NaN")
-    if seconds > MAX_DURATION_SECONDS or seconds == -math.inf:
-        raise ValueError(f"must be a duration no longer than {MAX_DURATION_TEXT}")
-    return seconds
-
-
-Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
-
-
-def go_duration(seconds: float) -> str:
-    """Seconds as Go's time.Duration.String() prints them ("15s", "1m30s", "1.5s", "500ms",
-    "2h0m0s"), which is how kube shows a metav1.Duration in a message."""
-    ns = round(seconds * 1e9)
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns == 0:
-        return "0s"
-    if ns < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if ns >= size:
-                return sign + _decimal(ns, size) + unit
-    hours, rest = divmod(ns, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    text = _decimal(rest, 1_000_000_000) + "s"
-    if hours or minutes:
-        text = f"{minutes}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, frac = divmod(value, unit)
-    if not frac:
-        return str(whole)
-    digits = len(str(unit)) - 1
-    return f"{whole}.{frac:0{digits}d}".rstrip("0")
 
 _CONFIG = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -176,9 +123,10 @@ class UsageArgs(BaseModel):
             raise ValueError(f"window: must be greater than 0 with aggregation {self.aggregation}")
         # The subquery range is written in whole seconds: a shorter window would read as 0s.
         if self.aggregation != "latest" and self.window < 1:
-            raise ValueError(f"window: Invalid value: {go_duration(self.window)}: must be at least 1s with aggregation {self.aggregation}")
+            shown = format_go_duration(self.window)
+            raise ValueError(f"window: Invalid value: {shown}: must be at least 1s with aggregation {self.aggregation}")
         if self.window > MAX_WINDOW_SECONDS:
-            raise ValueError(f"window: Invalid value: {go_duration(self.window)}: must be at most 24h0m0s")
+            raise ValueError(f"window: Invalid value: {format_go_duration(self.window)}: must be at most 24h0m0s")
         return self
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kubesched.api.quantity import parse_duration
+from kubesched.api.durations import parse_duration_or_seconds
 
 # node-exporter's series, as every kube-prometheus installation has them.
 DEFAULT_QUERIES: dict[str, str] = {
@@ -21,7 +21,9 @@ DEFAULT_QUERIES: dict[str, str] = {
 AGGREGATIONS = ("latest", "avg", "max", "stddev", "p50", "p90", "p95", "p99")
 
 
-def format_duration(seconds: float) -> str:
+def format_promql_duration(seconds: float) -> str:
+    """A PromQL range in whole seconds, in its largest exact unit ("90s", "5m", "1h"): what
+    Prometheus reads in a subquery and what a series label shows (not Go's "5m0s")."""
     s = round(seconds)
     if s % 3600 == 0 and s:
         return f"{s // 3600}h"
@@ -43,7 +45,7 @@ class Series:
         """The PromQL for this series, given the resource's instant expression."""
         if self.aggregation == "latest":
             return expression
-        rng = f"[{format_duration(self.window)}:{format_duration(self.step)}]"
+        rng = f"[{format_promql_duration(self.window)}:{format_promql_duration(self.step)}]"
         inner = f"({expression}){rng}"
         if self.aggregation == "avg":
             return f"avg_over_time({inner})"
@@ -58,7 +60,7 @@ class Series:
     def label(self) -> str:
         if self.aggregation == "latest":
             return self.resource
-        return f"{self.resource}:{self.aggregation}_{format_duration(self.window)}"
+        return f"{self.resource}:{self.aggregation}_{format_promql_duration(self.window)}"
 
 
 _WRAPPED = re.compile(
@@ -81,4 +83,5 @@ def parse_rendered(query: str) -> tuple[str, Series]:
         aggregation = f"p{round(float(m['q']) * 100)}"
     else:
         aggregation = fn
-    return m["expr"].strip(), Series("", aggregation, parse_duration(m["window"]), parse_duration(m["step"]))
+    window, step = parse_duration_or_seconds(m["window"]), parse_duration_or_seconds(m["step"])
+    return m["expr"].strip(), Series("", aggregation, window, step)

@@ -8,7 +8,6 @@ from kubesched.api.quantity import (
     SUFFIX_ERROR,
     QuantityError,
     parse,
-    parse_duration,
     parse_quantity,
     resource_value,
     to_int,
@@ -58,16 +57,6 @@ def test_resource_values_parsed_once_stay_right_and_bounded(monkeypatch):
 def test_bad_quantities_are_refused(bad):
     with pytest.raises(QuantityError):
         to_int(bad)
-
-
-@pytest.mark.parametrize(("raw", "seconds"), [("30s", 30), ("5m", 300), ("1h30m", 5400), ("500ms", 0.5), (7, 7.0)])
-def test_durations(raw, seconds):
-    assert parse_duration(raw) == pytest.approx(seconds)
-
-
-def test_bad_duration():
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_duration("5 minutes")
 
 
 @pytest.mark.parametrize(

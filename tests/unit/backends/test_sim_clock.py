@@ -15,7 +15,7 @@ from kubesched.api.objects import Node, Pod, convert
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.backends.sim.scenarios import load_scenario
-from kubesched.backends.sim.usage import UsageModel, _percentile_of_rows, parse_usage
+from kubesched.backends.sim.usagemodel import UsageModel, _percentile_of_rows, parse_usage
 from kubesched.config.parse import default_config
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.load import load_config

@@ -13,7 +13,7 @@ from kubesched.backends.sim import limits
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.limits import LimitError
 from kubesched.backends.sim.manifests import ManifestError, load_objects
-from kubesched.backends.sim.usage import UsageModel
+from kubesched.backends.sim.usagemodel import UsageModel
 from kubesched.config.parse import default_config
 from kubesched.infra.clock import VirtualClock
 from kubesched.tools.bench import scheduling_basic

@@ -8,11 +8,12 @@ from typing import Any
 
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
+from kubesched.config.dump import configuration_digest
 from kubesched.config.parse import parse_config_text
 from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.registry import in_tree_registry
 from kubesched.scheduler.core import Scheduler
-from kubesched.scheduler.generation import configuration_digest, retire
+from kubesched.scheduler.generation import retire
 from kubesched.usage.service import UsageService, UsageTransport
 from unit.sample_plugins import Closing
 from unit.simkit import config_text, node, pod

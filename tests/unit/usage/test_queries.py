@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.usage.queries import DEFAULT_QUERIES, Series, format_duration, parse_rendered
+from kubesched.usage.queries import DEFAULT_QUERIES, Series, format_promql_duration, parse_rendered
 
 CPU = DEFAULT_QUERIES["cpu"]
 
@@ -31,8 +31,8 @@ def test_parse_of_a_plain_expression_is_latest() -> None:
 
 
 def test_durations() -> None:
-    # Reading durations is api.quantity.parse_duration's (tested there, "5 minutes" refused too).
-    assert [format_duration(s) for s in (30, 60, 90, 3600)] == ["30s", "1m", "90s", "1h"]
+    # Reading durations is api.durations.parse_duration_or_seconds's (tested there, "5 minutes" refused too).
+    assert [format_promql_duration(s) for s in (30, 60, 90, 3600)] == ["30s", "1m", "90s", "1h"]
     _, series = parse_rendered(f"avg_over_time(({CPU})[1h30m:45s])")
     assert (series.window, series.step) == (5400, 45)
 

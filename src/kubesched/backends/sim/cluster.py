@@ -54,7 +54,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:
-    from kubesched.backends.sim.usage import UsageModel
+    from kubesched.backends.sim.usagemodel import UsageModel
     from kubesched.scheduler.backend import SchedulerPort
 
 

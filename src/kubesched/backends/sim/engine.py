@@ -1,9 +1,9 @@
 """Runs the real scheduler on a simulated cluster in virtual time and reports what happened.
 
 Besides placements, a run measures what placement did to the cluster's real load: the usage
-model (backends.sim.usage) samples every node's utilization each scrape interval, and a
-simulated Prometheus answers the scheduler's metric queries from those scrapes, with the lag a
-real installation has.
+model (backends.sim.usagemodel) samples every node's utilization each scrape interval, and a
+simulated Prometheus (backends.sim.queryendpoint) answers the scheduler's metric queries from
+those scrapes, with the lag a real installation has.
 
 Time jumps from one event to the next. Where only scrapes are due before the next timer (an
 arrival, a completion, a retry, a metrics refresh), they are taken in one step: a quiet span of
@@ -29,9 +29,9 @@ from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
 from kubesched.backends.sim.manifests import ClusterInput
-from kubesched.backends.sim.prometheus import SimPrometheus
+from kubesched.backends.sim.queryendpoint import SimPrometheus
 from kubesched.backends.sim.quotas import QuotaLedger
-from kubesched.backends.sim.usage import UsageModel, varying_usage
+from kubesched.backends.sim.usagemodel import UsageModel, varying_usage
 from kubesched.config.parse import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.infra.clock import VirtualClock

@@ -96,11 +96,12 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import yamlio
+from kubesched.api.durations import parse_duration_or_seconds as parse_duration
 from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podgroups import DisruptionMode, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodError, make_pod_info, pod_requests
-from kubesched.api.quantity import INT64_MAX, parse_duration
+from kubesched.api.quantity import INT64_MAX
 from kubesched.api.selectors import Selector
 from kubesched.api.storage import (
     BETA_STORAGE_CLASS_ANNOTATION,
@@ -124,7 +125,7 @@ from kubesched.backends.sim import limits
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.configchanges import ConfigChange, is_config_change, read_change
 from kubesched.backends.sim.customobjects import is_custom, read_custom
-from kubesched.backends.sim.usage import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
+from kubesched.backends.sim.usagemodel import DEFAULT_SCRAPE_INTERVAL, UsageError, UsageSpec, parse_usage
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
 from kubesched.infra import features
 

@@ -96,8 +96,10 @@ class ModelStats:
 
 
 @dataclass(frozen=True)
-class Placement:
-    """nodes[m]: the node index of member m, or -1 (not placed; all -1 when fewer than min_count fit)."""
+class JointAssignment:
+    """Which node each member of a group was given by one call, and who chose (the solver or the
+    greedy order). nodes[m]: the node index of member m, or -1 (not placed; all -1 when fewer than
+    min_count fit)."""
 
     nodes: NDArray[np.intp]
     source: Source
@@ -237,18 +239,18 @@ def violations(problem: GroupInput, nodes: NDArray[np.intp]) -> list[str]:
     return out
 
 
-def place_greedy(problem: GroupInput, weights: Weights | None = None) -> Placement:
-    """The greedy baseline as a Placement (for comparison, and what place_group falls back to)."""
+def place_greedy(problem: GroupInput, weights: Weights | None = None) -> JointAssignment:
+    """The greedy baseline as a JointAssignment (for comparison, and what place_group falls back to)."""
     t0 = time.perf_counter()
     weights = weights or Weights()
     nodes = greedy_assignment(problem)
     placed = int((nodes >= 0).sum())
     obj = evaluate(problem, nodes, weights)
     source = Source.GREEDY if placed or problem.min_count == 0 else Source.INFEASIBLE
-    return Placement(nodes, source, placed, obj, time.perf_counter() - t0, placed, obj)
+    return JointAssignment(nodes, source, placed, obj, time.perf_counter() - t0, placed, obj)
 
 
-def place_group(problem: GroupInput, options: PlacementOptions | None = None) -> Placement:
+def place_group(problem: GroupInput, options: PlacementOptions | None = None) -> JointAssignment:
     """Place the group jointly (see the module doc); never worse than the greedy order on the objective.
 
     The candidates are pruned to each class's top_k (see `model.candidate_mask`). When the pruned
@@ -266,9 +268,9 @@ def place_group(problem: GroupInput, options: PlacementOptions | None = None) ->
     merged = classes if options.group_identical else group_members(problem)  # crowding is by identical members
     g_obj = evaluate(problem, g_nodes, weights, merged)
 
-    def finish(nodes: NDArray[np.intp], source: Source, obj: float, exhausted: bool, stats: ModelStats | None) -> Placement:
+    def finish(nodes: NDArray[np.intp], source: Source, obj: float, exhausted: bool, stats: ModelStats | None) -> JointAssignment:
         placed = int((nodes >= 0).sum())
-        return Placement(nodes, source, placed, obj, time.perf_counter() - t0, g_placed, g_obj, exhausted, stats)
+        return JointAssignment(nodes, source, placed, obj, time.perf_counter() - t0, g_placed, g_obj, exhausted, stats)
 
     def remaining() -> float | None:
         return None if options.time_budget is None else options.time_budget - (time.perf_counter() - t0)

@@ -9,7 +9,6 @@ is kept as an Unsupported op that names itself, never dropped. Paths are relativ
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from kubesched.api.durations import GoDurationError, parse_go_duration
 from kubesched.api.yamlio import InputFileError, YamlError, load_one, read_text
 
 MAX_FILE_BYTES = 4 * 2**20  # a config or template larger than this is refused
@@ -384,26 +384,15 @@ class _Params:
         return out
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def go_duration(text: str) -> float:
-    """Seconds of a Go duration string ('1.5s', '2m30s', '0')."""
-    s = text.strip()
-    if s in ("0", ""):
+def parse_workload_duration(text: str) -> float:
+    """Seconds of an op's duration, a metav1.Duration read as Go reads it ('1.5s', '2m30s', '0');
+    empty means none."""
+    if not text.strip():
         return 0.0
-    sign = -1.0 if s.startswith("-") else 1.0
-    s = s.lstrip("+-")
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or pos == 0:
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * total
+    try:
+        return parse_go_duration(text.strip())
+    except GoDurationError:
+        raise ValueError(f"invalid duration {text!r}") from None
 
 
 def _count(f: dict[str, Any], p: _Params, where: str, *, default: int | None = None) -> int:
@@ -486,7 +475,7 @@ def _build(raw: Mapping[str, Any], template_index: int, index: int, w: Workload,
     if code == "sleep":
         f = fields("duration", "durationParam")
         text = p.raw(f["durationparam"]) if f.get("durationparam") else f.get("duration", "0s")
-        return [Sleep(index, go_duration(str(text)))]
+        return [Sleep(index, parse_workload_duration(str(text)))]
     if code == "createPodGroups":
         f = fields("namespace", "templatePath", "templateParams", "count", "countParam")
         if not f.get("templatepath") or not f.get("namespace"):
@@ -534,7 +523,7 @@ def _create_pods(raw: Mapping[str, Any], index: int, p: _Params, case: TestCase,
     batch = p.int(f["signaturebatchsizeparam"]) if f.get("signaturebatchsizeparam") else int(f.get("signaturebatchsize", 0) or 0)
     steady = bool(p.raw(f["steadystateparam"])) if f.get("steadystateparam") else bool(f.get("steadystate", False))
     duration_text = p.raw(f["durationparam"]) if f.get("durationparam") else f.get("duration", "0s")
-    duration = go_duration(str(duration_text))
+    duration = parse_workload_duration(str(duration_text))
     collect, skip = bool(f.get("collectmetrics", False)), bool(f.get("skipwaittocompletion", False))
     if collect and skip:
         raise WorkloadError(f"{where}: collectMetrics and skipWaitToCompletion cannot be true at the same time")

@@ -22,7 +22,7 @@ from kubesched.tools.perf.workloads import (
     StopCollecting,
     Unsupported,
     WorkloadError,
-    go_duration,
+    parse_workload_duration,
 )
 
 CONFIG = """
@@ -164,12 +164,12 @@ def test_find_takes_a_workload_name_with_slashes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "seconds"), [("1.5s", 1.5), ("2m30s", 150.0), ("0", 0.0), ("100ms", 0.1), ("1h", 3600.0)])
 def test_go_durations(text: str, seconds: float) -> None:
-    assert go_duration(text) == pytest.approx(seconds)
+    assert parse_workload_duration(text) == pytest.approx(seconds)
 
 
 def test_a_bad_duration_is_refused() -> None:
     with pytest.raises(ValueError, match="invalid duration"):
-        go_duration("5 seconds")
+        parse_workload_duration("5 seconds")
 
 
 @pytest.mark.parametrize(("gates", "spec", "why"), [

@@ -60,8 +60,9 @@ from typing import Protocol
 
 import numpy as np
 
+from kubesched.api.durations import parse_duration_or_seconds
 from kubesched.api.objects import Container, Node, Pod
-from kubesched.api.quantity import QuantityError, parse_duration, parse_quantity, resource_value
+from kubesched.api.quantity import QuantityError, parse_quantity, resource_value
 from kubesched.backends.sim.limits import MAX_SAMPLE_CELLS, MAX_SCRAPES, MIN_BURST_MEAN, LimitError, span_text
 from kubesched.infra.clock import Timer, VirtualClock
 
@@ -207,7 +208,7 @@ def _duration(text: str, what: str, *, positive: bool) -> float:
         seconds = float(t)
     except ValueError:
         try:
-            seconds = parse_duration(t)
+            seconds = parse_duration_or_seconds(t)
         except ValueError:
             raise UsageError(f"{what}: {t!r} is not a duration such as 90, 30s, 5m or 1h") from None
     if not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):

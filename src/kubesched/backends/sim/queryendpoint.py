@@ -1,11 +1,12 @@
-"""A simulated Prometheus: answers kubesched's node-exporter queries from the usage model.
+"""The simulator's query endpoint: a simulated Prometheus server answering kubesched's node-exporter
+queries from the usage model (backends.sim.usagemodel).
 
-It stands where the real server would (it implements metrics.prometheus.PrometheusTransport),
-so the same usage provider and load-aware plugins run in the simulator, with the same lag a
-real installation has: node-exporter is scraped every scrape interval, `rate(...[1m])` needs
-two scrapes inside its window and averages between the first and the last, and the provider
-refreshes on its own period. A burst of pods therefore lands before the metrics show it, as
-it does in production (the herd effect).
+It stands where the real server would (it implements usage.prometheus.PrometheusTransport, what
+the client sends through), so the same usage provider and load-aware plugins run in the
+simulator, with the same lag a real installation has: node-exporter is scraped every scrape
+interval, `rate(...[1m])` needs two scrapes inside its window and averages between the first and
+the last, and the provider refreshes on its own period. A burst of pods therefore lands before
+the metrics show it, as it does in production (the herd effect).
 
 Answered, whitespace-insensitively, with Prometheus semantics:
 
@@ -31,8 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kubesched.api.quantity import parse_duration
-from kubesched.backends.sim.usage import UsageModel
+from kubesched.api.durations import parse_duration_or_seconds
+from kubesched.backends.sim.usagemodel import UsageModel
 from kubesched.infra.clock import VirtualClock
 from kubesched.usage.prometheus import PrometheusError, Sample
 from kubesched.usage.queries import parse_rendered
@@ -97,7 +98,7 @@ class SimPrometheus:
         cpu = _CPU.match(compact)
         if cpu is not None:
             try:
-                window = parse_duration(cpu["w1"] or cpu["w2"])
+                window = parse_duration_or_seconds(cpu["w1"] or cpu["w2"])
             except ValueError as exc:
                 raise self._unknown(promql, str(exc)) from None
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Node, Pod, convert
-from kubesched.backends.sim.prometheus import SimPrometheus
-from kubesched.backends.sim.usage import UsageModel, parse_usage
+from kubesched.backends.sim.queryendpoint import SimPrometheus
+from kubesched.backends.sim.usagemodel import UsageModel, parse_usage
 from kubesched.infra.clock import VirtualClock
 from kubesched.usage.prometheus import PrometheusError, Sample
 from kubesched.usage.queries import DEFAULT_QUERIES, Series

@@ -11,7 +11,7 @@ import pytest
 
 from kubesched.api.objects import Node, Pod, convert
 from kubesched.backends.sim.manifests import ManifestError, load_paths
-from kubesched.backends.sim.usage import Amount, UsageError, UsageModel, UsageSpec, parse_usage, running_requests
+from kubesched.backends.sim.usagemodel import Amount, UsageError, UsageModel, UsageSpec, parse_usage, running_requests
 from kubesched.infra.clock import VirtualClock
 
 # --- grammar -------------------------------------------------------------------------------------------------
