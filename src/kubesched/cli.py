@@ -23,8 +23,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from kubesched.config.parse import ConfigError, SchedulerConfig
-from kubesched.scheduler.load import load_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.types import SchedulerConfig
+from kubesched.scheduler.configload import load_config
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="kubesched: a Kubernetes pod scheduler in Python.")
 config_app = typer.Typer(no_args_is_help=True, help="Work with KubeSchedulerConfiguration files.")
@@ -541,7 +542,7 @@ def run(
     for name, logger_level in per_logger.items():
         logging.getLogger(name).setLevel(logger_level)
     from kubesched.config.parse import read_config_text
-    from kubesched.scheduler.load import load_config_text
+    from kubesched.scheduler.configload import load_config_text
 
     try:
         # Read once: the text is what later changes of the file are compared with.

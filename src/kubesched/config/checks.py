@@ -6,7 +6,7 @@ ranges; this catches what a plugin's author did not think of (`.inf`, `.nan`, `2
 weights, 50,000 HotValue windows that every scoring cycle would walk) before numpy or a timer
 overflows on it, or a run crawls, mid-run.
 
-The other check, building the scheduler, is in `kubesched.scheduler.load`: it needs the scheduler,
+The other check, building the scheduler, is in `kubesched.scheduler.configload`: it needs the scheduler,
 which itself needs the config module, so it cannot sit below config parsing.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kubesched.config.merge import ConfigError
+from kubesched.config.errors import ConfigError
 from kubesched.config.values import INT64
 
 # Entries in one list or mapping of plugin args (a node-affinity term's values, HotValue's windows,

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from kubesched.api.durations import format_go_duration
 from kubesched.config.extensions import EXT_KIND
-from kubesched.config.parse import API_VERSION, KIND, SchedulerConfig
+from kubesched.config.types import API_VERSION, KIND, SchedulerConfig
 
 
 def config_to_v1(cfg: SchedulerConfig) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kubesched.config.errors import ConfigError
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
 from kubesched.framework.types import MAX_NODE_SCORE
 
@@ -26,23 +27,6 @@ from kubesched.framework.types import MAX_NODE_SCORE
 MAX_TOTAL_SCORE = 2**63 - 1
 
 
-# Longest message: a user's value is cut before this, but a path of many long keys could still grow.
-MAX_MESSAGE = 1000
-
-
-class ConfigError(ValueError):
-    """A configuration kube-scheduler would refuse: one message naming the field path and the bad
-    value. (Defined here so both config modules can raise it; import it from kubesched.config.parse.)
-
-    The message is always one line of bounded length: a key or value the user wrote may hold line
-    breaks or control characters, which are shown escaped, as Go's %q shows them."""
-
-    def __init__(self, message: str) -> None:
-        if not message.isprintable():
-            message = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in message)
-        if len(message) > MAX_MESSAGE:
-            message = message[: MAX_MESSAGE - 3] + "..."
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

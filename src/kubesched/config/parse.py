@@ -4,7 +4,8 @@ A file that kube-scheduler accepts should load here with the same meaning, and a
 should be refused with one message naming the field. The steps follow kube-scheduler's: strict
 decoding (unknown fields are errors), v1 defaulting (the default plugin set as MultiPoint, merged
 with the user's plugins), the framework's MultiPoint expansion, then validation. The plugin merge
-itself lives in `kubesched.config.merge`.
+itself lives in `kubesched.config.merge`, what a configuration is in `kubesched.config.types`, the
+default plugin set in `kubesched.config.defaults`.
 
 Deliberate differences from kube-scheduler:
 - the DRA plugin (DynamicResources) and NodeDeclaredFeatures are not implemented yet: they are
@@ -15,7 +16,7 @@ Deliberate differences from kube-scheduler:
   that takes none are refused (kube-scheduler passes unknown args through to out-of-tree plugins).
 - scheduler extenders are refused after kube's own checks of them: kubesched does not call them yet;
 - numbers are held to what the Go types hold (durations to int64 nanoseconds, qps to float32, every
-  number in plugin args finite and within int64), and kubesched.scheduler.load.load_config builds the
+  number in plugin args finite and within int64), and kubesched.scheduler.configload.load_config builds the
   scheduler once, so a plugin that cannot start with its args is refused at load, not when a run begins.
 """
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +33,16 @@ from pydantic import BaseModel, ValidationError
 from kubesched.api.durations import MAX_GO_DURATION_SECONDS, format_go_duration
 from kubesched.api.yamlio import InputFileError, YamlError, load_all, read_text
 from kubesched.config.checks import check_numbers
+from kubesched.config.defaults import REMOVED_PLUGINS, UNSUPPORTED_PLUGINS, default_plugins
+from kubesched.config.errors import ConfigError
 from kubesched.config.extensions import EXT_API_VERSION, EXT_KIND, KubeschedSettings
 from kubesched.config.merge import (
-    ConfigError,
     Entry,
     PluginSet,
     expand_profile,
     merge_plugin_set,
 )
+from kubesched.config.types import API_VERSION, DEFAULT_SCHEDULER_NAME, KIND, ClientConnection, LeaderElection, SchedulerConfig
 from kubesched.config.values import INT32 as _INT32
 from kubesched.config.values import dns1123_label_error, dns1123_subdomain_error
 from kubesched.config.values import invalid as _invalid
@@ -56,76 +58,24 @@ from kubesched.config.values import show as _show
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
 from kubesched.framework.profile import PluginRef, Profile
 from kubesched.framework.registry import Registry, RegistryError
-from kubesched.infra import features
 
-__all__ = [
-    "API_VERSION",
-    "KIND",
-    "ClientConnection",
-    "ConfigError",
-    "DEFAULT_PLUGINS",
-    "LeaderElection",
-    "SchedulerConfig",
-    "default_config",
-    "parse_config",
-    "read_config",
-]
-
-API_VERSION = "kubescheduler.config.k8s.io/v1"
 # Real configurations are a few kilobytes; this only keeps a wrong file (a log, a disk image,
 # /dev/zero) from being read whole.
 MAX_CONFIG_BYTES = 4 * 2**20
+
+
 # kube-scheduler sets no limit; every profile is a set of plugin instances built at load time and
 # kept for the run, and real configurations have a handful. A few thousand took minutes to load.
 MAX_PROFILES = 100
-KIND = "KubeSchedulerConfiguration"
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# kube-scheduler's v1 default MultiPoint set, in its order, with its score weights, minus the
-# plugins kubesched does not implement (DynamicResources, NodeDeclaredFeatures).
-DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
-    ("SchedulingGates", None),
-    ("PrioritySort", None),
-    ("NodeName", None),
-    ("NodeUnschedulable", None),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", None),
-    ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", None),
-    ("NodeVolumeLimits", None),
-    ("VolumeBinding", None),
-    ("VolumeZone", None),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
-    ("DefaultPreemption", None),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1),
-    ("DefaultBinder", None),
-)
-
-
-
-def default_plugins() -> tuple[tuple[str, int | None], ...]:
-    """The default MultiPoint set under the process's feature gates: kube v1.37.2 appends
-    GangScheduling when GenericWorkload is on."""
-    gates = features.current()
-    if gates.topology_aware_workload_scheduling:
-        return (*DEFAULT_PLUGINS, ("GangScheduling", None), ("TopologyPlacementGenerator", None), ("PodGroupPodsCount", 1))
-    if gates.generic_workload:
-        return (*DEFAULT_PLUGINS, ("GangScheduling", None))
-    return DEFAULT_PLUGINS
-
-
-# kube-scheduler plugins kubesched does not have yet: named, they get a clear message instead of
-# "unknown plugin".
-UNSUPPORTED_PLUGINS = frozenset({"DynamicResources", "NodeDeclaredFeatures"})
-# Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).
-REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 
 _FLOAT32_MAX = 3.4028234663852886e38
+
+
 # client-go's leaderelection.JitterFactor.
 LEADER_JITTER_FACTOR = 1.2
+
+
 # A message in kube's field.Error form, "<field path>: Invalid value: ...", as args validators may write.
 _KUBE_FIELD_ERROR = re.compile(
     r"([A-Za-z_][\w.\[\]]*): (?=(?:invalid value|unsupported value|required value|duplicate value|forbidden"
@@ -133,87 +83,43 @@ _KUBE_FIELD_ERROR = re.compile(
     re.IGNORECASE,
 )
 
+
 # A validator's message that starts with the field it is about: "window: must be ...".
 _FIELD_PREFIX = re.compile(r"([A-Za-z_][\w]*(?:(?:\.[A-Za-z_][\w]*)|\[\d+\])*): ")
+
 
 _TOP_FIELDS = (
     "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
     "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
     "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive",
 )
+
+
 # Fields of older config versions that users still carry over: say where they went.
 _GONE_FIELDS = {
     "healthzBindAddress": "removed in kubescheduler.config.k8s.io/v1beta3; the health address is a command-line flag",
     "metricsBindAddress": "removed in kubescheduler.config.k8s.io/v1beta3; the metrics address is a command-line flag",
 }
+
+
 _PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
+
+
 _PLUGINS_FIELDS = ("multiPoint", *EXTENSION_POINTS)
+
+
 _LEADER_FIELDS = (
     "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock", "resourceName",
     "resourceNamespace",
 )
+
+
 _CLIENT_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst")
-
-
-# --- the result ---------------------------------------------------------------------------------
-
-
-@dataclass
-class LeaderElection:
-    leader_elect: bool = True
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    resource_lock: str = "leases"
-    # Not kube-scheduler's "kube-scheduler": sharing its Lease would make the two schedulers
-    # take turns instead of running side by side.
-    resource_name: str = "kubesched"
-    resource_namespace: str = "kube-system"
-
-
-@dataclass
-class ClientConnection:
-    kubeconfig: str = ""
-    qps: float = 50.0
-    burst: int = 100
-    content_type: str = "application/vnd.kubernetes.protobuf"
-    accept_content_types: str = ""
-
-
-@dataclass
-class SchedulerConfig:
-    profiles: list[Profile]
-    parallelism: int = 16
-    # 0 means adaptive (kube's default); a profile's own value overrides it.
-    percentage_of_nodes_to_score: int | None = 0
-    pod_initial_backoff_seconds: float = 1.0
-    pod_max_backoff_seconds: float = 10.0
-    leader_election: LeaderElection = field(default_factory=LeaderElection)
-    client_connection: ClientConnection = field(default_factory=ClientConnection)
-    # Always empty: extenders are checked as kube checks them, then refused (not supported yet).
-    extenders: list[dict[str, Any]] = field(default_factory=list)
-    enable_profiling: bool = True
-    enable_contention_profiling: bool = True
-    delay_cache_until_active: bool = False
-    # The optional second document (configext): reload, the SLO guard, shadow profiles.
-    kubesched: KubeschedSettings = field(default_factory=KubeschedSettings)
-
-    def profile(self, scheduler_name: str) -> Profile | None:
-        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
-
-    @property
-    def live_profiles(self) -> list[Profile]:
-        """The profiles that schedule pods: every one but the shadows."""
-        shadows = {s.scheduler_name for s in self.kubesched.shadow_profiles}
-        return [p for p in self.profiles if p.scheduler_name not in shadows]
-
-
-# --- entry points -------------------------------------------------------------------------------
 
 
 def read_config(path: str | Path | None, registry: Registry | None = None) -> SchedulerConfig:
     """Read a configuration file; None gives the default configuration. Only parses: `run` and
-    `simulate` load through kubesched.scheduler.load.load_config, which also builds the scheduler."""
+    `simulate` load through kubesched.scheduler.configload.load_config, which also builds the scheduler."""
     if path is None:
         return default_config(registry)
     return parse_config_text(read_config_text(path), str(path), registry)
@@ -326,9 +232,6 @@ def _kubesched_settings(data: Any, profiles: list[Profile]) -> KubeschedSettings
     return settings
 
 
-# --- YAML ---------------------------------------------------------------------------------------
-
-
 def _parse_yaml(text: str, source: str) -> list[tuple[int, Any]]:
     """The file's non-empty documents through the shared bounded reader (duplicate keys refused,
     alias expansion and depth limited), its errors in this module's forms."""
@@ -338,9 +241,6 @@ def _parse_yaml(text: str, source: str) -> list[tuple[int, Any]]:
         if exc.problem.startswith("invalid YAML") and exc.line is not None:
             raise ConfigError(f"{source}:{exc.line}:{exc.column}: {exc.problem}") from None
         raise ConfigError(f"{source}: {exc.located()}") from None
-
-
-# --- top-level sections --------------------------------------------------------------------------
 
 
 def _check_type_meta(top: Mapping[str, Any]) -> None:
@@ -467,9 +367,6 @@ def _extenders(raw: Any) -> list[dict[str, Any]]:
             "remove the extenders section"
         )
     return []
-
-
-# --- profiles -----------------------------------------------------------------------------------
 
 
 def _profile(raw: Any, path: str, registry: Registry, single: bool) -> Profile:

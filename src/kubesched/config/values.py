@@ -16,7 +16,7 @@ from typing import Any
 
 from kubesched.api.durations import MAX_GO_DURATION_SECONDS, MAX_GO_DURATION_TEXT, parse_duration_or_seconds
 from kubesched.api.validation.meta import dns1123_label, dns1123_subdomain
-from kubesched.config.merge import ConfigError
+from kubesched.config.errors import ConfigError
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)

@@ -27,7 +27,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.cache.podgroups import member_key
 from kubesched.config.dump import configuration_digest
-from kubesched.config.parse import SchedulerConfig
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.batching import OpportunisticBatch
 from kubesched.framework.events import CONFIGURATION_CHANGE
 from kubesched.framework.registry import Registry

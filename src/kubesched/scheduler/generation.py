@@ -18,7 +18,7 @@ from kubesched.framework.runtime import Framework
 
 if TYPE_CHECKING:
     from kubesched.config.extensions import ShadowProfile
-    from kubesched.config.parse import SchedulerConfig
+    from kubesched.config.types import SchedulerConfig
     from kubesched.framework.registry import Registry
     from kubesched.framework.services import Services
 

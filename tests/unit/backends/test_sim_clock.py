@@ -18,7 +18,7 @@ from kubesched.backends.sim.scenarios import load_scenario
 from kubesched.backends.sim.usagemodel import UsageModel, _percentile_of_rows, parse_usage
 from kubesched.config.parse import default_config
 from kubesched.infra.clock import VirtualClock
-from kubesched.scheduler.load import load_config
+from kubesched.scheduler.configload import load_config
 from tests.unit.simkit import node, pod
 
 YEAR = 365 * 86400.0

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.config.parse import ConfigError, parse_config_text
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config_text
 from unit.simkit import config_text
 
 

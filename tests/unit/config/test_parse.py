@@ -12,20 +12,13 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kubesched.config.parse import (
-    API_VERSION,
-    DEFAULT_PLUGINS,
-    KIND,
-    ClientConnection,
-    ConfigError,
-    LeaderElection,
-    SchedulerConfig,
-    default_config,
-    parse_config,
-)
+from kubesched.config.defaults import DEFAULT_PLUGINS
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import default_config, parse_config
+from kubesched.config.types import API_VERSION, KIND, ClientConnection, LeaderElection, SchedulerConfig
 from kubesched.framework import interface as fw
 from kubesched.framework.registry import Registry
-from kubesched.scheduler.load import load_config
+from kubesched.scheduler.configload import load_config
 
 # --- a registry of stand-ins with kube's interfaces for each default plugin ------------------------
 

@@ -10,8 +10,8 @@ from builders import node, pod
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.infra import features
 from kubesched.infra.clock import VirtualClock
+from kubesched.scheduler.configload import load_config_text
 from kubesched.scheduler.core import Scheduler
-from kubesched.scheduler.load import load_config_text
 
 NO_DEFAULT_SPREAD = """
 apiVersion: kubescheduler.config.k8s.io/v1

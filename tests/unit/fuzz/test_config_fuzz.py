@@ -22,8 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from kubesched.config.parse import ConfigError, SchedulerConfig, default_config
-from kubesched.scheduler.load import load_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import default_config
+from kubesched.config.types import SchedulerConfig
+from kubesched.scheduler.configload import load_config
 from kubesched.tools.bench import scheduling_basic
 from unit.fuzz.budget import examples
 from unit.fuzz.mutations import mutations_of

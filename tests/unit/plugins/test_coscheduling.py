@@ -43,7 +43,8 @@ def test_args_are_validated_as_upstream(args: dict, message: str) -> None:
 
 
 def test_a_profile_with_bad_args_is_refused_naming_the_field() -> None:
-    from kubesched.config.parse import ConfigError, parse_config
+    from kubesched.config.errors import ConfigError
+    from kubesched.config.parse import parse_config
 
     with pytest.raises(ConfigError, match="podGroupRejectPercentage: Invalid value: 200: must be between 0 and 100"):
         parse_config(profile_config(coscheduling({"podGroupRejectPercentage": 200})))

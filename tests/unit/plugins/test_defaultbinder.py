@@ -11,7 +11,9 @@ from builders import UnitHandle, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
-from kubesched.config.parse import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config
+from kubesched.config.types import API_VERSION, KIND, SchedulerConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import BindPlugin, EnqueueExtensions
 from kubesched.framework.registry import Registry

@@ -16,7 +16,9 @@ from kubesched.api.objects import Pod, PodCondition
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
-from kubesched.config.parse import API_VERSION, KIND, ConfigError, SchedulerConfig, parse_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config
+from kubesched.config.types import API_VERSION, KIND, SchedulerConfig
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ActionType, ClusterEvent, QueueingHint
 from kubesched.framework.interface import PermitPlugin, Plugin

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.config.parse import ConfigError, parse_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config
 from unit.scheduler.test_groupcycle import conditions, group, member, run_groups
 from unit.simkit import node, pod, profile_config
 

@@ -11,7 +11,8 @@ import pytest
 from builders import cache_with
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
-from kubesched.config.parse import ConfigError, parse_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config
 from kubesched.framework.events import ASSIGNED_POD, NODE, POD, UNSCHEDULED_POD, ClusterEvent
 from kubesched.framework.events import ActionType as A
 from kubesched.infra.clock import VirtualClock

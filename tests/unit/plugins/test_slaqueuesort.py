@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from builders import info, pod
 from kubesched.api.podinfo import PodInfo
-from kubesched.config.parse import ConfigError, parse_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config
 from kubesched.plugins.slaqueuesort import SLAQueueSort, SLAQueueSortArgs
 
 from ..simkit import node as sim_node

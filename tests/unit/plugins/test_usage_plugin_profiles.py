@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubesched.config.parse import ConfigError, parse_config
-from kubesched.scheduler.load import load_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config
+from kubesched.scheduler.configload import load_config
 
 from ..simkit import node, pod, run
 

@@ -28,7 +28,7 @@ from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import Informers, build_informers
 from kubesched.client import ApiClient, LeaderElector, load_connection
 from kubesched.client.debug import DEBUG_CERT_ANNOTATION, DEBUG_ENDPOINT_ANNOTATION
-from kubesched.config.parse import SchedulerConfig
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.infra import gcpolicy
 from kubesched.infra.clock import RealClock, first_set

@@ -16,7 +16,7 @@ from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.backends.kube.informers import build_informers
 from kubesched.client import ApiClient
 from kubesched.client.config import ConnectionConfig
-from kubesched.config.parse import SchedulerConfig
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.status import Status
 from kubesched.infra.clock import RealClock
 from kubesched.scheduler.backend import SchedulerPort

@@ -32,7 +32,7 @@ from kubesched.backends.sim.manifests import ClusterInput
 from kubesched.backends.sim.queryendpoint import SimPrometheus
 from kubesched.backends.sim.quotas import QuotaLedger
 from kubesched.backends.sim.usagemodel import UsageModel, varying_usage
-from kubesched.config.parse import SchedulerConfig
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.infra.clock import VirtualClock
 from kubesched.observe.tracing import Tracer

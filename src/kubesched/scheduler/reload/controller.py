@@ -31,14 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.config.dump import config_to_v1, configuration_digest, kubesched_to_v1alpha1
-from kubesched.config.merge import ConfigError
-from kubesched.config.parse import SchedulerConfig, parse_config_text
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import parse_config_text
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.infra.clock import first_set
 from kubesched.observe.metrics import LabelledCounter
 from kubesched.plugins.registry import in_tree_registry
+from kubesched.scheduler.configload import build_check
 from kubesched.scheduler.generation import Generation, plugin_modules, retire
-from kubesched.scheduler.load import build_check
 from kubesched.scheduler.reload import modules
 from kubesched.scheduler.reload.guard import SLOGuard
 from kubesched.scheduler.reload.source import ConfigFile, digest_text

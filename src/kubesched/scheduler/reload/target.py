@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from kubesched.config.parse import SchedulerConfig
+    from kubesched.config.types import SchedulerConfig
     from kubesched.framework.registry import Registry
     from kubesched.infra.clock import Clock
     from kubesched.observe.metrics import SchedulerMetrics

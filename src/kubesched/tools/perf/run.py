@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kubesched.config.parse import SchedulerConfig
+from kubesched.config.types import SchedulerConfig
 from kubesched.infra import features
-from kubesched.scheduler.load import load_config
+from kubesched.scheduler.configload import load_config
 from kubesched.tools.devcluster.binaries import Binaries, find_binaries
 from kubesched.tools.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.tools.perf.executor import Executor, WorkloadResult, refusal

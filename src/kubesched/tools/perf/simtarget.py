@@ -25,7 +25,7 @@ from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_objects
-from kubesched.config.parse import SchedulerConfig
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.status import Status
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.core import Scheduler

@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubesched.config.merge import ConfigError
-from kubesched.config.parse import SchedulerConfig, default_config, parse_config_text, read_config
+from kubesched.config.errors import ConfigError
+from kubesched.config.parse import default_config, parse_config_text, read_config
+from kubesched.config.types import SchedulerConfig
 from kubesched.framework.registry import Registry
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.core import Scheduler
