@@ -30,7 +30,6 @@ here it is a victim once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -51,6 +50,7 @@ from kubesched.plugins.defaultpreemption import (
     importance_key,
 )
 from kubesched.plugins.elasticquotas import QuotaBook, QuotaSnapshot, Resource, pod_request
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "CapacityScheduling"
 PREFILTER_KEY = "PreFilter" + NAME
@@ -91,8 +91,7 @@ class CapacityScheduling(Plugin, PreFilterPlugin, PostFilterPlugin, ReservePlugi
     watches = (ELASTICQUOTAS,)
 
     def __init__(self, args: Any, handle: Handle) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
         if not handle.cache.custom.watching(ELASTICQUOTAS.resource):
             raise ValueError(f"{NAME} reads {ELASTICQUOTAS.name}, which this kubesched does not watch (the watches "

@@ -13,7 +13,7 @@ where the pod spec carries them) count under their CSI driver's name on nodes th
 CSINode, with the in-tree volume's id as the handle.
 
 Nodes without a CSINode have no limits: they are judged all at once. What the pods on each node
-with a CSINode attach is kept between cycles (attachedvolumes.py) and redone only for the nodes
+with a CSINode attach is kept between cycles (helper.attachedvolumes) and redone only for the nodes
 a change touches, so a cycle's verdict is a few vector operations.
 """
 
@@ -48,7 +48,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
-from kubesched.plugins.attachedvolumes import AttachedVolumes, NodeCount, claim_read, class_read, volume_read
+from kubesched.plugins.helper.attachedvolumes import AttachedVolumes, NodeCount, claim_read, class_read, volume_read
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

@@ -1,0 +1,10 @@
+"""What several plugins share, each in one place (kube keeps framework/plugins/helper):
+
+- nodeselector: node selector terms parsed as kube parses them, as node masks and on one node
+  (NodeAffinity, VolumeBinding);
+- shape: the broken-linear scoring shape (RequestedToCapacityRatio, StorageCapacityScoring);
+- resourcescoring: resource-allocation scoring (NodeResourcesFit, NodeResourcesBalancedAllocation);
+- attachedvolumes: per-node attached CSI volume counts kept between cycles (NodeVolumeLimits);
+- args: checks shared by plugin args; hints: what queueing hints share.
+
+Nothing is imported here, so importing one helper does not import them all."""
