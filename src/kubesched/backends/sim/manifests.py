@@ -115,6 +115,7 @@ from kubesched.api.storage import (
     VOLUME_PENDING,
     PersistentVolumeClaim,
     StorageClass,
+    is_default_class,
 )
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
 from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
@@ -155,7 +156,6 @@ UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 ALWAYS_PRESENT_NAMESPACES = ("default", "kube-system")
-DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 # kind -> API groups it may come from ("" is core). Anything else is a different kind that
 # merely shares the name (a CRD), skipped like unknown kinds.
@@ -851,7 +851,7 @@ class _Loader:
                 self.refuse(exc)
                 continue
             self.storage.append((STORAGE_CLASS, sc, self._storage_arrival(doc)))
-            if sc.metadata.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true":
+            if is_default_class(sc):
                 defaults.append((sc.metadata.creation_timestamp or "", sc.metadata.name))
         if defaults:
             newest = max(ts for ts, _ in defaults)

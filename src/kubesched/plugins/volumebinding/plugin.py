@@ -30,7 +30,7 @@ for pods with claims.
 The package is split as kube's volumebinding plugin is: this module is the plugin (its args,
 reasons and extension points), binder.py the volume binder (what each node would bind or
 provision, assuming, writing and waiting), scorer.py StorageCapacityScoring, masks.py the node
-masks of PVs and capacities.
+masks of PVs and capacities, explain.py what `kubesched explain` adds to the plugin's reasons.
 """
 
 from __future__ import annotations
@@ -67,9 +67,11 @@ from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEv
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import (
     EnqueueExtensions,
+    FilterMisses,
     FilterPlugin,
     Plugin,
     PreBindPlugin,
+    PreFilterMisses,
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
@@ -79,6 +81,7 @@ from kubesched.framework.interface import (
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.helper.shape import MAX_CUSTOM_PRIORITY_SCORE, UtilizationShapePoint, check_shape, shape_lookup
+from kubesched.plugins.volumebinding import explain
 from kubesched.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -152,7 +155,7 @@ class _State:
 
 class VolumeBinding(
     Plugin, PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin, EnqueueExtensions,
-    SignPlugin,
+    SignPlugin, FilterMisses, PreFilterMisses,
 ):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = VolumeBindingArgs
@@ -226,6 +229,24 @@ class VolumeBinding(
             return Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reason for bit, reason in REASONS if code & bit)
 
         return FilterResult(codes, describe)
+
+    # --- what the pod lacks (explanations) --------------------------------------------------------
+
+    def pre_filter_detail(self, state: CycleState, pi: PodInfo, status: Status) -> str:
+        """Which claims are unbound and why, when PreFilter refused the pod for them."""
+        if ERR_UNBOUND_IMMEDIATE not in status.reasons:
+            return ""
+        return explain.unbound_immediate(self.binder, pi)
+
+    def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        """Every node is as far as the next: only the cluster's storage can change the answer."""
+        return np.ones(rows.size)
+
+    def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
+        s = state.read(NAME)
+        if not isinstance(s, _State) or s.claims is None or s.found is None or s.found.table is not table:
+            return ""
+        return explain.on_node(self.binder, s.claims, s.found, row)
 
     # --- Score -----------------------------------------------------------------------------------
 
