@@ -43,6 +43,7 @@ from kubesched.cache.storage import AssumeError, StorageIndex, pod_volumes
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Status
 from kubesched.plugins.helper.nodeselector import terms_match, topology_mask
+from kubesched.plugins.helper.volumes import storage_index
 from kubesched.plugins.volumebinding.masks import NodeMasks, capacity_limit, pv_terms
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -139,8 +140,7 @@ class Binder:
 
     @property
     def storage(self) -> StorageIndex:
-        assert self.handle is not None, f"{self.plugin} needs the framework handle"
-        return self.handle.cache.storage
+        return storage_index(self.handle, self.plugin)
 
     # --- the pod's claims (PreFilter) ----------------------------------------------------------------
 

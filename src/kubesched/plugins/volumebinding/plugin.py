@@ -81,12 +81,9 @@ from kubesched.framework.interface import (
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.helper.shape import MAX_CUSTOM_PRIORITY_SCORE, UtilizationShapePoint, check_shape, shape_lookup
+from kubesched.plugins.helper.volumes import claim_of_pod
 from kubesched.plugins.volumebinding import explain
 from kubesched.plugins.volumebinding.binder import (
-    ERR_REASON_BIND_CONFLICT,
-    ERR_REASON_NODE_CONFLICT,
-    ERR_REASON_NOT_ENOUGH_SPACE,
-    ERR_REASON_PV_NOT_EXIST,
     ERROR,
     REASONS,
     Binder,
@@ -330,11 +327,7 @@ class VolumeBinding(
     def is_schedulable_after_claim_change(
         pi: PodInfo, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
     ) -> QueueingHint:
-        if new is None or new.metadata.namespace != pi.namespace:
-            return QueueingHint.QueueSkip
-        if any(claim.claim == new.metadata.name for claim in pod_volumes(pi).claims):
-            return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+        return claim_of_pod(pi, new, ephemeral=True)
 
     @staticmethod
     def is_schedulable_after_storage_class_change(
@@ -374,13 +367,3 @@ class VolumeBinding(
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
 
-
-__all__ = [
-    "ERR_REASON_BIND_CONFLICT",
-    "ERR_REASON_NODE_CONFLICT",
-    "ERR_REASON_NOT_ENOUGH_SPACE",
-    "ERR_REASON_PV_NOT_EXIST",
-    "ERR_UNBOUND_IMMEDIATE",
-    "VolumeBinding",
-    "VolumeBindingArgs",
-]
