@@ -8,8 +8,8 @@ import time
 
 from kubesched.api.objects import Node, Pod, convert
 from kubesched.backends.base import SchedulerPort
+from kubesched.backends.sim.clusterinput import ClusterInput, SimPod
 from kubesched.backends.sim.limits import check_bench
-from kubesched.backends.sim.manifests import ClusterInput, SimPod
 
 
 def scheduling_basic(nodes: int, pods: int) -> ClusterInput:
