@@ -4,7 +4,8 @@
   (NodeAffinity, VolumeBinding);
 - shape: the broken-linear scoring shape (RequestedToCapacityRatio, StorageCapacityScoring);
 - resourcescoring: resource-allocation scoring (NodeResourcesFit, NodeResourcesBalancedAllocation);
-- attachedvolumes: per-node attached CSI volume counts kept between cycles (NodeVolumeLimits);
+- volumes: the storage index and the claim hint the volume plugins share; attachedvolumes:
+  per-node attached CSI volume counts kept between cycles (NodeVolumeLimits);
 - preemption: kube's preemption evaluator's shared parts, the importance order of pods, candidates
   and the choice among them, trial removals (DefaultPreemption, CapacityScheduling, group
   preemption); preemptionexecutor: deleting the victims in the background, holding the
