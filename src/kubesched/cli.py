@@ -190,8 +190,8 @@ def simulate(
     Objects the Kubernetes API server would refuse are reported and left out; the rest runs,
     and the exit code is then 2.
     """
+    from kubesched.backends.sim.clusterinput import ManifestError
     from kubesched.backends.sim.limits import LimitError
-    from kubesched.backends.sim.manifests import ManifestError
     from kubesched.backends.sim.scenarios import DEFAULT_SCENARIO, load_refs
     from kubesched.infra import gcpolicy
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kubesched.api.objects import LabelSelector, NodeSelectorRequirement
+from kubesched.api.objects import LabelSelector
 
 LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
-NODE_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 
 
 class SelectorError(ValueError):
@@ -81,17 +80,3 @@ def compile_label_selector(selector: LabelSelector | None, *, none_matches_nothi
         reqs.append(Requirement(expr.key, expr.operator, frozenset(expr.values)))
     return Selector(tuple(reqs))
 
-
-def compile_node_requirement(expr: NodeSelectorRequirement) -> Requirement:
-    if expr.operator not in NODE_OPERATORS:
-        raise SelectorError(f"{expr.operator!r} is not a valid node selector operator")
-    if expr.operator in ("Gt", "Lt"):
-        if len(expr.values) != 1:
-            raise SelectorError(f"operator {expr.operator} on key {expr.key!r} needs exactly one value")
-        try:
-            int(expr.values[0])
-        except ValueError:
-            raise SelectorError(f"operator {expr.operator} on key {expr.key!r} needs an integer value") from None
-    if expr.operator in ("In", "NotIn") and not expr.values:
-        raise SelectorError(f"values must be non-empty for operator {expr.operator} on key {expr.key!r}")
-    return Requirement(expr.key, expr.operator, frozenset(expr.values))

@@ -24,6 +24,7 @@ ANN_DYNAMICALLY_PROVISIONED = "pv.kubernetes.io/provisioned-by"
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 
@@ -294,6 +295,12 @@ StorageObject = (
 
 
 # --- helpers (component-helpers/storage/volume and ephemeral) --------------------------------------
+
+
+def is_default_class(sc: StorageClass) -> bool:
+    """Marked as the cluster's default StorageClass (what DefaultStorageClass admission gives claims
+    that name none)."""
+    return sc.metadata.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true"
 
 
 def claim_class(pvc: PersistentVolumeClaim) -> str:

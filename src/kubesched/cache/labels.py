@@ -1,19 +1,20 @@
-"""Node-wide evaluation of node selectors and taints over the NodeTable's encoded columns.
+"""Node-wide evaluation of label requirements and taints over the NodeTable's encoded columns.
 
-Each function answers for every row at once. They serve NodeAffinity, TaintToleration,
-PodTopologySpread (nodeAffinityPolicy / nodeTaintsPolicy) and any plugin that needs
-"which nodes carry this label / taint".
+Each function answers for every row at once. They serve the node selector terms of
+plugins.helper.nodeselector (NodeAffinity, VolumeBinding), TaintToleration, PodTopologySpread
+(nodeAffinityPolicy / nodeTaintsPolicy) and any plugin that needs "which nodes carry this
+label / taint".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from kubesched.api.objects import NodeSelectorTerm, Toleration
-from kubesched.api.selectors import Requirement, compile_node_requirement
+from kubesched.api.objects import Toleration
+from kubesched.api.selectors import Requirement, Selector
 from kubesched.cache.nodetable import ABSENT, NO_TAINT, NodeTable
 
 
@@ -48,63 +49,21 @@ def requirement_mask(table: NodeTable, req: Requirement) -> np.ndarray:
         return values > bound if op == "Gt" else values < bound
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledTerm:
-    labels: tuple[Requirement, ...]
-    fields: tuple[Requirement, ...]
-
-
-def compile_terms(terms: Sequence[NodeSelectorTerm]) -> tuple[CompiledTerm, ...]:
-    return tuple(
-        CompiledTerm(
-            tuple(compile_node_requirement(e) for e in t.match_expressions),
-            tuple(compile_node_requirement(e) for e in t.match_fields),
-        )
-        for t in terms
-    )
-
-
-def _field_mask(table: NodeTable, req: Requirement) -> np.ndarray:
-    size = table.size
-    if req.key != "metadata.name":
-        return np.zeros(size, dtype=bool)
-    hit = np.zeros(size, dtype=bool)
-    for name in req.values:
-        row = table.index.get(name)
-        if row is not None:
-            hit[row] = True
-    if req.operator == "In":
-        return hit
-    if req.operator == "NotIn":
-        return ~hit
-    return np.zeros(size, dtype=bool)
-
-
-def term_mask(table: NodeTable, term: CompiledTerm) -> np.ndarray:
-    """Rows matching a NodeSelectorTerm (all of its requirements). An empty term matches nothing."""
-    if not term.labels and not term.fields:
-        return np.zeros(table.size, dtype=bool)
-    mask = np.ones(table.size, dtype=bool)
-    for req in term.labels:
-        mask &= requirement_mask(table, req)
-    for req in term.fields:
-        mask &= _field_mask(table, req)
-    return mask
-
-
-def terms_mask(table: NodeTable, terms: Iterable[CompiledTerm]) -> np.ndarray:
-    """Rows matching any of the terms (NodeSelector semantics: ORed terms)."""
-    mask = np.zeros(table.size, dtype=bool)
-    for term in terms:
-        mask |= term_mask(table, term)
-    return mask
-
-
 def match_labels_mask(table: NodeTable, labels: Mapping[str, str]) -> np.ndarray:
     """Rows carrying every key=value of a plain map selector (spec.nodeSelector)."""
     mask = np.ones(table.size, dtype=bool)
     for key, value in labels.items():
         mask &= requirement_mask(table, Requirement(key, "In", frozenset((value,))))
+    return mask
+
+
+def selector_mask(table: NodeTable, selector: Selector) -> np.ndarray:
+    """Rows whose labels match a compiled label selector."""
+    if selector.nothing:
+        return np.zeros(table.size, dtype=bool)
+    mask = np.ones(table.size, dtype=bool)
+    for req in selector.requirements:
+        mask &= requirement_mask(table, req)
     return mask
 
 

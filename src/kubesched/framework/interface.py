@@ -174,6 +174,15 @@ class FilterMisses(Named):
         raise NotImplementedError
 
 
+class PreFilterMisses(Named):
+    """Optional for PreFilter plugins: what the pod lacks when this plugin's PreFilter refused it,
+    beyond the status's reasons (which stay kube's words), for explanations ("claim ns/data is
+    unbound: ..."). Called with the refusing status; "" when there is nothing to add."""
+
+    def pre_filter_detail(self, state: CycleState, pi: PodInfo, status: Status) -> str:
+        raise NotImplementedError
+
+
 class SignPlugin(Named):
     """kube's SignPlugin, for OpportunisticBatching: the parts of the pod this plugin's PreFilter,
     Filter, PreScore and Score read, so that two pods with equal signatures get the same

@@ -30,7 +30,6 @@ here it is a victim once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,17 +39,19 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import POD, ActionType, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, Plugin, PostFilterPlugin, PreFilterPlugin, ReservePlugin
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import Status
 from kubesched.framework.types import Diagnosis, PostFilterResult, PreFilterResult
-from kubesched.plugins.defaultpreemption import (
+from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.elasticquotas import QuotaBook, QuotaSnapshot, Resource, pod_request
+from kubesched.plugins.helper.args import refuse_args
+from kubesched.plugins.helper.preemption import (
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
-    DefaultPreemption,
-    _DryRun,
-    _taking,
+    DryRun,
+    NodeTrial,
     importance_key,
+    taking,
 )
-from kubesched.plugins.elasticquotas import QuotaBook, QuotaSnapshot, Resource, pod_request
 
 NAME = "CapacityScheduling"
 PREFILTER_KEY = "PreFilter" + NAME
@@ -91,8 +92,7 @@ class CapacityScheduling(Plugin, PreFilterPlugin, PostFilterPlugin, ReservePlugi
     watches = (ELASTICQUOTAS,)
 
     def __init__(self, args: Any, handle: Handle) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
         if not handle.cache.custom.watching(ELASTICQUOTAS.resource):
             raise ValueError(f"{NAME} reads {ELASTICQUOTAS.name}, which this kubesched does not watch (the watches "
@@ -252,17 +252,17 @@ class _QuotaPreemption(DefaultPreemption):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
-    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: _DryRun) -> None:
+    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: DryRun) -> None:
         """upstream's SelectVictimsOnNode, on a copy of the cycle state for this node."""
         handle = self.handle
         table = handle.table
         run.examined += 1
-        trial = state.clone()
-        snapshot = trial.read(SNAPSHOT_KEY)
+        trial_state = state.clone()
+        snapshot = trial_state.read(SNAPSHOT_KEY)
         if not isinstance(snapshot, QuotaSnapshot):
             run.count(NO_SNAPSHOT)
             return
-        requests = trial.read(PREFILTER_KEY)
+        requests = trial_state.read(PREFILTER_KEY)
         if not isinstance(requests, _Requests):
             run.count(NO_PREFILTER_STATE)
             return
@@ -271,24 +271,8 @@ class _QuotaPreemption(DefaultPreemption):
         # Least important first, as upstream walks the node's pods.
         pods = sorted(table.pods[row].values(), key=importance_key, reverse=True)
         potential: list[PodInfo] = []
-        with _taking(table) as taken:
-
-            def take(p: PodInfo) -> bool:
-                taken.take(row, p)
-                status = handle.run_prefilter_remove_pod(trial, pi, p, row)
-                if status is not None and status.code != Code.SUCCESS:
-                    run.errors.append(status.message())
-                    return False
-                return True
-
-            def give_back(p: PodInfo) -> bool:
-                taken.put_back(row, p)
-                status = handle.run_prefilter_add_pod(trial, pi, p, row)
-                if status is not None and status.code != Code.SUCCESS:
-                    run.errors.append(status.message())
-                    return False
-                return True
-
+        with taking(table) as taken:
+            trial = NodeTrial(handle, trial_state, pi, row, taken, run)
             if own is not None:
                 borrowing = own.used_over_min_with(requests.in_quota)
                 for p in pods:
@@ -301,18 +285,18 @@ class _QuotaPreemption(DefaultPreemption):
                         chosen = p.namespace != pi.namespace and quota.used_over_min()
                     if chosen:
                         potential.append(p)
-                        if not take(p):
+                        if not trial.take(p):
                             return
             else:
                 for p in pods:
                     if snapshot.get(p.namespace) is None and p.priority < pi.priority:
                         potential.append(p)
-                        if not take(p):
+                        if not trial.take(p):
                             return
             if not potential:
                 run.count(no_victims_on_node(table.name_of(row), pi))
                 return
-            alive, rejections, errors = self._fits(trial, pi, [row], nominated)
+            alive, rejections, errors = self._fits(trial_state, pi, [row], nominated)
             if not alive[row]:
                 self._record_failures(run, rejections, errors)
                 return
@@ -323,13 +307,13 @@ class _QuotaPreemption(DefaultPreemption):
             victims: list[PodInfo] = []
             potential.sort(key=importance_key)  # spare the most important first
             for p in potential:
-                if not give_back(p):
+                if not trial.put_back(p):
                     return
-                alive, _, _ = self._fits(trial, pi, [row], nominated)
+                alive, _, _ = self._fits(trial_state, pi, [row], nominated)
                 broken = own is not None and (own.used_over_max_with(requests.in_quota)
                                               or snapshot.aggregated_used_over_min_with(requests.all_quotas))
                 if not alive[row] or broken:
-                    if not take(p):
+                    if not trial.take(p):
                         return
                     victims.append(p)
         self._add_candidate(run, row, victims)

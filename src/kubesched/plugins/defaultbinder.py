@@ -8,7 +8,6 @@ Error status carrying its message, as kube turns the API error into the bind plu
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
@@ -16,6 +15,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import BindPlugin, Plugin
 from kubesched.framework.status import Code, Status
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "DefaultBinder"
 
@@ -26,8 +26,7 @@ class DefaultBinder(Plugin, BindPlugin):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any, handle: Handle) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
         self.handle: Handle = handle
 

@@ -20,7 +20,7 @@ The PostFilter of kube-scheduler's default profile, with its semantics:
 - The node is chosen as kube's pickOneNodeForPreemption: fewest PodDisruptionBudget violations,
   then the lowest highest-victim priority, the smallest sum of victim priorities, the fewest
   victims, the latest earliest start among the highest-priority victims, then the first.
-- The victims are deleted in the background through the handle (plugins.preemptionexecutor:
+- The victims are deleted in the background through the handle (plugins.helper.preemptionexecutor:
   pods still waiting at Permit are rejected instead, the preemptor waits at PreEnqueue), each
   gets a "Preempted" event ("Preempted by pod <uid> on node <node>", posted by the backend with
   the deletion), lower-priority pods nominated to the node lose their nomination, and the
@@ -43,21 +43,15 @@ exactly as kube does.
 from __future__ import annotations
 
 import logging
-import math
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, ClassVar, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kubesched.api.objects import Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
-from kubesched.cache.nodetable import NodeTable, PlacedRequests
 from kubesched.cache.podgroups import member_key
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
@@ -74,23 +68,29 @@ from kubesched.framework.status import Code, Status, fit_error_message
 from kubesched.framework.types import Diagnosis, PlaceGroup, PostFilterResult, PreemptionPlan, StillFits
 from kubesched.infra import features
 from kubesched.plugins import grouppreemption as gp
-from kubesched.plugins.preemptionexecutor import Executor
+from kubesched.plugins.helper.preemption import (
+    NOT_ELIGIBLE_NEVER,
+    NOT_ELIGIBLE_TERMINATING,
+    Candidate,
+    DryRun,
+    NodeTrial,
+    aggregate_errors,
+    importance_key,
+    pick_one_node,
+    taking,
+    terminating_by_preemption,
+)
+from kubesched.plugins.helper.preemptionexecutor import Executor
 
 NAME = "DefaultPreemption"
 
 MESSAGE_PREFIX = "preemption: "
 GROUP_MESSAGE_PREFIX = "pod group preemption: "
-NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
-NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_NODES = "no nodes available"
 
 _INT32_MAX = 2**31 - 1
-# kube shifts priorities by MaxInt32+1 before summing so negative priorities add up sensibly.
-_PRIORITY_SHIFT = 2**31
-# A pod that has not started counts as starting "now": later than any recorded start.
-_NOT_STARTED = math.inf
 
 log = logging.getLogger(__name__)
 
@@ -129,138 +129,6 @@ class DefaultPreemptionArgs(BaseModel):
                 "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute"
             )
         return self
-
-
-# --- what the plugin needs from its handle ---------------------------------------------------------------
-
-
-# --- pod ordering ------------------------------------------------------------------------------------------
-
-
-def start_time(pi: PodInfo) -> float:
-    """status.startTime in seconds since the epoch; a pod that has not started counts as "now"."""
-    cached = pi.extra.get(NAME)
-    if cached is not None:
-        return cast(float, cached)
-    raw = pi.pod.status.start_time
-    value = _NOT_STARTED
-    if raw:
-        try:
-            value = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            value = _NOT_STARTED
-    pi.extra[NAME] = value
-    return value
-
-
-def importance_key(pi: PodInfo) -> tuple[int, float]:
-    """Ascending order of this key is kube's MoreImportantPod order: higher priority first, then
-    the pod that started earlier."""
-    return (-pi.priority, start_time(pi))
-
-
-def _terminating_by_preemption(pod: Pod) -> bool:
-    if not pod.metadata.deletion_timestamp:
-        return False
-    for cond in pod.status.conditions:
-        if cond.type == "DisruptionTarget":
-            return cond.status == "True" and cond.reason == "PreemptionByScheduler"
-    return False
-
-
-# --- candidates -----------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Candidate:
-    """A node where evicting `victims` (most important first) lets the preemptor fit."""
-
-    row: int
-    node: str
-    victims: list[PodInfo]
-    pdb_violations: int = 0
-
-
-@dataclass(slots=True)
-class _DryRun:
-    candidates: list[Candidate] = field(default_factory=list)
-    # Why the other examined nodes are no candidates: reason -> number of nodes.
-    reasons: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    examined: int = 0
-
-    def count(self, reason: str, nodes: int = 1) -> None:
-        self.reasons[reason] = self.reasons.get(reason, 0) + nodes
-
-
-def _earliest_top_start(victims: Sequence[PodInfo]) -> float:
-    """Earliest start among the victims of the highest priority (kube's GetEarliestPodStartTime)."""
-    top = max(v.priority for v in victims)
-    return min(start_time(v) for v in victims if v.priority == top)
-
-
-_PICK_CRITERIA: tuple[Any, ...] = (
-    lambda c: -c.pdb_violations,
-    lambda c: -c.victims[0].priority,
-    lambda c: -sum(v.priority + _PRIORITY_SHIFT for v in c.victims),
-    lambda c: -len(c.victims),
-    lambda c: _earliest_top_start(c.victims),
-)
-
-
-def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
-    """kube's pickOneNodeForPreemption: each criterion keeps the best-scoring candidates and the next
-    one only breaks ties; the first of the remaining ties wins."""
-    remaining = list(candidates)
-    if len(remaining) <= 1:
-        return remaining[0] if remaining else None
-    for criterion in _PICK_CRITERIA:
-        scores = [criterion(c) for c in remaining]
-        best = max(scores)
-        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
-
-
-class _Taken:
-    """Pods taken off table rows for a what-if, each put back exactly once."""
-
-    def __init__(self, table: NodeTable) -> None:
-        self.table = table
-        self.out: dict[tuple[int, str], PodInfo] = {}
-
-    def take(self, row: int, pi: PodInfo) -> None:
-        self.table.remove_pod(row, pi)
-        self.out[(row, pi.uid)] = pi
-
-    def put_back(self, row: int, pi: PodInfo) -> None:
-        del self.out[(row, pi.uid)]
-        self.table.add_pod(row, pi)
-
-    def take_all(self, pairs: Sequence[tuple[int, PodInfo]], requests: PlacedRequests | None = None) -> None:
-        """take for many (row, pod) pairs, the table changed in one step."""
-        self.table.remove_pods(pairs, requests)
-        for row, pi in pairs:
-            self.out[(row, pi.uid)] = pi
-
-    def put_back_all(self, pairs: Sequence[tuple[int, PodInfo]], requests: PlacedRequests | None = None) -> None:
-        for row, pi in pairs:
-            del self.out[(row, pi.uid)]
-        self.table.add_pods(pairs, requests)
-
-    def restore(self) -> None:
-        self.table.add_pods([(row, pi) for (row, _uid), pi in self.out.items()])
-        self.out.clear()
-
-
-@contextmanager
-def _taking(table: NodeTable) -> Iterator[_Taken]:
-    taken = _Taken(table)
-    try:
-        yield taken
-    finally:
-        taken.restore()
 
 
 def _mask(size: int, rows: Sequence[int]) -> np.ndarray:
@@ -346,10 +214,10 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         handle = self.handle
         if any(m.preempt_never for m in members):
             return Status(Code.UNSCHEDULABLE, (GROUP_MESSAGE_PREFIX + NOT_ELIGIBLE_NEVER,), NAME)
-        current = gp.ongoing(handle, members, lambda o: self.executor.deleting_now(o) or _terminating_by_preemption(o.pod))
+        current = gp.ongoing(handle, members, lambda o: self.executor.deleting_now(o) or terminating_by_preemption(o.pod))
         if current:
             return Status(Code.SUCCESS, (GROUP_MESSAGE_PREFIX + gp.ONGOING,), NAME)
-        status, victims, proposed = gp.evaluate(handle, group, place, still_fits, start_time)
+        status, victims, proposed = gp.evaluate(handle, group, place, still_fits)
         if status.code != Code.SUCCESS:
             return Status(status.code, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons) if status.reasons else (), NAME)
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
@@ -395,7 +263,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         if num_nodes == 0:
             return None, None, Status(Code.ERROR, (NO_NODES,))
         potential = self.potential_rows(diagnosis)
-        run = _DryRun()
+        run = DryRun()
         if potential.size:
             k = int(potential.size)
             offset = offset_of(k)
@@ -409,7 +277,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
                 run.candidates = []
         if not run.candidates:
             if run.errors:
-                return None, None, Status(Code.ERROR, (_aggregate(run.errors),))
+                return None, None, Status(Code.ERROR, (aggregate_errors(run.errors),))
             reasons = dict(run.reasons)
             absent = num_nodes - run.examined
             if absent > 0:
@@ -439,7 +307,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         if diagnosis.evaluated is not None and row < len(diagnosis.evaluated) and not diagnosis.evaluated[row]:
             return True, ""  # cut by a PreFilter result: kube's status for such nodes is unresolvable
         for other in table.pods[row].values():
-            if other.priority < pi.priority and (self.executor.deleting_now(other) or _terminating_by_preemption(other.pod)):
+            if other.priority < pi.priority and (self.executor.deleting_now(other) or terminating_by_preemption(other.pod)):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -456,9 +324,9 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
 
     # --- the dry run ------------------------------------------------------------------------------------------
 
-    def dry_run(self, state: CycleState, pi: PodInfo, order: list[int], wanted: int) -> _DryRun:
+    def dry_run(self, state: CycleState, pi: PodInfo, order: list[int], wanted: int) -> DryRun:
         """Examines the rows in `order` until `wanted` candidates are found (kube's DryRunPreemption)."""
-        run = _DryRun()
+        run = DryRun()
         if self.extensions_active(state):
             for row in order:
                 if len(run.candidates) >= wanted:
@@ -496,12 +364,12 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         out = self.handle.run_filters_with_nominated(state, pi, _mask(self.handle.table.size, rows), nominated)
         return out.alive, out.rejections, [e.message() for e in out.errors]
 
-    def _record_failures(self, run: _DryRun, rejections: list[tuple[str, str, int]], errors: list[str]) -> None:
+    def _record_failures(self, run: DryRun, rejections: list[tuple[str, str, int]], errors: list[str]) -> None:
         for _plugin, reason, count in rejections:
             run.count(reason, count)
         run.errors.extend(errors)
 
-    def _dry_run_batch(self, state: CycleState, pi: PodInfo, rows: list[int], run: _DryRun) -> None:
+    def _dry_run_batch(self, state: CycleState, pi: PodInfo, rows: list[int], run: DryRun) -> None:
         """Dry-runs several nodes at once; only valid when no PreFilter extension is active."""
         table = self.handle.table
         run.examined += len(rows)
@@ -523,7 +391,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         first: dict[int, int] = {}
         for i, (row, _) in enumerate(pairs):
             first.setdefault(row, i)
-        with _taking(table) as taken:
+        with taking(table) as taken:
             taken.take_all(pairs, requests)
             alive, rejections, errors = self._fits(state, pi, list(victims_of), nominated)
             self._record_failures(run, rejections, errors)
@@ -545,7 +413,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         for row in fitting:
             self._add_candidate(run, row, chosen[row])
 
-    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: _DryRun) -> None:
+    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: DryRun) -> None:
         """Dry-runs one node on its own copy of the cycle state (kube's SelectVictimsOnNode)."""
         handle = self.handle
         table = handle.table
@@ -555,36 +423,28 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             run.count(NO_VICTIMS)
             return
         nominated = {row: n} if (n := self._nominated_ahead(pi, row)) else {}
-        trial = state.clone()
+        trial_state = state.clone()
         victims: list[PodInfo] = []
-        with _taking(table) as taken:
+        with taking(table) as taken:
+            trial = NodeTrial(handle, trial_state, pi, row, taken, run)
             for p in pods:
-                taken.take(row, p)
-                status = handle.run_prefilter_remove_pod(trial, pi, p, row)
-                if status is not None and status.code != Code.SUCCESS:
-                    run.errors.append(status.message())
+                if not trial.take(p):
                     return
-            alive, rejections, errors = self._fits(trial, pi, [row], nominated)
+            alive, rejections, errors = self._fits(trial_state, pi, [row], nominated)
             if not alive[row]:
                 self._record_failures(run, rejections, errors)
                 return
             for p in pods:
-                taken.put_back(row, p)
-                status = handle.run_prefilter_add_pod(trial, pi, p, row)
-                if status is not None and status.code != Code.SUCCESS:
-                    run.errors.append(status.message())
+                if not trial.put_back(p):
                     return
-                alive, _, _ = self._fits(trial, pi, [row], nominated)
+                alive, _, _ = self._fits(trial_state, pi, [row], nominated)
                 if not alive[row]:
-                    taken.take(row, p)
-                    status = handle.run_prefilter_remove_pod(trial, pi, p, row)
-                    if status is not None and status.code != Code.SUCCESS:
-                        run.errors.append(status.message())
+                    if not trial.take(p):
                         return
                     victims.append(p)
         self._add_candidate(run, row, victims)
 
-    def _add_candidate(self, run: _DryRun, row: int, victims: list[PodInfo]) -> None:
+    def _add_candidate(self, run: DryRun, row: int, victims: list[PodInfo]) -> None:
         node = self.handle.table.name_of(row)
         if not victims:
             # The pod fits with nothing evicted: the Filters disagree with the failed cycle.
@@ -619,7 +479,3 @@ def _preemptor_key(group: PodGroup) -> str:
     as kube's, its namespace/name for an object without one."""
     return group.metadata.uid or group.key
 
-
-def _aggregate(errors: list[str]) -> str:
-    """Several errors as one message, as kube's error aggregate prints them."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"

@@ -31,7 +31,7 @@ from kubesched.api.objects import Pod
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.api.quantity import INT64_MAX, resource_value
 from kubesched.api.xk8s import ELASTICQUOTAS, ElasticQuota, XK8sError, resource_list
-from kubesched.plugins.resourcescoring import is_scalar_resource
+from kubesched.plugins.helper.resourcescoring import is_scalar_resource
 
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache

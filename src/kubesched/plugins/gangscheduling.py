@@ -17,7 +17,6 @@ added, or its gang minCount lowered, may release a gated group.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podgroups import PODGROUP_RESOURCE, PodGroup
@@ -28,6 +27,7 @@ from kubesched.framework.events import ASSIGNED_POD, UNSCHEDULED_POD, ActionType
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, PermitPlugin, PlacementFeasiblePlugin, Plugin, PreEnqueuePlugin
 from kubesched.framework.status import Code, Status
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "GangScheduling"
 PERMIT_TIMEOUT = 300.0  # kube's, fixed
@@ -48,8 +48,7 @@ class GangScheduling(Plugin, PreEnqueuePlugin, PlacementFeasiblePlugin, PermitPl
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         if handle is None:
             raise ValueError(f"{NAME} needs the scheduler's pod groups (a handle)")
         super().__init__(None, handle)

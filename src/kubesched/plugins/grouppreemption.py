@@ -32,6 +32,7 @@ from kubesched.cache.podgroups import member_key
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PlaceGroup, StillFits
+from kubesched.plugins.helper.preemption import start_time
 
 NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"
@@ -46,7 +47,9 @@ class Unit:
     priority: int
     grouped: bool
 
-    def key(self, start_time: Callable[[PodInfo], float]) -> tuple[int, int, int, float]:
+    def key(self) -> tuple[int, int, int, float]:
+        """Ascending: the most important unit first (higher priority, a group before a pod, more
+        pods, earlier start), as group preemption spares them."""
         earliest = min(start_time(pi) for _, pi in self.pods)
         return (-self.priority, -int(self.grouped), -len(self.pods), earliest)
 
@@ -90,7 +93,7 @@ def ongoing(handle: Handle, members: Sequence[PodInfo], deleting: Callable[[PodI
 
 
 def evaluate(
-    handle: Handle, group: PodGroup, place: PlaceGroup, still_fits: StillFits, start_time: Callable[[PodInfo], float]
+    handle: Handle, group: PodGroup, place: PlaceGroup, still_fits: StillFits
 ) -> tuple[Status, list[PodInfo], list[tuple[PodInfo, str]]]:
     """Steps 3-5: the status, the victims, and the members' proposed nodes (step 6 is the caller's)."""
     units = victim_units(handle, group)
@@ -109,7 +112,7 @@ def evaluate(
         if status is not None:
             return status, [], []
         victims: list[PodInfo] = []
-        for unit in sorted(units, key=lambda u: u.key(start_time)):
+        for unit in sorted(units, key=Unit.key):
             for row, pi in unit.pods:
                 cache.restore(pi, row)
             if still_fits(proposed, unit.pods):

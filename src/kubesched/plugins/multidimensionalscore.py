@@ -49,7 +49,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, ScorePlugin
 from kubesched.framework.types import MAX_NODE_SCORE
-from kubesched.plugins.resourcescoring import qualified_name_error
+from kubesched.plugins.helper.args import check_label_key
 from kubesched.usage.args import EstimationArgs, UsageArgs
 from kubesched.usage.load import LoadReader
 
@@ -88,10 +88,7 @@ class MultiDimensionalScoreArgs(UsageArgs):
     @field_validator("latency_label", "peer_label", "rack_label", "zone_label")
     @classmethod
     def _label_key(cls, value: str) -> str:
-        err = qualified_name_error(value)
-        if err is not None:
-            raise ValueError(f"{value!r} is not a valid label key: {err}")
-        return value
+        return check_label_key(value)
 
 
 def parse_latency(value: str) -> float:

@@ -6,7 +6,7 @@ node selector terms (terms are ORed, the requirements inside a term ANDed), and,
 configured, the added required affinity. Score sums the weights of the preferred terms a
 node matches (the pod's and the added ones), normalized so the best node gets 100.
 
-Selector terms are parsed the way kube-scheduler parses them: a term with an invalid
+Selector terms are parsed the way kube-scheduler parses them (plugins.helper.nodeselector): a term with an invalid
 requirement never matches (other terms of the same selector still can), an empty term
 matches nothing, and matchFields supports only metadata.name with In/NotIn and exactly one
 value. Invalid preferred terms on a pod make PreScore fail with an error; invalid terms in
@@ -29,17 +29,9 @@ import msgspec.inspect
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kubesched.api.objects import (
-    Affinity,
-    Node,
-    NodeSelector,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    PreferredSchedulingTerm,
-)
+from kubesched.api.objects import Affinity, Node, NodeSelectorTerm
 from kubesched.api.objects import NodeAffinity as NodeAffinitySpec
 from kubesched.api.podinfo import PodInfo
-from kubesched.api.selectors import Requirement
 from kubesched.api.validation.scheduling import validate_affinity
 from kubesched.cache import labels
 from kubesched.cache.nodetable import NodeTable
@@ -59,12 +51,21 @@ from kubesched.framework.interface import (
 )
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment, default_normalize
+from kubesched.plugins.helper.hints import checked_new
+from kubesched.plugins.helper.nodeselector import (
+    NODE_NAME_FIELD,
+    Term,
+    parse_node_selector,
+    parse_preferred,
+    preferred_score,
+    terms_mask,
+    terms_match_node,
+)
 
 NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
-NODE_NAME_FIELD = "metadata.name"
 
 _CODE_ENFORCED = 1
 _CODE_POD = 2
@@ -72,213 +73,6 @@ _VERDICTS: dict[int, tuple[Code, tuple[str, ...]]] = {
     _CODE_ENFORCED: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,)),
     _CODE_POD: (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,)),
 }
-
-# --- parsing node selector terms as kube does ----------------------------------------------------
-
-_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-_FIELD_OPERATORS = ("In", "NotIn")
-_NAME_RE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)")
-_DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
-# strconv.ParseInt(s, 10, 64) accepts an optional sign and ASCII digits only; Python's int()
-# would also take blanks and underscores.
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _label_key_error(key: str) -> str | None:
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.fullmatch(prefix)):
-        return f"invalid label key {key!r}: the prefix must be a DNS subdomain of at most 253 characters"
-    if not name or len(name) > 63 or not _NAME_RE.fullmatch(name):
-        return (
-            f"invalid label key {key!r}: the name must be 1-63 alphanumeric characters, '-', '_' or '.', "
-            "starting and ending with an alphanumeric character"
-        )
-    return None
-
-
-def _label_value_error(value: str) -> str | None:
-    if value and (len(value) > 63 or not _NAME_RE.fullmatch(value)):
-        return (
-            f"invalid label value {value!r}: at most 63 alphanumeric characters, '-', '_' or '.', "
-            "starting and ending with an alphanumeric character"
-        )
-    return None
-
-
-def _is_int64(value: str) -> bool:
-    return bool(_INT_RE.fullmatch(value)) and _INT64_MIN <= int(value) <= _INT64_MAX
-
-
-def _label_requirement(expr: NodeSelectorRequirement, path: str) -> tuple[Requirement | None, list[str]]:
-    errors: list[str] = []
-    key_error = _label_key_error(expr.key)
-    if key_error:
-        errors.append(f"{path}.key: {key_error}")
-    op, values = expr.operator, expr.values
-    if op in ("In", "NotIn"):
-        if not values:
-            errors.append(f"{path}.values: must be non-empty for operator {op}")
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            errors.append(f"{path}.values: must be empty for operator {op}")
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1:
-            errors.append(f"{path}.values: operator {op} needs exactly one value")
-        for i, v in enumerate(values):
-            if not _is_int64(v):
-                errors.append(f"{path}.values[{i}]: operator {op} needs an integer, got {v!r}")
-    else:
-        errors.append(f"{path}.operator: unsupported value {op!r} (supported: {', '.join(_LABEL_OPERATORS)})")
-    for i, v in enumerate(values):
-        value_error = _label_value_error(v)
-        if value_error:
-            errors.append(f"{path}.values[{i}]: {value_error}")
-    if errors:
-        return None, errors
-    return Requirement(expr.key, op, frozenset(values)), errors
-
-
-@dataclass(frozen=True, slots=True)
-class FieldRequirement:
-    """One matchFields requirement: the node's field `key` equals (In) or differs from (NotIn) `value`."""
-
-    key: str
-    operator: str
-    value: str
-
-
-def _field_requirement(expr: NodeSelectorRequirement, path: str) -> tuple[FieldRequirement | None, list[str]]:
-    if expr.operator not in _FIELD_OPERATORS:
-        return None, [f"{path}.operator: unsupported value {expr.operator!r} (supported: In, NotIn)"]
-    if len(expr.values) != 1:
-        return None, [f"{path}.values: must have exactly one element"]
-    return FieldRequirement(expr.key, expr.operator, expr.values[0]), []
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
-    """A parsed NodeSelectorTerm. A term with `errors` never matches."""
-
-    labels: tuple[Requirement, ...]
-    fields: tuple[FieldRequirement, ...]
-    errors: tuple[str, ...] = ()
-
-
-def parse_term(term: NodeSelectorTerm, path: str) -> Term:
-    reqs: list[Requirement] = []
-    fields: list[FieldRequirement] = []
-    errors: list[str] = []
-    for i, expr in enumerate(term.match_expressions):
-        req, errs = _label_requirement(expr, f"{path}.matchExpressions[{i}]")
-        errors.extend(errs)
-        if req is not None:
-            reqs.append(req)
-    for i, expr in enumerate(term.match_fields):
-        freq, errs = _field_requirement(expr, f"{path}.matchFields[{i}]")
-        errors.extend(errs)
-        if freq is not None:
-            fields.append(freq)
-    return Term(tuple(reqs), tuple(fields), tuple(errors))
-
-
-def _is_empty(term: NodeSelectorTerm) -> bool:
-    return not term.match_expressions and not term.match_fields
-
-
-def parse_node_selector(selector: NodeSelector, path: str = "") -> tuple[Term, ...]:
-    """The selector's terms; empty terms are dropped because they select nothing."""
-    base = f"{path}.nodeSelectorTerms" if path else "nodeSelectorTerms"
-    return tuple(
-        parse_term(t, f"{base}[{i}]") for i, t in enumerate(selector.node_selector_terms) if not _is_empty(t)
-    )
-
-
-def parse_preferred(
-    terms: Sequence[PreferredSchedulingTerm], path: str = ""
-) -> tuple[tuple[tuple[int, Term], ...], tuple[str, ...]]:
-    """Weighted preferred terms, skipping weight 0 and empty terms (they can never add anything);
-    with every parse error found."""
-    out: list[tuple[int, Term]] = []
-    errors: list[str] = []
-    for i, pref in enumerate(terms):
-        if pref.weight == 0 or _is_empty(pref.preference):
-            continue
-        term = parse_term(pref.preference, f"{path}[{i}].preference" if path else f"[{i}].preference")
-        if term.errors:
-            errors.extend(term.errors)
-        else:
-            out.append((pref.weight, term))
-    return tuple(out), tuple(errors)
-
-
-# --- evaluation over the node table ----------------------------------------------------------------
-
-
-def _field_mask(table: NodeTable, req: FieldRequirement) -> np.ndarray:
-    size = table.size
-    if req.key == NODE_NAME_FIELD:
-        equal = np.zeros(size, dtype=bool)
-        row = table.index.get(req.value)
-        if row is not None:
-            equal[row] = True
-    else:
-        # A node has no other field: reading one yields "" (kube's fields.Set semantics).
-        equal = np.full(size, req.value == "", dtype=bool)
-    return equal if req.operator == "In" else ~equal
-
-
-def term_mask(table: NodeTable, term: Term) -> np.ndarray:
-    """Rows matching every requirement of a term. An erroneous or empty term matches nothing."""
-    if term.errors or (not term.labels and not term.fields):
-        return np.zeros(table.size, dtype=bool)
-    mask: np.ndarray | None = None
-    for req in term.labels:
-        hit = labels.requirement_mask(table, req)
-        mask = hit if mask is None else mask & hit
-    for freq in term.fields:
-        hit = _field_mask(table, freq)
-        mask = hit if mask is None else mask & hit
-    assert mask is not None
-    return mask
-
-
-def terms_mask(table: NodeTable, terms: Sequence[Term]) -> np.ndarray:
-    """Rows matching at least one term (a NodeSelector's ORed terms); no terms: no rows."""
-    mask = np.zeros(table.size, dtype=bool)
-    for term in terms:
-        mask |= term_mask(table, term)
-    return mask
-
-
-def preferred_score(table: NodeTable, weighted: Sequence[tuple[int, Term]], rows: np.ndarray) -> np.ndarray:
-    """Per row in `rows`, the sum of the weights of the terms the node matches."""
-    scores = np.zeros(rows.size, dtype=np.int64)
-    for weight, term in weighted:
-        scores += np.where(term_mask(table, term)[rows], weight, 0)
-    return scores
-
-
-# --- evaluation on one node (queueing hints) ---------------------------------------------------------
-
-
-def term_matches_node(term: Term, node: Node) -> bool:
-    """Whether one node matches every requirement of a term, as `term_mask` finds for its row."""
-    if term.errors or (not term.labels and not term.fields):
-        return False
-    node_labels = node.metadata.labels
-    if not all(req.matches(node_labels) for req in term.labels):
-        return False
-    for freq in term.fields:
-        # A node has no field but its name: any other reads "" (see _field_mask).
-        value = node.metadata.name if freq.key == NODE_NAME_FIELD else ""
-        if (value == freq.value) != (freq.operator == "In"):
-            return False
-    return True
-
-
-def terms_match_node(terms: Sequence[Term], node: Node) -> bool:
-    return any(term_matches_node(term, node) for term in terms)
 
 
 class UnparsableTermsError(ValueError):
@@ -511,8 +305,7 @@ class NodeAffinity(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScore
     def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
         """Queue when the added node matches the scheduler-enforced affinity and the pod's, or an
         updated node matching both did not match the pod's before."""
-        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        new = checked_new(NAME, Node, old, new)
         if self.added_required is not None and not terms_match_node(self.added_required, new):
             return QueueingHint.QueueSkip
         try:

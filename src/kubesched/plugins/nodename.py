@@ -6,7 +6,7 @@ behind the alpha InPlacePodVerticalScalingSchedulerPreemption gate, so this plug
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +20,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, SignPlugin
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, SignFragment
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
@@ -32,8 +33,7 @@ class NodeName(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
         return [signers.node_name(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

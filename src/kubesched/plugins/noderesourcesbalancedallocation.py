@@ -26,24 +26,17 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, PreScorePlugin, ScorePlugin, SignPlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, SignFragment
-from kubesched.plugins import resourcescoring as rs
+from kubesched.plugins.helper import resourcescoring as rs
 
 
 class NodeResourcesBalancedAllocationArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    resources: list[rs.ResourceSpec] = Field(default_factory=rs.default_resources)
-
-    @field_validator("resources", mode="before")
-    @classmethod
-    def _null_resources(cls, value: object) -> object:
-        return [] if value is None else value
+    resources: rs.ScoredResources = Field(default_factory=rs.default_resources)
 
     @field_validator("resources")
     @classmethod
     def _check_resources(cls, resources: list[rs.ResourceSpec]) -> list[rs.ResourceSpec]:
-        if not resources:
-            return rs.default_resources()
         seen: set[str] = set()
         for i, r in enumerate(resources):
             if r.name in seen:

@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.api.quantity import describe_amount, resource_value
+from kubesched.api.validation.meta import label_key
+from kubesched.api.validation.resources import is_extended
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.rowmemo import RowMemo
 from kubesched.framework import signers
@@ -51,7 +53,9 @@ from kubesched.framework.interface import (
 )
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult, GroupPlacement, PreFilterResult, SignFragment
-from kubesched.plugins import resourcescoring as rs
+from kubesched.plugins.helper import resourcescoring as rs
+from kubesched.plugins.helper.hints import checked_new
+from kubesched.plugins.helper.shape import UtilizationShapePoint, check_shape, shape_lookup
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -67,13 +71,6 @@ _MAX_CHECKS = 62
 _MODEL = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class UtilizationShapePoint(BaseModel):
-    model_config = _MODEL
-
-    utilization: int
-    score: int
-
-
 class RequestedToCapacityRatioParam(BaseModel):
     model_config = _MODEL
 
@@ -84,15 +81,7 @@ class RequestedToCapacityRatioParam(BaseModel):
     def _check_shape(cls, shape: list[UtilizationShapePoint]) -> list[UtilizationShapePoint]:
         if not shape:
             raise ValueError("shape: Required value: at least one point must be specified")
-        for i in range(1, len(shape)):
-            if shape[i - 1].utilization >= shape[i].utilization:
-                raise ValueError(f"shape[{i}].utilization: Invalid value: {shape[i].utilization}: "
-                                 "values must be sorted in increasing order")
-        for i, p in enumerate(shape):
-            if not 0 <= p.utilization <= rs.MAX_UTILIZATION:
-                raise ValueError(f"shape[{i}].utilization: Invalid value: {p.utilization}: not in valid range [0, 100]")
-            if not 0 <= p.score <= rs.MAX_CUSTOM_PRIORITY_SCORE:
-                raise ValueError(f"shape[{i}].score: Invalid value: {p.score}: not in valid range [0, 10]")
+        check_shape(shape)
         return shape
 
 
@@ -101,21 +90,14 @@ class ScoringStrategy(BaseModel):
 
     # No default: kube refuses a scoringStrategy without a type.
     type: str = ""
-    resources: list[rs.ResourceSpec] = Field(default_factory=rs.default_resources)
+    resources: rs.ScoredResources = Field(default_factory=rs.default_resources)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = Field(
         default=None, alias="requestedToCapacityRatio"
     )
 
-    @field_validator("resources", mode="before")
-    @classmethod
-    def _null_resources(cls, value: object) -> object:
-        return [] if value is None else value
-
     @field_validator("resources")
     @classmethod
     def _check_resources(cls, resources: list[rs.ResourceSpec]) -> list[rs.ResourceSpec]:
-        if not resources:
-            return rs.default_resources()
         for i, r in enumerate(resources):
             if not 0 < r.weight <= 100:
                 raise ValueError(f"resources[{i}].weight: Invalid value: {r.weight}: "
@@ -159,9 +141,9 @@ class NodeResourcesFitArgs(BaseModel):
     @classmethod
     def _check_ignored(cls, names: list[str]) -> list[str]:
         for i, name in enumerate(names):
-            err = rs.qualified_name_error(name)
-            if err:
-                raise ValueError(f"ignoredResources[{i}]: Invalid value: {json.dumps(name)}: {err}")
+            errors = label_key(name)
+            if errors:
+                raise ValueError(f"ignoredResources[{i}]: Invalid value: {json.dumps(name)}: {errors[0]}")
         return names
 
     @field_validator("ignored_resource_groups")
@@ -171,9 +153,9 @@ class NodeResourcesFitArgs(BaseModel):
             if "/" in group:
                 raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {json.dumps(group)}: "
                                  "resource group name can't contain '/'")
-            err = rs.qualified_name_error(group)
-            if err:
-                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {json.dumps(group)}: {err}")
+            errors = label_key(group)
+            if errors:
+                raise ValueError(f"ignoredResourceGroups[{i}]: Invalid value: {json.dumps(group)}: {errors[0]}")
         return groups
 
 
@@ -258,7 +240,7 @@ class NodeResourcesFit(
         if self.strategy == MOST_ALLOCATED:
             self.scorer = rs.most_allocated
         elif strategy.requested_to_capacity_ratio is not None:
-            lookup = rs.shape_lookup([(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape])
+            lookup = shape_lookup([(p.utilization, p.score) for p in strategy.requested_to_capacity_ratio.shape])
             self.scorer = functools.partial(rs.requested_to_capacity_ratio, lookup=lookup)
         self._state_key = "PreFilter" + self.name
         self._score_key = "PreScore" + self.name
@@ -272,7 +254,7 @@ class NodeResourcesFit(
 
     def _ignored(self, name: str) -> bool:
         # Only extended resources can be ignored, as in kube.
-        if not rs.is_extended_resource(name):
+        if not is_extended(name):
             return False
         return name in self.ignored or name.split("/", 1)[0] in self.ignored_groups
 
@@ -491,8 +473,7 @@ class NodeResourcesFit(
     def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
         """Queue when the pod fits the added node, or fits the updated node and the node's room
         for it grew."""
-        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-            raise TypeError(f"{self.name}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        new = checked_new(self.name, Node, old, new)
         requests = accounted_requests(pi)
         allocatable = self._allocatable(new)
         if not fits_empty_node(requests, allocatable):

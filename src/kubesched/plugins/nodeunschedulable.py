@@ -7,7 +7,7 @@ pod gaining tolerations of which one tolerates that taint."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +23,8 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, SignPlugin
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult, SignFragment
+from kubesched.plugins.helper.args import refuse_args
+from kubesched.plugins.helper.hints import checked_new
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -45,8 +47,7 @@ class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
         return [signers.tolerations(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     # --- events and queueing hints ------------------------------------------------------------
@@ -65,14 +66,12 @@ class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     ) -> QueueingHint:
         """Queue when the pod's new tolerations tolerate the unschedulable taint. (Its old ones did
         not, or this plugin would not have rejected it; tolerations can only be added.)"""
-        if not isinstance(new, PodInfo) or (old is not None and not isinstance(old, PodInfo)):
-            raise TypeError(f"{NAME}: expected PodInfo objects, got {type(old).__name__} and {type(new).__name__}")
+        new = checked_new(NAME, PodInfo, old, new)
         return QueueingHint.Queue if tolerates_unschedulable(new) else QueueingHint.QueueSkip
 
     def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
         """Queue when a schedulable node is added, or a cordoned one uncordoned."""
-        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        new = checked_new(NAME, Node, old, new)
         if new.spec.unschedulable:
             return QueueingHint.QueueSkip
         if old is None or old.spec.unschedulable:

@@ -13,7 +13,7 @@ where the pod spec carries them) count under their CSI driver's name on nodes th
 CSINode, with the in-tree volume's id as the handle.
 
 Nodes without a CSINode have no limits: they are judged all at once. What the pods on each node
-with a CSINode attach is kept between cycles (attachedvolumes.py) and redone only for the nodes
+with a CSINode attach is kept between cycles (helper.attachedvolumes) and redone only for the nodes
 a change touches, so a cycle's verdict is a few vector operations.
 """
 
@@ -48,7 +48,8 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
-from kubesched.plugins.attachedvolumes import AttachedVolumes, NodeCount, claim_read, class_read, volume_read
+from kubesched.plugins.helper.attachedvolumes import AttachedVolumes, NodeCount, claim_read, class_read, volume_read
+from kubesched.plugins.helper.volumes import claim_of_pod, pod_of, storage_index
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
@@ -101,12 +102,6 @@ def _inline_in_tree(volume: Volume) -> tuple[str, str] | None:
     return None
 
 
-def _pod_of(obj: Any) -> Pod | None:
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    return obj if isinstance(obj, Pod) else None
-
-
 @dataclass(frozen=True, slots=True)
 class _Limits:
     """A CSINode's volume limits per driver."""
@@ -128,8 +123,7 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
         self._attached: AttachedVolumes | None = None
 
     def _storage(self) -> StorageIndex:
-        assert self.handle is not None, "NodeVolumeLimits needs the framework handle"
-        return self.handle.cache.storage
+        return storage_index(self.handle, NAME)
 
     # --- PreFilter -------------------------------------------------------------------------------
 
@@ -341,7 +335,7 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
 
     @staticmethod
     def is_schedulable_after_assigned_pod_deleted(pi: PodInfo, old: Any, new: Any) -> QueueingHint:
-        deleted = _pod_of(old)
+        deleted = pod_of(old)
         if deleted is None:
             return QueueingHint.Queue
         if not deleted.spec.volumes:
@@ -355,11 +349,7 @@ class NodeVolumeLimits(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions,
 
     @staticmethod
     def is_schedulable_after_claim_added(pi: PodInfo, old: Any, new: PersistentVolumeClaim | None) -> QueueingHint:
-        if new is None or new.metadata.namespace != pi.namespace:
-            return QueueingHint.QueueSkip
-        if any(claim.claim == new.metadata.name for claim in pod_volumes(pi).claims):
-            return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+        return claim_of_pod(pi, new, ephemeral=True)
 
     @staticmethod
     def is_schedulable_after_attachment_deleted(pi: PodInfo, old: VolumeAttachment | None, new: Any) -> QueueingHint:

@@ -7,7 +7,7 @@ normalized to 0..100 by the best candidate's. minCount plays no part.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from kubesched.api.podgroups import PodGroup
@@ -16,6 +16,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import PlacementScorePlugin, Plugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, GroupPlacement
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "PodGroupPodsCount"
 NO_PODS = "no pods from pod group are assigned to any of the candidate placements"
@@ -25,8 +26,7 @@ class PodGroupPodsCount(Plugin, PlacementScorePlugin):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     def score_placement(self, group: PodGroup, placement: GroupPlacement, assigned: Sequence[tuple[PodInfo, int]], scheduled: int) -> int:

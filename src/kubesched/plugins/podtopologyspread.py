@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from kubesched.api.objects import Node, TopologySpreadConstraint, convert
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Requirement, Selector, SelectorError, compile_label_selector
+from kubesched.api.validation.meta import label_key
 from kubesched.cache.labels import UntoleratedTaints, first_untolerated_column
 from kubesched.cache.nodetable import ABSENT, NodeTable
 from kubesched.framework.cycle_state import CycleState
@@ -36,7 +37,6 @@ from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugi
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import MAX_NODE_SCORE, FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.nodeaffinity import required_node_affinity_mask
-from kubesched.plugins.resourcescoring import qualified_name_errors
 
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
@@ -124,7 +124,7 @@ class PodTopologySpreadArgs(BaseModel):
             if not c.topology_key:
                 errors.append(f"{path}.topologyKey: Required value: can not be empty")
             else:
-                for msg in qualified_name_errors(c.topology_key):
+                for msg in label_key(c.topology_key):
                     errors.append(f"{path}.topologyKey: Invalid value: {json.dumps(c.topology_key)}: {msg}")
             if not c.when_unsatisfiable:
                 errors.append(f"{path}.whenUnsatisfiable: Required value: can not be empty")

@@ -3,11 +3,11 @@ priorities the one queued earliest (kube's Less on PodPriority and the queue tim
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, QueueSortPlugin
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "PrioritySort"
 
@@ -16,8 +16,7 @@ class PrioritySort(Plugin, QueueSortPlugin):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     def sort_key(self, qpi: Any) -> tuple[int, float, int]:

@@ -25,13 +25,13 @@ apply deploy/examples/result-annotations-rbac.yaml with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, PostBindPlugin
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "SimulatorResultAnnotations"
 
@@ -41,8 +41,7 @@ class SimulatorResultAnnotations(Plugin, PostBindPlugin):
     wants_cycle_detail: ClassVar[bool] = True
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     def post_bind(self, state: CycleState, pi: PodInfo, node: str) -> None:

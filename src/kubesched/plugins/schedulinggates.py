@@ -3,7 +3,6 @@ gate is removed (a pod update), instead of being tried and failing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
@@ -11,6 +10,7 @@ from kubesched.framework.events import TARGET_POD, ActionType, ClusterEvent, Clu
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, Plugin, PreEnqueuePlugin
 from kubesched.framework.status import Status
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "SchedulingGates"
 
@@ -24,8 +24,7 @@ class SchedulingGates(Plugin, PreEnqueuePlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     def pre_enqueue(self, pi: PodInfo) -> Status | None:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import Plugin, QueueSortPlugin
-from kubesched.plugins.resourcescoring import qualified_name_error
+from kubesched.plugins.helper.args import check_label_key
 
 NAME = "SLAQueueSort"
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -44,10 +44,7 @@ class SLAQueueSortArgs(BaseModel):
     @field_validator("label_key")
     @classmethod
     def _check_key(cls, value: str) -> str:
-        err = qualified_name_error(value)
-        if err is not None:
-            raise ValueError(f"{value!r} is not a valid label key: {err}")
-        return value
+        return check_label_key(value)
 
     @field_validator("tiers")
     @classmethod

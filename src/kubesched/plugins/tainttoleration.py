@@ -19,7 +19,7 @@ a change of the pod's own tolerations always is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -36,6 +36,8 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterMisses, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, SignPlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult, SignFragment, default_normalize
+from kubesched.plugins.helper.args import refuse_args
+from kubesched.plugins.helper.hints import checked_new
 
 NAME = "TaintToleration"
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
@@ -99,8 +101,7 @@ class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScoreP
         return [signers.tolerations(pi)]
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         super().__init__(None, handle)
 
     # --- events and queueing hints ------------------------------------------------------------
@@ -116,8 +117,7 @@ class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScoreP
     def is_schedulable_after_node_change(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
         """Queue when the node had an untolerated taint (an added node counts as having had one)
         and has none now."""
-        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        new = checked_new(NAME, Node, old, new)
         tolerations = pi.pod.spec.tolerations
         was_untolerated = old is None or has_untolerated_taint(old.spec.taints, tolerations)
         if was_untolerated and not has_untolerated_taint(new.spec.taints, tolerations):

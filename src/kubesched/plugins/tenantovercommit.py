@@ -46,6 +46,7 @@ from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ActionTyp
 from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin
 from kubesched.framework.types import FilterResult
+from kubesched.plugins.helper.hints import checked_new
 from kubesched.plugins.noderesourcesfit import (
     UNRESOLVABLE_BIT,
     NodeResourcesFit,
@@ -209,8 +210,7 @@ class TenantOvercommit(Plugin, FilterPlugin, EnqueueExtensions):
 
     def _node_changed(self, pi: PodInfo, old: Node | None, new: Node | None) -> QueueingHint:
         """NodeResourcesFit's hint, on the allocatable as the pod's tenant may stretch it."""
-        if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
-            raise TypeError(f"{NAME}: expected Node objects, got {type(old).__name__} and {type(new).__name__}")
+        new = checked_new(NAME, Node, old, new)
         requests = accounted_requests(pi)
         allocatable = self._stretched(pi, node_allocatable(new))
         if allocatable.get("pods", 0) < 1 or any(v > allocatable.get(k, 0) for k, v in requests.items()):

@@ -11,7 +11,6 @@ it is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,6 +20,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.interface import PlacementGeneratePlugin, Plugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import GroupPlacement
+from kubesched.plugins.helper.args import refuse_args
 
 NAME = "TopologyPlacementGenerator"
 UNKNOWN_DOMAIN = "cannot determine domain for already scheduled pods"
@@ -30,8 +30,7 @@ class TopologyPlacementGenerator(Plugin, PlacementGeneratePlugin):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        if isinstance(args, Mapping) and args:
-            raise ValueError(f"{NAME} takes no args, got {sorted(args)}")
+        refuse_args(NAME, args)
         if handle is None:
             raise ValueError(f"{NAME} needs the node table (a handle)")
         super().__init__(None, handle)

@@ -28,10 +28,10 @@ from kubesched.cache.storage import StorageIndex, pod_volumes
 from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
+from kubesched.plugins.helper.volumes import claim_of_pod, pod_of, storage_index
 
 NAME = "VolumeRestrictions"
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -89,24 +89,14 @@ def volume_conflict(volume: Volume, pod: Pod) -> bool:
     return False
 
 
-def _pod_of(obj: Any) -> Pod | None:
-    if isinstance(obj, PodInfo):
-        return obj.pod
-    return obj if isinstance(obj, Pod) else None
-
-
 class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
 
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
         return [signers.volumes(pi)]
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        super().__init__(args, handle)
-
     def _storage(self) -> StorageIndex:
-        assert self.handle is not None, "VolumeRestrictions needs the framework handle"
-        return self.handle.cache.storage
+        return storage_index(self.handle, NAME)
 
     # --- PreFilter and its extensions ------------------------------------------------------------
 
@@ -189,13 +179,11 @@ class VolumeRestrictions(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtension
 
     @staticmethod
     def is_schedulable_after_claim_added(pi: PodInfo, old: Any, new: PersistentVolumeClaim | None) -> QueueingHint:
-        if new is None or new.metadata.namespace != pi.namespace:
-            return QueueingHint.QueueSkip
-        return QueueingHint.Queue if new.metadata.name in pod_volumes(pi).pvc_names else QueueingHint.QueueSkip
+        return claim_of_pod(pi, new, ephemeral=False)
 
     @staticmethod
     def is_schedulable_after_assigned_pod_deleted(pi: PodInfo, old: Any, new: Any) -> QueueingHint:
-        deleted = _pod_of(old)
+        deleted = pod_of(old)
         if deleted is None:
             return QueueingHint.Queue
         if deleted.metadata.namespace != pi.namespace:

@@ -34,10 +34,10 @@ from kubesched.cache.storage import StorageIndex, pod_volumes
 from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
-from kubesched.framework.handle import Handle
 from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
+from kubesched.plugins.helper.volumes import claim_of_pod, storage_index
 
 NAME = "VolumeZone"
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
@@ -83,12 +83,8 @@ class VolumeZone(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignP
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
         return [signers.volumes(pi)]
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
-        super().__init__(args, handle)
-
     def _storage(self) -> StorageIndex:
-        assert self.handle is not None, "VolumeZone needs the framework handle"
-        return self.handle.cache.storage
+        return storage_index(self.handle, NAME)
 
     # --- PreFilter -------------------------------------------------------------------------------
 
@@ -182,9 +178,7 @@ class VolumeZone(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignP
     def is_schedulable_after_claim_change(
         pi: PodInfo, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
     ) -> QueueingHint:
-        if new is None or new.metadata.namespace != pi.namespace:
-            return QueueingHint.QueueSkip
-        return QueueingHint.Queue if new.metadata.name in pod_volumes(pi).pvc_names else QueueingHint.QueueSkip
+        return claim_of_pod(pi, new, ephemeral=False)
 
     @staticmethod
     def is_schedulable_after_storage_class_added(pi: PodInfo, old: Any, new: StorageClass | None) -> QueueingHint:

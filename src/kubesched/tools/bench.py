@@ -7,8 +7,8 @@ import statistics
 import time
 
 from kubesched.api.objects import Node, Pod, convert
+from kubesched.backends.sim.clusterinput import ClusterInput, SimPod
 from kubesched.backends.sim.limits import check_bench
-from kubesched.backends.sim.manifests import ClusterInput, SimPod
 from kubesched.scheduler.backend import SchedulerPort
 
 

@@ -33,8 +33,9 @@ from hypothesis import strategies as st
 from integration.harness.binaries import pinned_kube_version
 from integration.harness.openapi import KINDS, fetch_schemas, known_fields, render
 from integration.harness.rest import ApiError, Kube
+from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.limits import LimitError
-from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.backends.sim.manifests import load_objects
 from unit.fuzz import corpus
 from unit.fuzz.budget import examples
 

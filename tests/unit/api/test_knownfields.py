@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubesched.api.knownfields import MAX_LISTED, go_nulls, strict_decoding_error, unknown_fields, wrong_type
-from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.backends.sim.clusterinput import ManifestError
+from kubesched.backends.sim.manifests import load_objects
 
 
 def pod(**spec: object) -> dict[str, object]:

@@ -1,13 +1,19 @@
-"""Manifest files as files: YAML limits and empty files, through the manifest loader."""
+"""Manifest files as files (backends.sim.manifestfiles), through the manifest loader: directories,
+Lists, YAML limits and empty files."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
-from kubesched.backends.sim.manifests import ManifestError, load_paths
+from kubesched.backends.sim.clusterinput import ManifestError
+from kubesched.backends.sim.manifests import load_paths
+from unit.backends.manifestkit import POD as POD_TEMPLATE
+from unit.backends.manifestkit import error_of
+from unit.backends.manifestkit import write as write_manifest
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: pause}]}\n"
 
@@ -93,3 +99,76 @@ def test_workloads_past_the_run_limit_are_refused_and_the_rest_loads(monkeypatch
     assert len(cluster.pods) == 100  # a and c; b is refused before its pods exist
     (message,) = cluster.errors
     assert "Deployment default/b" in message and "105 pods in one run is over the simulator's limit of 100 pods" in message
+
+
+# --- directories and Lists -----------------------------------------------------------------------
+
+
+def test_directories_are_read_recursively_in_sorted_order(tmp_path: Path) -> None:
+    write_manifest(tmp_path, POD_TEMPLATE.format(name="b"), "d/2-b.yaml")
+    write_manifest(tmp_path, POD_TEMPLATE.format(name="a"), "d/1-a.yml")
+    write_manifest(tmp_path, POD_TEMPLATE.format(name="c"), "d/sub/3-c.yaml")
+    write_manifest(tmp_path, "not: a manifest", "d/notes.txt")
+    write_manifest(tmp_path, "on: push\njobs: {}", "d/.github/workflows/ci.yaml")
+    write_manifest(tmp_path, "not: a manifest", "d/.hidden.yaml")
+    pod_json = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j"}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}
+    (tmp_path / "d" / "0-j.json").write_text(json.dumps(pod_json))
+    cluster = load_paths([tmp_path / "d"])
+    assert [sp.pod.metadata.name for sp in cluster.pods] == ["j", "a", "b", "c"]
+    assert cluster.name == "d"
+
+
+def test_kind_list_in_yaml_and_json(tmp_path: Path) -> None:
+    items = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"capacity": {"cpu": "2"}}}
+        for i in range(3)
+    ]
+    (tmp_path / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    write_manifest(tmp_path, """
+        apiVersion: v1
+        kind: PodList
+        items:
+          - apiVersion: v1
+            kind: Pod
+            metadata: {name: p1}
+            spec: {containers: [{name: c, image: pause}]}
+          - apiVersion: v1
+            kind: Pod
+            metadata: {name: p2}
+            spec: {containers: [{name: c, image: pause}]}
+    """, "pods.yaml")
+    cluster = load_paths([tmp_path / "nodes.json", tmp_path / "pods.yaml"])
+    assert [n.metadata.name for n in cluster.nodes] == ["n0", "n1", "n2"]
+    assert [sp.pod.metadata.name for sp in cluster.pods] == ["p1", "p2"]
+
+
+def test_list_item_errors_name_the_item(tmp_path: Path) -> None:
+    message = error_of(tmp_path, """
+        apiVersion: v1
+        kind: List
+        items:
+          - {apiVersion: v1, kind: Pod, metadata: {name: ok}, spec: {containers: [{name: c, image: pause}]}}
+          - {apiVersion: v1, kind: Pod, metadata: {}, spec: {containers: [{name: c, image: pause}]}}
+    """)
+    assert message.startswith(f"{tmp_path / 'cluster.yaml'}: document 1, item 2: Pod default/")
+    assert "metadata.name: Required value" in message
+
+
+def test_missing_path_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="no such file or directory"):
+        load_paths([tmp_path / "nope.yaml"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ManifestError, match="no manifest files"):
+        load_paths([tmp_path / "empty"])
+    message = error_of(tmp_path, POD_TEMPLATE.format(name="a") + "---\nkind: Pod\nmetadata: {name: [unclosed\n")
+    assert "cluster.yaml: document 2: line" in message and "invalid YAML" in message
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"kind": "Pod",}')
+    with pytest.raises(ManifestError, match=r"bad.json: line 1 column \d+: invalid JSON"):
+        load_paths([bad_json])
+
+
+def test_document_that_is_not_an_object(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "- just\n- a list\n")
+    assert "cluster.yaml: document 1: expected a Kubernetes object" in message
+    assert "kind: Required value" in error_of(tmp_path, "metadata: {name: x}\n")

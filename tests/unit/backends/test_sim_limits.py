@@ -10,9 +10,10 @@ import pytest
 
 from kubesched.api.objects import Node, convert
 from kubesched.backends.sim import limits
+from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.limits import LimitError
-from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.backends.sim.manifests import load_objects
 from kubesched.backends.sim.usagemodel import UsageModel
 from kubesched.config.parse import default_config
 from kubesched.infra.clock import VirtualClock

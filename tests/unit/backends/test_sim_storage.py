@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.engine import Simulation
-from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import default_config
 from unit.simkit import node, pod
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from kubesched.api.objects import Node, Pod, convert
-from kubesched.backends.sim.manifests import ManifestError, load_paths
+from kubesched.backends.sim.clusterinput import ManifestError
+from kubesched.backends.sim.manifests import load_paths
 from kubesched.backends.sim.usagemodel import Amount, UsageError, UsageModel, UsageSpec, parse_usage, running_requests
 from kubesched.infra.clock import VirtualClock
 

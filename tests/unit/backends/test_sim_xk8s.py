@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from kubesched.api.xk8s import ELASTICQUOTAS, PODGROUPS, CoschedulingPodGroup, ElasticQuota
-from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.backends.sim.clusterinput import ManifestError
+from kubesched.backends.sim.manifests import load_objects
 from unit.plugins.xk8skit import capacity, pod, pod_group, quota
 from unit.simkit import node, profile_config, run
 

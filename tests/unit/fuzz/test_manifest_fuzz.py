@@ -22,9 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.limits import LimitError
-from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_objects, load_paths
+from kubesched.backends.sim.manifests import load_objects, load_paths
 from kubesched.cli import app
 from kubesched.config.parse import default_config
 from unit.fuzz.budget import examples

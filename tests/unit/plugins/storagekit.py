@@ -95,8 +95,8 @@ def pv(name: str, *, cls: str = "", size: str = "1Gi", modes: tuple[str, ...] = 
 
 
 def storage_class(name: str, *, mode: str | None = "Immediate", provisioner: str = "csi.example.com",
-                  topologies: list[dict[str, list[str]]] | None = None) -> Any:
-    data: dict[str, Any] = {"metadata": _meta(name), "provisioner": provisioner}
+                  topologies: list[dict[str, list[str]]] | None = None, annotations: dict[str, str] | None = None) -> Any:
+    data: dict[str, Any] = {"metadata": _meta(name, annotations=annotations), "provisioner": provisioner}
     if mode is not None:
         data["volumeBindingMode"] = mode
     if topologies is not None:

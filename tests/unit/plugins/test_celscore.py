@@ -19,6 +19,7 @@ from kubesched.cli import app
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code
 from kubesched.plugins.celscore import MAX_CONTRIBUTION, CELScore, CELScoreArgs
+from unit.plugins.pluginkit import score_all
 
 from ..simkit import node as sim_node
 from ..simkit import pod as sim_pod
@@ -45,13 +46,8 @@ def plugin(cache: Cache, *rules: dict[str, Any], **args: Any) -> CELScore:
 
 def scores(p: CELScore, cache: Cache, pi: Any) -> dict[str, tuple[int, int]]:
     """(raw, normalized) per node, PreScore then Score then NormalizeScore as the runtime runs them."""
-    table = cache.table
-    rows = table.rows()
-    state = CycleState()
-    assert p.pre_score(state, pi, table, rows) is None
-    raw = p.score(state, pi, table, rows)
-    normalized = p.normalize_score(state, pi, raw)
-    return {table.name_of(int(r)): (int(a), int(b)) for r, a, b in zip(rows, raw, normalized, strict=True)}
+    raw, normalized = score_all(p, pi, cache.table)
+    return {name: (raw[name], normalized[name]) for name in raw}
 
 
 @pytest.mark.parametrize("vectorize", [True, False])

@@ -31,16 +31,12 @@ from kubesched.observe.record import DecisionRecord
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import (
     NO_VICTIMS,
-    NOT_ELIGIBLE_NEVER,
-    NOT_ELIGIBLE_TERMINATING,
     NOT_HELPFUL,
-    Candidate,
     DefaultPreemption,
     DefaultPreemptionArgs,
-    importance_key,
-    pick_one_node,
     preempted_message,
 )
+from kubesched.plugins.helper.preemption import NOT_ELIGIBLE_NEVER, NOT_ELIGIBLE_TERMINATING
 from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.nodeaffinity import NodeAffinity
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
@@ -467,60 +463,6 @@ async def test_pick_first_when_all_ties() -> None:
         [node(f"n{i}", cpu="2") for i in (1, 2, 3)], pods, pod("high", "2", priority=10)
     )
     assert nominated == "n1"
-
-
-def _pi(name: str, priority: int, start: str | None = None) -> PodInfo:
-    p = pod(name, "1", priority=priority)
-    p.status.start_time = start
-    return info(p)
-
-
-def test_pick_one_node_criteria_in_order() -> None:
-    a, b = _pi("a", 5), _pi("b", 5)
-    # 1. fewer PDB violations wins over everything else
-    fewer_pdb = Candidate(0, "x", [_pi("x", 100)], pdb_violations=0)
-    more_pdb = Candidate(1, "y", [_pi("y", 1)], pdb_violations=1)
-    assert pick_one_node([more_pdb, fewer_pdb]) is fewer_pdb
-    # 2. lowest highest-priority victim
-    lo = Candidate(0, "lo", [_pi("l1", 4), _pi("l2", 4), _pi("l3", 4)])
-    hi = Candidate(1, "hi", [_pi("h", 5)])
-    assert pick_one_node([hi, lo]) is lo
-    # 3. smallest sum of (shifted) priorities
-    small = Candidate(0, "s", [_pi("s1", 5), _pi("s2", 1)])
-    big = Candidate(1, "b", [_pi("b1", 5), _pi("b2", 2)])
-    assert pick_one_node([big, small]) is small
-    # 4. fewest victims: the shifted sums tie only when the extra victims have the lowest int32
-    #    priority, which shifts to 0
-    one = Candidate(0, "one", [_pi("o1", 7)])
-    two = Candidate(1, "two", [_pi("t1", 7), _pi("t2", -(2**31))])
-    assert sum(v.priority + 2**31 for v in one.victims) == sum(v.priority + 2**31 for v in two.victims)
-    assert pick_one_node([two, one]) is one
-    # 5. latest earliest start among the highest-priority victims (lower ones do not count)
-    early = Candidate(0, "e", [_pi("e1", 5, "2024-01-01T00:00:00Z"), _pi("e2", 1, "2025-01-01T00:00:00Z")])
-    late = Candidate(1, "l", [_pi("l1", 5, "2024-03-01T00:00:00Z"), _pi("l2", 1, "2020-01-01T00:00:00Z")])
-    assert pick_one_node([early, late]) is late
-    # a victim that has not started counts as starting now: latest of all
-    unstarted = Candidate(2, "u", [_pi("u1", 5), _pi("u2", 1, "2020-01-01T00:00:00Z")])
-    assert pick_one_node([early, late, unstarted]) is unstarted
-    # 6. then the first
-    first, second = Candidate(0, "f", [a]), Candidate(1, "g", [b])
-    assert pick_one_node([first, second]) is first
-    assert pick_one_node([]) is None
-
-
-def test_importance_order() -> None:
-    pods = [
-        _pi("p1-late", 1, "2024-06-01T00:00:00Z"),
-        _pi("p5", 5),
-        _pi("p1-early", 1, "2024-01-01T00:00:00Z"),
-        _pi("p1-unstarted", 1),
-    ]
-    assert [p.key.split("/")[1] for p in sorted(pods, key=importance_key)] == [
-        "p5",
-        "p1-early",
-        "p1-late",
-        "p1-unstarted",
-    ]
 
 
 # --- after the choice -----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code
 from kubesched.framework.types import MAX_NODE_SCORE
@@ -25,6 +25,7 @@ from kubesched.plugins.interpodaffinity import (
     InterPodAffinity,
     InterPodAffinityArgs,
 )
+from unit.plugins.pluginkit import check_coverage
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -173,8 +174,7 @@ def test_events_are_kubes() -> None:
         (NODE, A.Add),
         (NODE, A.UpdateNodeLabel),
     ]
-    for resource, action in covered:
-        assert any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, covered=covered)
     not_covered = [
         (NODE, A.Delete),
         (NODE, A.UpdateNodeTaint),
@@ -184,8 +184,7 @@ def test_events_are_kubes() -> None:
         (ASSIGNED_POD, A.UpdatePodLabel | A.UpdatePodScaleDown),
         (TARGET_POD, A.UpdatePodToleration),
     ]
-    for resource, action in not_covered:
-        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, not_covered=not_covered)
 
 
 def _expr(key: str, op: str, *values: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from kubesched.plugins.nodeaffinity import (
     required_node_affinity_mask,
     required_node_affinity_matches,
 )
+from unit.plugins.pluginkit import score_all
 
 POD_FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,))
 ENFORCED_FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,))
@@ -352,17 +353,6 @@ def test_args_refuse_unknown_fields_and_bad_shapes() -> None:
 # --- scoring -----------------------------------------------------------------------------------------
 
 
-def score_all(plugin: NodeAffinity, pi: PodInfo, cache: Cache) -> tuple[dict[str, int], dict[str, int]]:
-    table = cache.table
-    rows = table.rows()
-    state = CycleState()
-    assert plugin.pre_score(state, pi, table, rows) is None
-    raw = plugin.score(state, pi, table, rows)
-    norm = plugin.normalize_score(state, pi, raw)
-    names = table.names_of(rows)
-    return dict(zip(names, raw.tolist(), strict=True)), dict(zip(names, norm.tolist(), strict=True))
-
-
 def test_score_sums_weights_of_matching_preferred_terms() -> None:
     cache = zoned_cache()
     pi = affinity_pod(
@@ -372,7 +362,7 @@ def test_score_sums_weights_of_matching_preferred_terms() -> None:
             (10, {"matchExpressions": [expr("gen", "Lt", "5")]}),
         )
     )
-    raw, norm = score_all(NodeAffinity(), pi, cache)
+    raw, norm = score_all(NodeAffinity(), pi, cache.table)
     # a: 5 + 3 = 8; b: 5 + 10 = 15; c, d: nothing.
     assert raw == {"a": 8, "b": 15, "c": 0, "d": 0}
     # 8 * 100 // 15 = 53
@@ -383,11 +373,11 @@ def test_score_adds_the_scheduler_preferred_terms() -> None:
     cache = zoned_cache()
     plugin = NodeAffinity({"addedAffinity": preferred((7, {"matchExpressions": [expr("zone", "In", "z3")]}))})
     pi = affinity_pod(preferred((2, {"matchExpressions": [expr("zone", "In", "z1", "z3")]})))
-    raw, norm = score_all(plugin, pi, cache)
+    raw, norm = score_all(plugin, pi, cache.table)
     assert raw == {"a": 2, "b": 0, "c": 9, "d": 0}
     assert norm == {"a": 22, "b": 0, "c": 100, "d": 0}  # 2 * 100 // 9 = 22
     # a pod without preferences still gets the added ones
-    raw, norm = score_all(plugin, affinity_pod(), cache)
+    raw, norm = score_all(plugin, affinity_pod(), cache.table)
     assert raw == {"a": 0, "b": 0, "c": 7, "d": 0}
     assert norm == {"a": 0, "b": 0, "c": 100, "d": 0}
 
@@ -402,7 +392,7 @@ def test_score_ignores_zero_weight_and_empty_preferences() -> None:
 def test_score_with_no_match_anywhere_normalizes_to_zero() -> None:
     cache = zoned_cache()
     pi = affinity_pod(preferred((9, {"matchExpressions": [expr("zone", "In", "mars")]})))
-    raw, norm = score_all(NodeAffinity(), pi, cache)
+    raw, norm = score_all(NodeAffinity(), pi, cache.table)
     assert set(raw.values()) == {0} and set(norm.values()) == {0}
 
 

@@ -10,10 +10,11 @@ from builders import UnitHandle, cache_with, info, node, pod
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ASSIGNED_POD, NODE, UNSCHEDULED_POD, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code
 from kubesched.plugins.nodeports import ERR_REASON, NodePorts
+from unit.plugins.pluginkit import check_coverage
 
 
 def with_ports(name: str, *ports: tuple[str, str, int], node_name: str = "") -> PodInfo:
@@ -164,8 +165,7 @@ def test_events_are_kubes() -> None:
     events = plugin.events_to_register()
     assert [(e.event.resource, e.event.action) for e in events] == [(ASSIGNED_POD, A.Delete), (NODE, A.Add)]
     assert [e.hint for e in events] == [plugin.is_schedulable_after_assigned_pod_deleted, None]
-    for resource, action in [(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (UNSCHEDULED_POD, A.Delete), (ASSIGNED_POD, A.Add)]:
-        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, not_covered=[(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (UNSCHEDULED_POD, A.Delete), (ASSIGNED_POD, A.Add)])
 
 
 def nominated(pi: PodInfo) -> PodInfo:

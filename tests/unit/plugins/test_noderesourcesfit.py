@@ -13,7 +13,7 @@ from kubesched.api.objects import Node, convert
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult
@@ -25,6 +25,7 @@ from kubesched.plugins.noderesourcesfit import (
     node_allocatable,
     requested_resources_increased,
 )
+from unit.plugins.pluginkit import check_coverage
 
 
 def make(cache: Cache, args: dict[str, Any] | None = None) -> NodeResourcesFit:
@@ -311,8 +312,7 @@ def test_events_are_kubes() -> None:
         (NODE, A.UpdateNodeTaint),
         (NODE, A.Delete),
     ]
-    for resource, action in not_covered:
-        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, not_covered=not_covered)
 
 
 def sized(allocatable: dict[str, str] | None = None, pods: int | None = 32) -> Node:

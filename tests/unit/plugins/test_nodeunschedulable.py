@@ -9,10 +9,11 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import NODE, TARGET_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import NODE, TARGET_POD, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code
 from kubesched.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
+from unit.plugins.pluginkit import check_coverage
 
 
 def cordoned_cache() -> Cache:
@@ -99,8 +100,7 @@ def test_events_are_kubes() -> None:
         (NODE, A.Add | A.UpdateNodeTaint, plugin.is_schedulable_after_node_change),
         (TARGET_POD, A.UpdatePodToleration, plugin.is_schedulable_after_target_pod_toleration_change),
     ]
-    for resource, action in [(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (TARGET_POD, A.UpdatePodLabel)]:
-        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, not_covered=[(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (TARGET_POD, A.UpdatePodLabel)])
 
 
 NOT_READY = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]

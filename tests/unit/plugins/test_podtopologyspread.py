@@ -16,7 +16,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import compile_label_selector
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.podtopologyspread import (
@@ -30,6 +30,7 @@ from kubesched.plugins.podtopologyspread import (
     merge_selectors,
     topology_normalizing_weight,
 )
+from unit.plugins.pluginkit import check_coverage, score_all
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -109,12 +110,7 @@ def scores(pl: PodTopologySpread, cache: Cache, pi: PodInfo, names: list[str] | 
     """Normalized scores for the named nodes (all nodes by default)."""
     table = cache.table
     rows = table.rows() if names is None else np.array([table.row_of(n) for n in names], dtype=np.int64)
-    state = CycleState()
-    status = pl.pre_score(state, pi, table, rows)
-    assert status is None, status
-    raw = pl.score(state, pi, table, rows)
-    norm = pl.normalize_score(state, pi, raw)
-    return dict(zip(table.names_of(rows), norm.tolist(), strict=True))
+    return score_all(pl, pi, table, rows)[1]
 
 
 def raw_scores(pl: PodTopologySpread, cache: Cache, pi: PodInfo) -> dict[str, int]:
@@ -806,8 +802,7 @@ def test_events_are_kubes() -> None:
         (NODE, A.UpdateNodeTaint),
         (NODE, A.UpdateNodeLabel | A.UpdateNodeTaint),
     ]
-    for resource, action in covered:
-        assert any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, covered=covered)
     not_covered = [
         (NODE, A.UpdateNodeAllocatable),
         (NODE, A.UpdateNodeCondition),
@@ -815,8 +810,7 @@ def test_events_are_kubes() -> None:
         (ASSIGNED_POD, A.UpdatePodScaleDown),
         (TARGET_POD, A.UpdatePodScaleUp),
     ]
-    for resource, action in not_covered:
-        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, not_covered=not_covered)
 
 
 EXISTS_FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}

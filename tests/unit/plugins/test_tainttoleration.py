@@ -10,7 +10,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import NODE, TARGET_POD, ClusterEvent, QueueingHint
+from kubesched.framework.events import NODE, TARGET_POD, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code
 from kubesched.plugins.tainttoleration import (
@@ -19,6 +19,7 @@ from kubesched.plugins.tainttoleration import (
     has_untolerated_taint,
     untolerated_taint,
 )
+from unit.plugins.pluginkit import check_coverage, score_all
 
 FAIL = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,))
 
@@ -151,15 +152,7 @@ def test_removed_tainted_node_is_not_reported() -> None:
 
 
 def scores(pi: PodInfo, cache: Cache) -> tuple[dict[str, int], dict[str, int]]:
-    table = cache.table
-    rows = table.rows()
-    plugin = TaintToleration()
-    state = CycleState()
-    assert plugin.pre_score(state, pi, table, rows) is None
-    raw = plugin.score(state, pi, table, rows)
-    norm = plugin.normalize_score(state, pi, raw)
-    names = table.names_of(rows)
-    return dict(zip(names, raw.tolist(), strict=True)), dict(zip(names, norm.tolist(), strict=True))
+    return score_all(TaintToleration(), pi, cache.table)
 
 
 def soft_cache() -> Cache:
@@ -254,8 +247,7 @@ def test_events_are_kubes() -> None:
         (NODE, A.Add | A.UpdateNodeTaint, plugin.is_schedulable_after_node_change),
         (TARGET_POD, A.UpdatePodToleration, plugin.is_schedulable_after_target_pod_toleration_change),
     ]
-    for resource, action in [(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (TARGET_POD, A.UpdatePodLabel)]:
-        assert not any(e.event.covers(ClusterEvent(resource, action)) for e in events), (resource, action)
+    check_coverage(events, not_covered=[(NODE, A.UpdateNodeLabel), (NODE, A.Delete), (TARGET_POD, A.UpdatePodLabel)])
 
 
 def tainted(*taints: dict[str, str]) -> Node:

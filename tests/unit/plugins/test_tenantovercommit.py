@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kubesched.backends.sim.manifests import ManifestError
+from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.plugins.tenantovercommit import ANNOTATION, PolicyError, parse_policy, stretched
 from unit.plugins.xk8skit import overcommit, pod, quota
 from unit.simkit import node, profile_config, run

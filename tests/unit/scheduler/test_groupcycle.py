@@ -161,7 +161,8 @@ def test_without_the_gate_the_scheduling_group_is_not_read() -> None:
     ],
 )
 def test_pod_groups_the_api_server_refuses_are_refused(spec: dict[str, Any], message: str) -> None:
-    from kubesched.backends.sim.manifests import ManifestError, load_objects
+    from kubesched.backends.sim.clusterinput import ManifestError
+    from kubesched.backends.sim.manifests import load_objects
 
     pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "bad"}, "spec": spec}
     with pytest.raises(ManifestError) as info:

@@ -26,9 +26,9 @@ import numpy as np
 from kubesched.api.podgroups import PodGroupStatus
 from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.sim.cluster import SimCluster
+from kubesched.backends.sim.clusterinput import ClusterInput
 from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
-from kubesched.backends.sim.manifests import ClusterInput
 from kubesched.backends.sim.queryendpoint import SimPrometheus
 from kubesched.backends.sim.quotas import QuotaLedger
 from kubesched.backends.sim.usagemodel import UsageModel, varying_usage

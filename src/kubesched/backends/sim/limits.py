@@ -140,7 +140,7 @@ def check_bench(nodes: int, pods: int) -> None:
 
 
 # --- a whole run ---------------------------------------------------------------------------------
-# What the run checks read of the loaded input (manifests.ClusterInput), declared here because
+# What the run checks read of the loaded input (clusterinput.ClusterInput), declared here because
 # manifests.py imports this module for its limits.
 
 

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_paths
+from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError
+from kubesched.backends.sim.manifests import load_paths
 
 DEFAULT_SCENARIO = "web-batch"
 

@@ -24,7 +24,8 @@ import msgspec
 from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
-from kubesched.backends.sim.manifests import ClusterInput, ManifestError, load_objects
+from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError
+from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.types import SchedulerConfig
 from kubesched.framework.status import Status
 from kubesched.infra.clock import VirtualClock

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubesched.backends.sim.manifests import ManifestError, load_objects
+from kubesched.backends.sim.clusterinput import ManifestError
+from kubesched.backends.sim.manifests import load_objects
 from unit.simkit import config_change, config_text, node, run, stream
 
 GUARD = {"sloGuard": {"window": "5m", "interval": "10s", "minAttempts": 10}}

@@ -1,5 +1,5 @@
-"""The shared resource-scoring helpers: resource name classes, the shape function, and the
-vectorized scorers checked against a plain one-node-at-a-time reading of kube's formulas."""
+"""The shared resource-scoring helpers: resource name classes and the vectorized scorers checked
+against a plain one-node-at-a-time reading of kube's formulas."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from kubesched.plugins import resourcescoring as rs
+from kubesched.api.validation.resources import is_extended
+from kubesched.plugins.helper import resourcescoring as rs
+from kubesched.plugins.helper.shape import shape_lookup
 
 
 @pytest.mark.parametrize(
@@ -26,18 +28,8 @@ from kubesched.plugins import resourcescoring as rs
     ],
 )
 def test_resource_name_classes(name: str, extended: bool, scalar: bool) -> None:
-    assert rs.is_extended_resource(name) is extended
+    assert is_extended(name) is extended
     assert rs.is_scalar_resource(name) is scalar
-
-
-def test_shape_lookup() -> None:
-    lookup = rs.shape_lookup([(20, 2), (60, 10)])
-    # Flat before the first point and after the last, linear in between, scores x10.
-    assert lookup[0] == 20 and lookup[20] == 20 and lookup[60] == 100 and lookup[100] == 100
-    assert lookup[40] == 20 + 80 * 20 // 40
-    down = rs.shape_lookup([(0, 10), (30, 0)])
-    # 100 - 100*7/30 = 100 - 23.33: Go truncates the negative step toward zero -> 77.
-    assert down[7] == 77
 
 
 # --- references: one node at a time, as kube's Go code reads ------------------------------------
@@ -103,7 +95,7 @@ def random_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("seed", range(5))
 def test_vectorized_scorers_match_the_per_node_formulas(seed: int) -> None:
     req, alloc, weights = random_case(seed)
-    lookup = rs.shape_lookup([(0, 0), (35, 7), (80, 3), (100, 10)])
+    lookup = shape_lookup([(0, 0), (35, 7), (80, 3), (100, 10)])
     m = req.shape[1]
     least = rs.least_allocated(items(req, alloc, weights), m)
     most = rs.most_allocated(items(req, alloc, weights), m)
@@ -119,7 +111,7 @@ def test_vectorized_scorers_match_the_per_node_formulas(seed: int) -> None:
 
 
 def test_rtcr_half_rounds_up() -> None:
-    lookup = rs.shape_lookup([(0, 0), (100, 10)])
+    lookup = shape_lookup([(0, 0), (100, 10)])
     req = np.array([[3], [1]], dtype=np.int64)
     alloc = np.array([[4], [2]], dtype=np.int64)
     # 75 and 50, weights 1: 62.5 -> 63
@@ -129,7 +121,7 @@ def test_rtcr_half_rounds_up() -> None:
 def test_nothing_to_score() -> None:
     empty = np.zeros((2, 3), dtype=np.int64)
     weights = np.array([1, 1])
-    lookup = rs.shape_lookup([(0, 10)])
+    lookup = shape_lookup([(0, 10)])
     for it in (items(empty, empty, weights), []):
         assert rs.least_allocated(it, 3).tolist() == [0, 0, 0]
         assert rs.most_allocated(it, 3).tolist() == [0, 0, 0]

@@ -1,4 +1,5 @@
-"""Per-node attached CSI volume counts for NodeVolumeLimits, kept between cycles.
+"""Per-node attached CSI volume counts for NodeVolumeLimits (kube counts them afresh in every
+Filter), kept between cycles.
 
 Counting a node means resolving every volume of every pod on it through its claim and volume;
 doing that for each of thousands of nodes in every cycle was nearly all of the plugin's cost

@@ -1,4 +1,5 @@
-"""Resource-allocation scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation.
+"""Resource-allocation scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation
+(kube's noderesources resource_allocation.go and its scorers).
 
 Both plugins score a node from, per configured resource, what the node would have
 requested with the pod on it and what it can allocate. This module gathers those two
@@ -10,48 +11,26 @@ operands here are non-negative, so numpy's floor division gives the same result)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator
 
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
-from kubesched.api.validation.meta import label_key
+from kubesched.api.validation.resources import is_extended, is_hugepages
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.types import MAX_NODE_SCORE
+from kubesched.plugins.helper.shape import MAX_UTILIZATION
 
-# A shape point's score is 0..10 in configuration and is scaled to 0..MAX_NODE_SCORE.
-MAX_CUSTOM_PRIORITY_SCORE = 10
-MAX_UTILIZATION = 100
-
-_REQUESTS_PREFIX = "requests."
 _NATIVE_NAMESPACE = "kubernetes.io/"
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """apimachinery's IsQualifiedName (a label key), word for word: [] for a valid one. One
-    implementation for manifests and plugin args: api.validation.meta's."""
-    return label_key(value)
-
-
-def qualified_name_error(value: str) -> str | None:
-    """The first of qualified_name_errors, or None for a valid label key."""
-    errors = qualified_name_errors(value)
-    return errors[0] if errors else None
-
-
-def is_extended_resource(name: str) -> bool:
-    """kube's IsExtendedResourceName: a fully-qualified name outside the kubernetes.io namespace."""
-    if "/" not in name or _NATIVE_NAMESPACE in name or name.startswith(_REQUESTS_PREFIX):
-        return False
-    return qualified_name_error(_REQUESTS_PREFIX + name) is None
 
 
 def is_scalar_resource(name: str) -> bool:
     """kube's IsScalarResourceName: the resources besides cpu/memory/ephemeral-storage/pods that
     the scheduler accounts for (extended, hugepages, prefixed native, attachable volumes)."""
     return (
-        is_extended_resource(name)
-        or name.startswith("hugepages-")
+        is_extended(name)
+        or is_hugepages(name)
         or _NATIVE_NAMESPACE in name
         or name.startswith("attachable-volumes-")
     )
@@ -74,6 +53,19 @@ class ResourceSpec(BaseModel):
 
 def default_resources() -> list[ResourceSpec]:
     return [ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1)]
+
+
+def _null_is_empty(value: object) -> object:
+    return [] if value is None else value
+
+
+def _empty_is_default(resources: list[ResourceSpec]) -> list[ResourceSpec]:
+    return resources or default_resources()
+
+
+# A scoring strategy's `resources`: null or empty means cpu and memory with weight 1, as kube
+# defaults them; the plugins' own checks then run on what is left.
+ScoredResources = Annotated[list[ResourceSpec], BeforeValidator(_null_is_empty), AfterValidator(_empty_is_default)]
 
 
 def pod_scoring_requests(pi: PodInfo, names: Sequence[str], use_requested: bool) -> np.ndarray:
@@ -218,32 +210,6 @@ def most_allocated(items: list[Item], m: int) -> np.ndarray:
         cap, included = _safe(allocatable)
         parts.append((weight, np.minimum(requested, allocatable) * MAX_NODE_SCORE // cap, included))
     return _weighted_mean(parts, m)
-
-
-def _go_div(a: int, b: int) -> int:
-    """Go's integer division: truncates toward zero (Python's // floors)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def shape_lookup(shape: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The broken-linear function of a requestedToCapacityRatio shape at every utilization
-    0..100, scores already scaled to 0..MAX_NODE_SCORE (kube's BuildBrokenLinearFunction)."""
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    points = [(u, s * scale) for u, s in shape]
-    table = np.zeros(MAX_UTILIZATION + 1, dtype=np.int64)
-    for p in range(MAX_UTILIZATION + 1):
-        value = points[-1][1]
-        for i, (u, s) in enumerate(points):
-            if p <= u:
-                if i == 0:
-                    value = s
-                else:
-                    u0, s0 = points[i - 1]
-                    value = s0 + _go_div((s - s0) * (p - u0), u - u0)
-                break
-        table[p] = value
-    return table
 
 
 def requested_to_capacity_ratio(items: list[Item], m: int, lookup: np.ndarray) -> np.ndarray:

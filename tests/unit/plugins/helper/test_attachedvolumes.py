@@ -1,4 +1,4 @@
-"""The counts NodeVolumeLimits keeps between cycles (attachedvolumes.py): after any sequence of
+"""The counts NodeVolumeLimits keeps between cycles (plugins.helper.attachedvolumes): after any sequence of
 changes to pods, claims, volumes, classes, VolumeAttachments, CSINodes and nodes, and during
 preemption's trial removals, a long-lived plugin gives exactly the verdicts of a plugin built
 afresh, which counts every node from nothing."""
