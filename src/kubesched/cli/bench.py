@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.cli.app import app
+from kubesched.cli.app import PlainFlagsCommand, app
 from kubesched.cli.common import (
     check_writable,
     console,
@@ -28,7 +28,7 @@ from kubesched.config.parse import ConfigError
 from kubesched.scheduler.load import load_config
 
 
-@app.command()
+@app.command(cls=PlainFlagsCommand)
 @interruptible
 def bench(
     nodes: Annotated[int, typer.Option(min=1, help="Nodes (4 CPU, 32Gi, 110 pods each).")] = 5000,

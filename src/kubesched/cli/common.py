@@ -13,6 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from kubesched.config.parse import SchedulerConfig
 from kubesched.scheduler.load import load_config
@@ -46,8 +47,22 @@ def clip(message: str) -> str:
 
 def print_error(message: str) -> None:
     """`error: <message>` on stderr, cut by `clip`, the message never read as markup."""
-    err.print("[bold red]error:[/] ", end="")
-    err.print(clip(message), highlight=False, markup=False, soft_wrap=True)
+    line = Text("error: ", style="bold red")
+    line.append(clip(message))
+    err.print(line, highlight=False, soft_wrap=True)
+
+
+def say(target: Console, text: str | Text) -> None:
+    """A line of text, never read as markup: wrapped at the width of a terminal, left whole when
+    written to a pipe or a file, where the reader's pager or editor wraps it."""
+    target.print(text if isinstance(text, Text) else Text(text), highlight=False, soft_wrap=not target.is_terminal)
+
+
+def warn(message: str) -> None:
+    """`warning: <message>` on stderr, cut by `clip`."""
+    line = Text("warning: ", style="yellow")
+    line.append(clip(message))
+    say(err, line)
 
 
 def fail(message: str) -> typer.Exit:

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from kubesched.cli.app import config_app
+from kubesched.cli.app import PlainFlagsCommand, config_app
 from kubesched.cli.common import console, fail, interruptible, set_feature_gates
 from kubesched.config.parse import ConfigError
 from kubesched.scheduler.load import load_config
 
 
-@config_app.command("validate")
+@config_app.command("validate", cls=PlainFlagsCommand)
 @interruptible
 def config_validate(
     path: Annotated[Path, typer.Argument(help="KubeSchedulerConfiguration YAML file.")],

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from kubesched.cli.app import app
+from kubesched.cli.app import PlainFlagsCommand, app
 from kubesched.cli.common import fail, set_feature_gates, tracing_config
 from kubesched.config.parse import ConfigError
 from kubesched.scheduler.load import load_config
@@ -35,7 +35,7 @@ def _log_levels(spec: str) -> tuple[int, dict[str, int]]:
     return level_of(root), per_logger
 
 
-@app.command()
+@app.command(cls=PlainFlagsCommand)
 def run(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration (default profile if omitted).")] = None,
     kubeconfig: Annotated[
@@ -49,7 +49,8 @@ def run(
     tls_private_key_file: Annotated[str | None, typer.Option(help="The serving certificate's key (PEM).")] = None,
     client_ca_file: Annotated[
         str | None,
-        typer.Option(help="CA of client certificates (default: the API server's, from kube-system/extension-apiserver-authentication)."),
+        typer.Option(help="CA of client certificates (default: the API server's, from the ConfigMap "
+                     "extension-apiserver-authentication in kube-system)."),
     ] = None,
     authorization_always_allow_paths: Annotated[
         str, typer.Option(help="Comma-separated paths served without authorization.")

@@ -10,11 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kubesched.cli.app import app
+from kubesched.cli.app import PlainFlagsCommand, app
 from kubesched.cli.common import (
     EXIT_USAGE,
     check_writable,
-    clip,
     console,
     err,
     fail,
@@ -22,10 +21,14 @@ from kubesched.cli.common import (
     load_configs,
     pod_ref,
     print_error,
+    say,
     set_feature_gates,
     tracing_config,
+    warn,
     write_json,
 )
+from kubesched.cli.explaining import check_named_pods, explain_simulated
+from kubesched.cli.simfacts import kept_explanations, report_run, usage_gap
 from kubesched.cli.summary import print_results
 from kubesched.config.parse import ConfigError, SchedulerConfig
 
@@ -64,21 +67,31 @@ def run_simulations(
     return results
 
 
-@app.command()
+SIMULATE_EXIT_CODES = (
+    "Exit codes: 0 the simulation ran; 2 bad input: a configuration, manifest or output path refused (nothing ran), objects "
+    "the API server would refuse (the rest ran), no Nodes in the input (the run shows every pod pending), or a pod named "
+    "with --explain that no configuration knows (the others are explained); 130 interrupted. Pods left pending are a "
+    "result, not an error: they do not change the exit code."
+)
+
+
+@app.command(cls=PlainFlagsCommand, epilog=SIMULATE_EXIT_CODES)
 @interruptible
 def simulate(
-    scenario: Annotated[list[str] | None, typer.Argument(help="Built-in scenario name, or manifest files/directories.")] = None,
-    config: Annotated[list[Path] | None, typer.Option("--config", "-c", help="KubeSchedulerConfiguration; repeat to compare.")] = None,
+    scenario: Annotated[list[str] | None, typer.Argument(
+        help="Built-in scenario name (web-batch, the default; basic, preemption, flink-jobs, flink-burst), or manifest "
+        "files/directories: Nodes and the pods or workloads to place.")] = None,
+    config: Annotated[list[Path] | None, typer.Option(
+        "--config", "-c", help="KubeSchedulerConfiguration; repeat to compare. Each is named by its file name without "
+        ".yaml ('default' without -c).")] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed for breaking ties between equal nodes.")] = 0,
-    json_out: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write the results as JSON, with the explanations of pending pods and the first scheduled ones."),
-    ] = None,
-    explain_pods: Annotated[
-        list[str] | None, typer.Option("--explain", help="Explain this pod (namespace/name) after the run; repeatable.")
-    ] = None,
+    json_out: Annotated[Path | None, typer.Option(
+        "--json", help="Write the results as JSON, with the explanations of the pods named with --explain, of pending pods "
+        "and of the first scheduled ones (`kubesched explain --from` reads them).")] = None,
+    explain_pods: Annotated[list[str] | None, typer.Option(
+        "--explain", help="Explain this pod (namespace/name) after the run, in each configuration; repeatable.")] = None,
     report: Annotated[
-        Path | None, typer.Option("--report", help="Write a self-contained HTML report (utilization, pending times, decisions).")
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report (requests, utilization, pending times, decisions).")
     ] = None,
     tracing_config_file: Annotated[
         Path | None, typer.Option(help="TracingConfiguration (endpoint, samplingRatePerMillion): export cycles as OTLP spans.")
@@ -112,11 +125,12 @@ def simulate(
     except (ConfigError, ManifestError, LimitError) as exc:
         raise fail(str(exc)) from None
     for warning in cluster.warnings:
-        err.print(f"[yellow]warning:[/] {clip(warning)}", highlight=False)
+        warn(warning)
     for refused in cluster.errors:
         print_error(refused)
     if cluster.errors and not cluster.nodes and not cluster.pods:
         raise fail("nothing left to simulate: every node and pod was refused (see above)")
+    check_named_pods(cluster, explain_refs)
     sims: list[Any] = []
     # Reloads of the scenario's configuration changes are reported with the results, not logged.
     logging.getLogger("kubesched.scheduler.reload").addHandler(logging.NullHandler())
@@ -125,54 +139,46 @@ def simulate(
         results = run_simulations(cluster, configs, seed, quiet, keep=sims, tracing=tracing)
     except LimitError as exc:
         raise fail(str(exc)) from None
-    print_results(cluster, results)
-    _explain_simulated(sims, results, explain_refs)
+    print_results(cluster, results, [usage_gap(sim, r) for sim, r in zip(sims, results, strict=True)])
+    unexplained = explain_simulated(sims, results, explain_refs)
+    named = [f"{ns}/{name}" for ns, name in explain_refs]
+    kept = [kept_explanations(sim, r, named) for sim, r in zip(sims, results, strict=True)] if report or json_out else []
     if report is not None:
-        from kubesched.observe import report as html_report
-
-        configs_data = [html_report.config_report(r.profile, sim, r) for sim, r in zip(sims, results, strict=True)]
-        page = html_report.render(cluster.name, configs_data)
-        try:
-            report.write_text(page, encoding="utf-8")
-        except OSError as exc:
-            raise fail(f"--report {report}: cannot write: {exc.strerror}") from None
-        console.print(f"wrote {report}")
+        _write_report(report, cluster, sims, results, kept)
     if json_out is not None:
         data = {"scenario": cluster.name, "seed": seed,
-                "results": [r.as_dict() | {"explanations": _saved_explanations(sim, r)} for sim, r in zip(sims, results, strict=True)],
+                "results": [r.as_dict() | {"explanations": e} for r, e in zip(results, kept, strict=True)],
                 "refused": list(cluster.errors)}
         write_json(json_out, data, "--json")
-        console.print(f"wrote {json_out}")
+        say(console, f"wrote {json_out}")
     if cluster.errors:
         n = len(cluster.errors)
-        err.print(f"{n} object{'s' if n != 1 else ''} refused (see above); the simulation ran without {'them' if n != 1 else 'it'}",
-                  highlight=False)
+        say(err, f"{n} object{'s' if n != 1 else ''} refused (see above); the simulation ran without {'them' if n != 1 else 'it'}")
+    if not cluster.nodes:
+        print_error(no_nodes_hint())
+    if cluster.errors or not cluster.nodes or unexplained:
         raise typer.Exit(EXIT_USAGE)
 
 
-# Explanations kept in `simulate --json` per configuration: every pending pod's first, then the
-# scheduled pods' in the order of the input, up to this many (about 2 kB each).
-SAVED_EXPLANATIONS = 2000
+def no_nodes_hint() -> str:
+    """What to do about an input without Nodes: said once, after kube's own message for each pod."""
+    from kubesched.backends.sim.scenarios import builtin_scenarios
+
+    names = ", ".join(builtin_scenarios())
+    return ("the input has no Nodes, so every pod stays pending (kube's message: no nodes available to schedule pods). "
+            "Give the simulator a cluster: add a file of Node manifests (`kubectl get nodes -o yaml > nodes.yaml`, or write "
+            "them: a Node needs a name and status.allocatable; see docs/simulator.md, Input) and run e.g. "
+            "`kubesched simulate nodes.yaml <your manifests>`; or start from a built-in scenario: "
+            f"`kubesched simulate web-batch` (built-in: {names}).")
 
 
+def _write_report(path: Path, cluster: Any, sims: list[Any], results: list[Any], kept: list[dict[str, Any]]) -> None:
+    from kubesched.observe import report as html_report
 
-def _saved_explanations(sim: Any, result: Any) -> dict[str, Any]:
-    from kubesched.scheduler.explain import explain_many
-
-    pending = list(result.unschedulable)
-    placed = [key for key, node in result.placements.items() if node]
-    return explain_many(sim.scheduler, pending + placed, SAVED_EXPLANATIONS)
-
-
-def _explain_simulated(sims: list[Any], results: list[Any], refs: list[tuple[str, str]]) -> None:
-    from kubesched.observe.explainview import render
-
-    for ns, name in refs:
-        for sim, result in zip(sims, results, strict=True):
-            console.rule(f"{ns}/{name} with {result.profile}")
-            data = sim.scheduler.explain(ns, name)
-            if data is None:
-                console.print(f"no pod {ns}/{name} in this simulation", highlight=False, markup=False)
-            else:
-                render(console, data)
-
+    runs = [report_run(cluster, sim, r, e) for sim, r, e in zip(sims, results, kept, strict=True)]
+    page = html_report.render(cluster.name, [html_report.config_report(run) for run in runs])
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"--report {path}: cannot write: {exc.strerror}") from None
+    say(console, f"wrote {path}")
