@@ -10,7 +10,6 @@ from importlib import metadata
 from typing import Annotated, Any
 
 import typer
-import typer.rich_utils
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from kubesched.cli.common import raise_keyboard_interrupt
@@ -75,11 +74,13 @@ def _root(
     pass
 
 
-def help_width() -> int | None:
-    """The width of help text: the terminal's, COLUMNS or TERMINAL_WIDTH if set, else a wide page."""
+def _widen_help() -> None:
+    """Help as wide as the terminal, COLUMNS or TERMINAL_WIDTH if set, else HELP_WIDTH_NOT_A_TERMINAL."""
     if os.environ.get("TERMINAL_WIDTH") or os.environ.get("COLUMNS") or sys.stdout.isatty():
-        return typer.rich_utils.MAX_WIDTH
-    return HELP_WIDTH_NOT_A_TERMINAL
+        return
+    import typer.rich_utils  # what draws help; imported here, not on every command's start
+
+    typer.rich_utils.MAX_WIDTH = HELP_WIDTH_NOT_A_TERMINAL
 
 
 def main() -> None:
@@ -89,5 +90,5 @@ def main() -> None:
     signal.signal(signal.SIGINT, raise_keyboard_interrupt)
     # numpy's floating-point warnings are not for users; the fuzz tests turn them into errors.
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"numpy(\..*)?$")
-    typer.rich_utils.MAX_WIDTH = help_width()
+    _widen_help()
     app(prog_name="kubesched")

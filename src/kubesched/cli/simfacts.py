@@ -5,12 +5,12 @@ plain data: it may not reach into the simulator or the scheduler, which sit abov
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kubesched.observe import report
-from kubesched.scheduler.explain import explain_many
+if TYPE_CHECKING:  # imported when used: `kubesched --help` need not load the report or the explainer
+    from kubesched.observe import report
 
 # Explanations kept per configuration (`simulate --json`, the report's decision explorer): those of
 # the pods named with --explain, every pending pod's, then the scheduled pods' in the order of the
@@ -42,6 +42,8 @@ def usage_gap(sim: Any, result: Any) -> str | None:
 def kept_explanations(sim: Any, result: Any, named: Sequence[str]) -> dict[str, Any]:
     """The explanations a simulation keeps: every pod named (namespace/name) wherever it fell in
     the run, then the pending pods', then the scheduled ones', up to SAVED_EXPLANATIONS of those."""
+    from kubesched.scheduler.explain import explain_many
+
     pending = list(result.unschedulable)
     placed = [key for key, node in result.placements.items() if node]
     first = list(dict.fromkeys(named))
@@ -52,6 +54,8 @@ def kept_explanations(sim: Any, result: Any, named: Sequence[str]) -> dict[str, 
 def usage_samples(cluster: Any, sim: Any) -> report.UsageSamples | None:
     """The usage model's scrapes after the start of the run (the first, at the start, covers time
     before it), or None if it took none."""
+    from kubesched.observe import report
+
     usage = getattr(sim, "usage", None)
     if usage is None or not usage.node_names:
         return None
@@ -66,6 +70,7 @@ def node_requests(sim: Any) -> report.NodeRequests:
     """What the pods on each node request at the end of the run, against its allocatable: the
     scheduler cache's own figures, the ones its Filter plugins compared."""
     from kubesched.api.podinfo import CPU, MEMORY
+    from kubesched.observe import report
 
     table = sim.scheduler.cache.table
     rows = np.flatnonzero(table.present[: table.size])
@@ -92,6 +97,8 @@ def pending_waits(sim: Any, result: Any) -> list[float]:
 
 def report_run(cluster: Any, sim: Any, result: Any, explanations: dict[str, Any]) -> report.Run:
     """One configuration's run as the report takes it."""
+    from kubesched.observe import report
+
     return report.Run(
         label=result.profile,
         figures=result.as_dict(),
