@@ -48,7 +48,7 @@ def test_json_to_a_directory_is_refused(tmp_path: Path) -> None:
 def test_json_to_an_unwritable_directory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The permission check stands in for a non-root user here: tests run as root in CI, and root
     may write anywhere (os.access is faked for that one directory, and says so)."""
-    import kubesched.cli as cli
+    import kubesched.cli.common as cli
 
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)

@@ -21,15 +21,15 @@ def render(console: Console, data: JSON) -> None:
     head.append(status, style="green" if status == "scheduled" else "yellow")
     if data.get("node"):
         head.append(f" on {data['node']}")
-    console.print(head)
+    _line(console, head)
     for key, label in (("note", "note"), ("error", "error"), ("message", "a cycle now")):
         if data.get(key):
-            console.print(Text(f"{label}: {data[key]}"))
+            _line(console, Text(f"{label}: {data[key]}"))
     record = data.get("record")
     if record and status not in ("scheduled", "binding") and record.get("message"):
-        console.print(Text(f"last attempt ({record.get('attempt')}): {record['message']}"))
+        _line(console, Text(f"last attempt ({record.get('attempt')}): {record['message']}"))
     if record and record.get("placed_jointly_with"):
-        console.print(Text(f"placed on the node a joint plan chose for its burst of {record['placed_jointly_with']} pods "
+        _line(console, Text(f"placed on the node a joint plan chose for its burst of {record['placed_jointly_with']} pods "
                            "(JointPlacement), every Filter run there"))
     if data.get("filter"):
         _filter(console, data["filter"], int(data.get("nodes_total") or 0))
@@ -41,8 +41,19 @@ def render(console: Console, data: JSON) -> None:
         _shadow(console, shadow)
 
 
+def _line(console: Console, text: Text) -> None:
+    """A line wrapped at the width of a terminal, and left whole in a pipe or a file."""
+    console.print(text, soft_wrap=not console.is_terminal)
+
+
+def _title(console: Console, title: str) -> None:
+    """A table's title on a line of its own: a title inside the table would wrap at the table's
+    width (40 columns for a narrow table), even in a file."""
+    _line(console, Text(title, style="italic"))
+
+
 def _shadow(console: Console, d: JSON) -> None:
-    """What a shadow profile decided for the same pod on the same snapshot (kubesched.scheduler.shadow)."""
+    """What a shadow profile decided for the same pod on the same snapshot (scheduler/shadow.py)."""
     outcome = str(d.get("outcome", "")).replace("_", " ")
     line = f"shadow profile {d.get('profile')}: {outcome}"
     if d.get("node"):
@@ -51,14 +62,15 @@ def _shadow(console: Console, d: JSON) -> None:
         line += f" (it scores its choice {d['gap']} above the live node)"
     if d.get("message"):
         line += f": {d['message']}"
-    console.print(Text(line))
+    _line(console, Text(line))
 
 
 def _filter(console: Console, filtered: JSON, total: int) -> None:
     rejected = filtered.get("rejected") or []
-    console.print(Text(f"{filtered.get('feasible', 0)} of {total} nodes fit"))
+    _line(console, Text(f"{filtered.get('feasible', 0)} of {total} nodes fit"))
     if rejected:
-        table = Table(title="Nodes rejected, by the first plugin that rejected them", title_justify="left")
+        _title(console, "Nodes rejected, by the first plugin that rejected them")
+        table = Table()
         table.add_column("plugin")
         table.add_column("reason")
         table.add_column("nodes", justify="right")
@@ -71,7 +83,8 @@ def _filter(console: Console, filtered: JSON, total: int) -> None:
         console.print(table)
     nearest = filtered.get("nearest") or []
     if nearest:
-        table = Table(title="Nearest misses", title_justify="left")
+        _title(console, "Nearest misses")
+        table = Table()
         table.add_column("node")
         table.add_column("plugin")
         table.add_column("what is missing")
@@ -88,20 +101,21 @@ def _filter(console: Console, filtered: JSON, total: int) -> None:
 def _preemption(console: Console, plan: JSON) -> None:
     if plan.get("possible"):
         victims = ", ".join(plan.get("victims") or []) or "no pods"
-        console.print(Text(f"preemption would help: on {plan.get('node')}, evicting {victims}"))
+        _line(console, Text(f"preemption would help: on {plan.get('node')}, evicting {victims}"))
     else:
-        console.print(Text(f"preemption would not help: {plan.get('message') or 'no candidate node'}"))
+        _line(console, Text(f"preemption would not help: {plan.get('message') or 'no candidate node'}"))
 
 
 def _scores(console: Console, scores: JSON) -> None:
     nodes = scores.get("nodes") or []
     source = "the cycle that placed it" if scores.get("source") == "record" else "a dry run now"
     if not nodes:
-        console.print(Text(f"chosen: {scores.get('chosen')} ({scores.get('why', '')}; from {source})"))
+        _line(console, Text(f"chosen: {scores.get('chosen')} ({scores.get('why', '')}; from {source})"))
         return
     weights = {p["name"]: p["weight"] for p in scores.get("plugins") or []}
     plugins = [p for p in weights if any(p in n.get("plugins", {}) for n in nodes)]
-    table = Table(title=f"Scores from {source}: weighted (raw -> normalized x weight)", title_justify="left")
+    _title(console, f"Scores from {source}: weighted (raw -> normalized x weight)")
+    table = Table()
     table.add_column("plugin")
     for n in nodes:
         mark = " (chosen)" if n.get("node") == scores.get("chosen") else ""
@@ -117,13 +131,13 @@ def _scores(console: Console, scores: JSON) -> None:
     for n in nodes:
         for p, part in (n.get("plugins") or {}).items():
             if part.get("why"):
-                console.print(Text(f"{p} on {n.get('node')}: {part['why']}"))
+                _line(console, Text(f"{p} on {n.get('node')}: {part['why']}"))
     margin = scores.get("margin")
     if margin is None:
         return
     if margin > 0:
-        console.print(Text(f"{scores.get('chosen')} won by {margin}; {scores.get('decided_by')} gave it the most of that lead"))
+        _line(console, Text(f"{scores.get('chosen')} won by {margin}; {scores.get('decided_by')} gave it the most of that lead"))
     else:
-        console.print(Text(f"{scores.get('chosen')} tied for the top score and was picked at random among the tied nodes"))
+        _line(console, Text(f"{scores.get('chosen')} tied for the top score and was picked at random among the tied nodes"))
     if scores.get("why_sample"):
-        console.print(Text(str(scores["why_sample"])))
+        _line(console, Text(str(scores["why_sample"])))

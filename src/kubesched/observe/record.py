@@ -61,7 +61,7 @@ class DecisionRecord:
     victims: tuple[str, ...] = ()
     result: str = ""  # scheduled | unschedulable | error
     duration: float = 0.0
-    # What shadow profiles (kubesched.scheduler.shadow) decided for the same pod on the same snapshot.
+    # What shadow profiles (scheduler/shadow.py) decided for the same pod on the same snapshot.
     shadow: tuple[Any, ...] = ()
     # Placed on the node a joint plan chose for its burst of this many pods (burstcycle); 0: alone.
     jointly: int = 0

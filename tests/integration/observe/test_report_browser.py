@@ -1,6 +1,7 @@
 """`kubesched simulate --report` in a real headless Chromium: the page loads with no console
-error and no network, its charts draw, selecting a pod shows its breakdown, and text from the
-cluster stays text. The screenshots in docs/ come from this test.
+error and no network, its charts draw (requests per node, usage over one time axis, a heatmap with
+axes and a colour scale, labels apart), plain manifests get no empty charts, selecting a pod shows
+its breakdown, and text from the cluster stays text. The screenshots in docs/ come from this test.
 """
 
 from __future__ import annotations
@@ -36,6 +37,44 @@ def _wait(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-
         time.sleep(0.05)
 
 
+def _boxes(driver, section, selector: str) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
+    return driver.execute_script(
+        "return [...arguments[0].querySelectorAll(arguments[1])].map(e => { const r = e.getBoundingClientRect(); "
+        "return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: e.textContent}; });", section, selector)
+
+
+def _texts_and_x(driver, section, selector: str) -> list[tuple[str, float]]:  # type: ignore[no-untyped-def]
+    """Texts with their x inside their svg (the same in two sections if the axes are the same)."""
+    return driver.execute_script(
+        "return [...arguments[0].querySelectorAll(arguments[1])].map(e => [e.textContent, "
+        "Math.round(e.getBoundingClientRect().left - e.ownerSVGElement.getBoundingClientRect().left)]);", section, selector)
+
+
+def _assert_apart(boxes: list[dict[str, float]]) -> None:
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"]
+            assert apart, f"labels {a['text']!r} and {b['text']!r} overlap: {a} {b}"
+
+
+def _assert_report_drawing(driver, section) -> None:  # type: ignore[no-untyped-def]
+    """What every section with measured usage draws: requests per node, a heatmap with axes and a
+    colour scale, and labels that do not run into each other."""
+    from selenium.webdriver.common.by import By
+
+    assert len(section.find_elements(By.CSS_SELECTOR, "svg.requests polyline.req")) == 2
+    heatmap = section.find_element(By.CSS_SELECTOR, "svg.heatmap")
+    assert len(heatmap.find_elements(By.CSS_SELECTOR, "text.node")) >= 5
+    assert len(heatmap.find_elements(By.CSS_SELECTOR, "text.time")) >= 3
+    assert len(heatmap.find_elements(By.CSS_SELECTOR, "rect.scale")) == 20
+    assert [t.text for t in heatmap.find_elements(By.CSS_SELECTOR, "text.scale-tick")] == ["0%", "50%", "80%", "100%"]
+    assert "cpu use, % of allocatable" in heatmap.find_element(By.CSS_SELECTOR, "text.scale-title").text
+    for selector in ("svg.bars text.bucket", "svg.heatmap text.node", "svg.heatmap text.time", "svg.line text.time"):
+        _assert_apart(_boxes(driver, section, selector))
+    buckets = [b["text"] for b in _boxes(driver, section, "svg.bars text.bucket")]
+    assert buckets[0] == "0s-1s" and buckets[-1] == ">1h"
+
+
 def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -64,6 +103,10 @@ def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
             assert len(section.find_elements(By.CSS_SELECTOR, "svg.bars rect.bar")) > 0
             points = section.find_element(By.CSS_SELECTOR, "svg.line polyline.series").get_attribute("points")
             assert len(points.split()) > 10
+            _assert_report_drawing(driver, section)
+        # One time axis for both runs: the same ticks at the same places, whatever each run's length.
+        ticks = [_texts_and_x(driver, s, "svg.line text.time") for s in sections]
+        assert ticks[0] == ticks[1] and len(ticks[0]) >= 3
         # Both side by side: the second section starts to the right of the first, on the same row.
         a, b = (s.rect for s in sections)
         assert b["x"] > a["x"] + a["width"] / 2 and abs(b["y"] - a["y"]) < 5
@@ -108,7 +151,10 @@ def test_cluster_text_stays_text_in_the_browser(tmp_path: Path) -> None:
               "cycles", "virtual_seconds", "pending_seconds_p99", "hotspot_node_seconds", "node_cpu_util_p99",
               "node_cpu_util_stddev")}, "preempted": 0, "utilization": None,
               "pending": {"buckets": ["0-1s"], "counts": [1], "pods": 1, "p50": 0, "p99": 0},
-              "unschedulable": [{"message": evil, "pods": 1}], "explanations": {"ns/p": explanation}, "explained_cap": 10}
+              "unschedulable": [{"message": evil, "pods": 1}], "explanations": {"ns/p": explanation}, "explained_cap": 10,
+              "usage_gap": evil, "requests": {"nodes": 1, "rank": [0], "cpu": [50.0], "memory": [10.0], "cpu_mean": 50.0,
+                                              "memory_mean": 10.0, "in_use": 1, "cpu_over_80": 0,
+                                              "fullest": [{"node": "n<b>1", "cpu": 50.0, "memory": 10.0}]}}
     out = tmp_path / "evil.html"
     out.write_text(report.render(evil, [config]))
     data_block = out.read_text().split('id="data">', 1)[1].split("</script>", 1)[0]
@@ -126,3 +172,88 @@ def test_cluster_text_stays_text_in_the_browser(tmp_path: Path) -> None:
         except NoAlertPresentException:
             pass
         assert console_errors(driver) == []
+
+
+NODES = """apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-b}
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '20'}}
+"""
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 5
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: c, image: nginx, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+"""
+
+
+def test_plain_manifests_draw_requests_and_no_empty_charts(tmp_path: Path) -> None:
+    """Manifests as `kubectl get -o yaml` gives them: every pod placed at time 0, no usage measured.
+    The page says so instead of drawing empty charts, and still shows what each node holds."""
+    from selenium.webdriver.common.by import By
+
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "nodes.yaml").write_text(NODES)
+    (tmp_path / "cluster" / "web.yaml").write_text(DEPLOYMENT)
+    out = tmp_path / "plain.html"
+    done = subprocess.run([sys.executable, "-m", "kubesched.cli", "simulate", "-q", str(tmp_path / "cluster"), "--report", str(out)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    with chromium(1200, 1400) as driver:
+        driver.get(file_url(out))
+        _wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "section.config")) == 1)
+        assert console_errors(driver) == []
+        section = driver.find_element(By.CSS_SELECTOR, "section.config")
+        assert section.find_elements(By.CSS_SELECTOR, "svg.line") == [] and section.find_elements(By.CSS_SELECTOR, "svg.heatmap") == []
+        gap = section.find_element(By.CSS_SELECTOR, ".usage-gap").text
+        assert gap.startswith("Not drawn: no usage measured: the run ended at virtual time 0s")
+        requests = section.find_element(By.CSS_SELECTOR, "svg.requests")
+        assert requests.size["width"] > 300 and requests.size["height"] > 100
+        lines = requests.find_elements(By.CSS_SELECTOR, "polyline.req")
+        assert len(lines) == 2 and all(len(line.get_attribute("points").split()) == 2 for line in lines)
+        assert "2 of 2 nodes hold pods that request something" in section.text
+        assert "hot node-seconds" in section.text.lower() and "n/a" in section.text
+        _assert_apart(_boxes(driver, section, "svg.bars text.bucket"))
+
+
+def test_runs_of_different_lengths_share_the_time_axis(tmp_path: Path) -> None:
+    import numpy as np
+    from selenium.webdriver.common.by import By
+
+    def run(label: str, seconds: float) -> report.Run:
+        times = np.arange(15.0, seconds + 1, 15.0)
+        usage = report.UsageSamples(times=times, started_at=0.0, nodes=["n0", "n1"], cpu=np.full((times.size, 2), 0.5),
+                                    memory=np.full((times.size, 2), 0.5), declared=True)
+        return report.Run(label=label, figures={"virtual_seconds": seconds, "unschedulable": {}, "preempted": []}, pending_waits=[0.0],
+                          explanations={}, explained_cap=10, usage=usage, usage_gap=None,
+                          requests=report.NodeRequests(nodes=["n0", "n1"], cpu=np.array([0.5, 0.2]), memory=np.array([0.1, 0.0])))
+
+    out = tmp_path / "two.html"
+    out.write_text(report.render("two lengths", [report.config_report(run("short", 600.0)), report.config_report(run("long", 3600.0))]))
+    with chromium(1600, 1400) as driver:
+        driver.get(file_url(out))
+        _wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "section.config")) == 2)
+        assert console_errors(driver) == []
+        short, long = driver.find_elements(By.CSS_SELECTOR, "section.config")
+        for selector in ("svg.line text.time", "svg.heatmap text.time"):
+            assert _texts_and_x(driver, short, selector) == _texts_and_x(driver, long, selector)
+        assert _texts_and_x(driver, short, "svg.line text.time")[-1][0] == "1h"
+
+        def right_end(section) -> float:  # type: ignore[no-untyped-def]
+            line = section.find_element(By.CSS_SELECTOR, "svg.line polyline.series")
+            return max(float(p.split(",")[0]) for p in line.get_attribute("points").split())
+
+        assert right_end(short) < right_end(long) / 4  # 10 minutes of an hour's axis
+        assert len(short.find_elements(By.CSS_SELECTOR, "svg.line line.run-end")) == 2
+        assert long.find_elements(By.CSS_SELECTOR, "line.run-end") == []

@@ -9,7 +9,7 @@ import pytest
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.cli import _log_levels
+from kubesched.cli.run import _log_levels
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import Plugin, ScorePlugin
 from kubesched.framework.status import Status
