@@ -1,10 +1,12 @@
-"""Run the real scheduler on small simulated clusters written as manifest dicts."""
+"""Run the real scheduler on small simulated clusters written as manifest dicts (built with the
+builders' `.manifest()`): `run`, the configuration's text and changes, streams of arrivals."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from builders import make_priority_class
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import default_config, parse_config, parse_config_text
@@ -42,14 +44,11 @@ def pod(name: str, cpu: str = "100m", memory: str = "100Mi", *, priority=None, l
 
 
 def priority_classes(objects: list[dict]) -> list[dict]:
-    """PriorityClasses for every `priority-<n>` class the pods name (admission resolves them)."""
+    """PriorityClasses for every `priority-<n>` class the pods name (make_pod(...).priority(n)
+    writes a manifest's priority so; admission resolves them)."""
     names = {o["spec"].get("priorityClassName") for o in objects if o["kind"] == "Pod"}
     names = {n for n in names if n and n.startswith("priority-")}
-    return [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
-         "value": int(n.split("-", 1)[1])}
-        for n in sorted(names)
-    ]
+    return [make_priority_class(n, int(n.split("-", 1)[1])) for n in sorted(names)]
 
 
 def run(objects: list[dict], config: dict | str | None = None, seed: int = 0) -> tuple[SimResult, Simulation]:
