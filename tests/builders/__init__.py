@@ -5,7 +5,7 @@ or as the manifests the simulator reads, and the small fakes unit tests run plug
 from builders.cluster import make_namespace, make_pod_group, make_priority_class, make_xk8s_pod_group
 from builders.nodes import NodeBuilder, make_node
 from builders.pods import PodBuilder, make_pod
-from builders.units import RecordedWrites, UnitHandle, cache_with, info, node, pod, unit_services
+from builders.units import RecordedWrites, UnitHandle, cache_with, unit_services
 
 __all__ = [
     "NodeBuilder",
@@ -13,14 +13,11 @@ __all__ = [
     "RecordedWrites",
     "UnitHandle",
     "cache_with",
-    "info",
     "make_namespace",
     "make_node",
     "make_pod",
     "make_pod_group",
     "make_priority_class",
     "make_xk8s_pod_group",
-    "node",
-    "pod",
     "unit_services",
 ]

@@ -8,7 +8,6 @@ from typing import Any
 
 POD_GROUP_API = "scheduling.k8s.io/v1beta1"
 XK8S_API = "scheduling.x-k8s.io/v1alpha1"
-XK8S_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
 def make_priority_class(name: str, value: int, **fields: Any) -> dict[str, Any]:

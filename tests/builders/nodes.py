@@ -22,6 +22,7 @@ REGION = "topology.kubernetes.io/region"
 class NodeBuilder:
     def __init__(self, name: str) -> None:
         self._name = name
+        self._uid = ""
         self._labels: dict[str, str] = {HOSTNAME: name}
         self._annotations: dict[str, str] = {}
         self._resources: dict[str, Any] = {"cpu": "4", "memory": "32Gi", "pods": 110, "ephemeral-storage": "100Gi"}
@@ -29,6 +30,10 @@ class NodeBuilder:
         self._unschedulable = False
         self._images: list[dict[str, Any]] = []
         self._status: dict[str, Any] = {}
+
+    def uid(self, uid: str) -> Self:
+        self._uid = uid
+        return self
 
     def capacity(self, resources: dict[str, Any] | None = None, /, **more: Any) -> Self:
         """Capacity and allocatable of these resources (`ephemeral_storage=` for
@@ -63,9 +68,9 @@ class NodeBuilder:
         self._taints.append(entry)
         return self
 
-    def taints(self, taints: list[dict[str, str]]) -> Self:
-        """Taints written out as the API spells them."""
-        self._taints.extend(dict(t) for t in taints)
+    def taints(self, taints: list[dict[str, str]] | None) -> Self:
+        """Taints written out as the API spells them (None: none)."""
+        self._taints.extend(dict(t) for t in taints or [])
         return self
 
     def unschedulable(self, value: bool = True) -> Self:
@@ -84,6 +89,8 @@ class NodeBuilder:
 
     def _metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": self._name, "labels": dict(self._labels)}
+        if self._uid:
+            meta["uid"] = self._uid
         if self._annotations:
             meta["annotations"] = dict(self._annotations)
         return meta

@@ -23,6 +23,7 @@ ARRIVAL = "sim.kubesched.io/arrival"
 DURATION = "sim.kubesched.io/duration"
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
+XK8S_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 _uids = itertools.count()
 
@@ -49,7 +50,9 @@ class PodBuilder:
         self._annotations: dict[str, str] = {}
         self._requests: dict[str, Any] = {}
         self._limits: dict[str, Any] = {}
+        self._container_name = "c"
         self._image = PAUSE_IMAGE
+        self._owners: list[dict[str, Any]] = []
         self._ports: list[dict[str, Any]] = []
         self._containers: list[dict[str, Any]] | None = None
         self._priority: int | None = None
@@ -77,6 +80,11 @@ class PodBuilder:
         self._annotations.update(more)
         return self
 
+    def owned_by(self, *references: dict[str, Any]) -> Self:
+        """metadata.ownerReferences, written out as the API spells them."""
+        self._owners.extend(dict(r) for r in references)
+        return self
+
     def arrival(self, at: str) -> Self:
         """When the simulator creates the pod (virtual time, e.g. "5s")."""
         return self.annotation({ARRIVAL: at})
@@ -99,6 +107,13 @@ class PodBuilder:
 
     def image(self, image: str) -> Self:
         self._image = image
+        return self
+
+    def container(self, name: str, image: str | None = None) -> Self:
+        """The one container's name (and image)."""
+        self._container_name = name
+        if image is not None:
+            self._image = image
         return self
 
     def host_port(self, port: int, *, protocol: str | None = None, host_ip: str | None = None) -> Self:
@@ -176,6 +191,10 @@ class PodBuilder:
         """spec.schedulingGroup: a member of this (scheduling.k8s.io) PodGroup."""
         return self.spec(schedulingGroup={"podGroupName": pod_group})
 
+    def xk8s_group(self, pod_group: str) -> Self:
+        """A member of this scheduler-plugins (Coscheduling) PodGroup: its label."""
+        return self.label({XK8S_GROUP_LABEL: pod_group})
+
     def spec(self, **fields: Any) -> Self:
         """Spec fields written out as the API spells them (they win over what other methods set)."""
         self._spec.update(fields)
@@ -191,10 +210,14 @@ class PodBuilder:
         if self._containers is not None:
             containers = copy.deepcopy(self._containers)
         else:
-            resources: dict[str, Any] = {"requests": dict(self._requests)}
+            container: dict[str, Any] = {"name": self._container_name, "image": self._image}
+            resources: dict[str, Any] = {}
+            if self._requests:
+                resources["requests"] = dict(self._requests)
             if self._limits:
                 resources["limits"] = dict(self._limits)
-            container: dict[str, Any] = {"name": "c", "image": self._image, "resources": resources}
+            if resources:
+                container["resources"] = resources
             if self._ports:
                 container["ports"] = copy.deepcopy(self._ports)
             containers = [container]
@@ -204,8 +227,11 @@ class PodBuilder:
         return body
 
     def _metadata(self) -> dict[str, Any]:
-        return {"name": self._name, "namespace": self._namespace, "labels": dict(self._labels),
-                "annotations": dict(self._annotations)}
+        meta: dict[str, Any] = {"name": self._name, "namespace": self._namespace, "labels": dict(self._labels),
+                                "annotations": dict(self._annotations)}
+        if self._owners:
+            meta["ownerReferences"] = copy.deepcopy(self._owners)
+        return meta
 
     def manifest(self) -> dict[str, Any]:
         """The manifest a user writes (apiVersion and kind included)."""

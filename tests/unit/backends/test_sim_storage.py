@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
+from builders import make_node, make_pod
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import ManifestError, load_objects
 from kubesched.config.parse import default_config
-from unit.simkit import node, pod
 
 ZONE = "topology.kubernetes.io/zone"
 PREEMPTION_NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
 
 
 def zoned_nodes(*zones: str) -> list[dict[str, Any]]:
-    return [node(f"{z}{i}", labels={ZONE: z}) for z in zones for i in (1, 2)]
+    return [make_node(f"{z}{i}").without("ephemeral-storage").label({ZONE: z}).manifest() for z in zones for i in (1, 2)]
 
 
 def storage_class(name: str, mode: str = "WaitForFirstConsumer", provisioner: str = "csi.example.com",
@@ -111,7 +111,7 @@ def test_class_topology_decides_the_provisioned_volume() -> None:
 
 def test_claim_bound_in_another_zone_is_refused_with_kubes_message() -> None:
     objects = [*zoned_nodes("b"), volume("pv-a", zone="a"), claim("data", cls="", volumeName="pv-a"),
-               with_claims(pod("web"), "data")]
+               with_claims(make_pod("web").req(cpu="100m", memory="100Mi").manifest(), "data")]
     result, _ = simulate(objects)
     assert result.placements["default/web"] is None
     assert result.unschedulable["default/web"] == (
@@ -120,9 +120,15 @@ def test_claim_bound_in_another_zone_is_refused_with_kubes_message() -> None:
 
 
 def test_volume_zone_labels() -> None:
-    objects = [*zoned_nodes("a", "b"), volume("pv-z", labels={ZONE: "a"}), claim("data", cls="", volumeName="pv-z"),
-               with_claims(pod("web"), "data"), volume("pv-y", labels={ZONE: "c"}), claim("lost", cls="", volumeName="pv-y"),
-               with_claims(pod("nowhere"), "lost")]
+    objects = [
+        *zoned_nodes("a", "b"),
+        volume("pv-z", labels={ZONE: "a"}),
+        claim("data", cls="", volumeName="pv-z"),
+        with_claims(make_pod("web").req(cpu="100m", memory="100Mi").manifest(), "data"),
+        volume("pv-y", labels={ZONE: "c"}),
+        claim("lost", cls="", volumeName="pv-y"),
+        with_claims(make_pod("nowhere").req(cpu="100m", memory="100Mi").manifest(), "lost"),
+    ]
     result, _ = simulate(objects)
     assert result.placements["default/web"] in ("a1", "a2")
     assert result.unschedulable["default/nowhere"] == (
@@ -130,8 +136,13 @@ def test_volume_zone_labels() -> None:
 
 
 def test_missing_claim_and_unbound_immediate_claim() -> None:
-    objects = [*zoned_nodes("a"), storage_class("slow", mode="Immediate", provisioner="kubernetes.io/no-provisioner"),
-               claim("pending", cls="slow"), with_claims(pod("waits"), "pending"), with_claims(pod("lost"), "nope")]
+    objects = [
+        *zoned_nodes("a"),
+        storage_class("slow", mode="Immediate", provisioner="kubernetes.io/no-provisioner"),
+        claim("pending", cls="slow"),
+        with_claims(make_pod("waits").req(cpu="100m", memory="100Mi").manifest(), "pending"),
+        with_claims(make_pod("lost").req(cpu="100m", memory="100Mi").manifest(), "nope"),
+    ]
     result, _ = simulate(objects)
     assert result.unschedulable["default/waits"] == (
         "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. " + PREEMPTION_NOT_HELPFUL.format(n=2))
@@ -142,7 +153,7 @@ def test_missing_claim_and_unbound_immediate_claim() -> None:
 def test_immediate_claims_bind_at_load_and_pods_follow_their_volumes() -> None:
     objects = [*zoned_nodes("a", "b"), storage_class("std", mode="Immediate", provisioner="kubernetes.io/no-provisioner"),
                volume("small", zone="b", size="2Gi", cls="std"), volume("big", zone="a", size="10Gi", cls="std"),
-               claim("c1", cls="std", size="1Gi"), with_claims(pod("p1"), "c1")]
+               claim("c1", cls="std", size="1Gi"), with_claims(make_pod("p1").req(cpu="100m", memory="100Mi").manifest(), "c1")]
     result, sim = simulate(objects)
     assert sim.cluster.storage["PersistentVolumeClaim"]["default/c1"].spec.volume_name == "small"
     assert result.placements["default/p1"] in ("b1", "b2")
@@ -165,7 +176,7 @@ def test_static_local_volumes_are_bound_by_the_scheduler() -> None:
 def test_ephemeral_volumes_get_their_claims() -> None:
     template = {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
                          "resources": {"requests": {"storage": "1Gi"}}}}
-    p = pod("scratch")
+    p = make_pod("scratch").req(cpu="100m", memory="100Mi").manifest()
     p["spec"]["volumes"] = [{"name": "tmp", "ephemeral": {"volumeClaimTemplate": template}}]
     result, sim = simulate([*zoned_nodes("a"), storage_class("fast"), p])
     assert result.placements["default/scratch"] in ("a1", "a2")
@@ -177,15 +188,21 @@ def test_ephemeral_volumes_get_their_claims() -> None:
 def test_default_storage_class() -> None:
     default = storage_class("std", metadata={"name": "std", "annotations": {
         "storageclass.kubernetes.io/is-default-class": "true"}})
-    result, sim = simulate([*zoned_nodes("a"), default, claim("c"), with_claims(pod("p"), "c")])
+    result, sim = simulate(
+        [*zoned_nodes("a"), default, claim("c"), with_claims(make_pod("p").req(cpu="100m", memory="100Mi").manifest(), "c")]
+    )
     assert sim.cluster.storage["PersistentVolumeClaim"]["default/c"].spec.storage_class_name == "std"
     assert result.pods_scheduled == 1
 
 
 def test_read_write_once_pod_claim_is_used_once() -> None:
-    objects = [*zoned_nodes("a"), storage_class("fast", mode="Immediate"),
-               claim("solo", cls="fast", accessModes=["ReadWriteOncePod"]),
-               with_claims(pod("first"), "solo"), with_claims(pod("second", annotations={"sim.kubesched.io/arrival": "5"}), "solo")]
+    objects = [
+        *zoned_nodes("a"),
+        storage_class("fast", mode="Immediate"),
+        claim("solo", cls="fast", accessModes=["ReadWriteOncePod"]),
+        with_claims(make_pod("first").req(cpu="100m", memory="100Mi").manifest(), "solo"),
+        with_claims(make_pod("second").req(cpu="100m", memory="100Mi").arrival("5").manifest(), "solo"),
+    ]
     result, _ = simulate(objects)
     assert result.placements["default/first"] is not None
     assert result.unschedulable["default/second"].startswith(
@@ -196,8 +213,15 @@ def test_read_write_once_pod_claim_is_used_once() -> None:
 def test_volume_limits_from_csinodes() -> None:
     csinode = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "a1"},
                "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "a1", "allocatable": {"count": 1}}]}}
-    objects = [node("a1"), csinode, storage_class("fast", mode="Immediate"), claim("c1", cls="fast"), claim("c2", cls="fast"),
-               with_claims(pod("one"), "c1"), with_claims(pod("two", annotations={"sim.kubesched.io/arrival": "5"}), "c2")]
+    objects = [
+        make_node("a1").without("ephemeral-storage").manifest(),
+        csinode,
+        storage_class("fast", mode="Immediate"),
+        claim("c1", cls="fast"),
+        claim("c2", cls="fast"),
+        with_claims(make_pod("one").req(cpu="100m", memory="100Mi").manifest(), "c1"),
+        with_claims(make_pod("two").req(cpu="100m", memory="100Mi").arrival("5").manifest(), "c2"),
+    ]
     result, _ = simulate(objects)
     assert result.placements["default/one"] == "a1"
     assert result.unschedulable["default/two"].startswith("0/1 nodes are available: 1 node(s) exceed max volume count.")
@@ -251,7 +275,7 @@ def test_bad_claim_template_in_a_stateful_set() -> None:
 
 
 def test_pod_volume_without_claim_name() -> None:
-    p = pod("p")
+    p = make_pod("p").req(cpu="100m", memory="100Mi").manifest()
     p["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {}}]
     with pytest.raises(ManifestError) as info:
         load_objects([p], "p.yaml")
@@ -266,7 +290,9 @@ def test_a_claim_created_later_lets_the_pod_in_at_once() -> None:
     sc = storage_class("fast")
     pvc = claim("late", cls="fast")
     pvc["metadata"].update(later["metadata"])
-    result, sim = simulate([*zoned_nodes("a"), sc, with_claims(pod("waiting"), "late"), pvc])
+    result, sim = simulate(
+        [*zoned_nodes("a"), sc, with_claims(make_pod("waiting").req(cpu="100m", memory="100Mi").manifest(), "late"), pvc]
+    )
     assert result.placements["default/waiting"] in ("a1", "a2")
     record = sim.scheduler.recorder.latest["default/waiting"]
     assert record.attempt == 2 and 30 <= record.time < 31

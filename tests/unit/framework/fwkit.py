@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from builders import cache_with, info, node, pod, unit_services
+from builders import cache_with, make_node, make_pod, unit_services
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.config.parse import PluginRef, Profile
@@ -35,11 +35,11 @@ def framework(points: dict[str, list[type[Plugin] | tuple[type[Plugin], int]]], 
             plugins[point].append(PluginRef(cls.name, weight))
             classes.append(cls)
     profile = Profile("test-scheduler", plugins, {})
-    return Framework(profile, Classes(classes), unit_services(cache or cache_with([node(n) for n in NODES])))  # type: ignore[arg-type]
+    return Framework(profile, Classes(classes), unit_services(cache or cache_with([make_node(n).obj() for n in NODES])))  # type: ignore[arg-type]
 
 
 def a_pod(name: str = "p") -> PodInfo:
-    return info(pod(name))
+    return make_pod(name).info()
 
 
 def all_rows(fwk: Framework) -> np.ndarray:

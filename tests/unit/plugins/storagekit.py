@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.objects import convert
-from kubesched.api.podinfo import PodInfo
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.api.storage import (
     CSI_DRIVER,
     CSI_NODE,
@@ -168,10 +168,10 @@ def claim_pod(name: str, *claims: str, namespace: str = "default", node_name: st
     vols: list[dict[str, Any]] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
     vols += [{"name": e, "ephemeral": {"volumeClaimTemplate": {"spec": {}}}} for e in ephemeral]
     vols += volumes or []
-    p = pod(name, namespace=namespace, node_name=node_name, spec={"volumes": vols})
+    p = make_pod(name).ns(namespace).node(node_name).spec(volumes=vols).obj()
     if uid is not None:
         p.metadata.uid = uid
-    return info(p)
+    return make_pod_info(p)
 
 
 def zoned_cache(*zones: str | None, extra_labels: dict[str, dict[str, str]] | None = None) -> Cache:
@@ -180,7 +180,7 @@ def zoned_cache(*zones: str | None, extra_labels: dict[str, dict[str, str]] | No
     for i, zone in enumerate(zones):
         labels = {ZONE: zone} if zone else {}
         labels.update((extra_labels or {}).get(f"n{i}", {}))
-        nodes.append(node(f"n{i}", labels=labels))
+        nodes.append(make_node(f"n{i}").label(labels).obj())
     return cache_with(nodes)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, node
+from builders import UnitHandle, cache_with, make_node
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import (
     CSI_NODE,
@@ -49,7 +49,7 @@ class World:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.nodes = [f"n{i}" for i in range(6)]
-        self.cache: Cache = cache_with([node(n) for n in self.nodes])
+        self.cache: Cache = cache_with([make_node(n).obj() for n in self.nodes])
         add(self.cache, storage_class("sc-ebs", provisioner=EBS), storage_class("sc-gce", provisioner=GCE),
             csidriver(GCE, prevent_if_missing=True))
         for i in range(CLAIMS):
@@ -108,7 +108,7 @@ class World:
             if name in cache.table.index:
                 cache.remove_node(name)
             else:
-                cache.add_node(node(name))
+                cache.add_node(make_node(name).obj())
 
     def judge(self, pi: PodInfo) -> tuple[Any, Any]:
         afresh = NodeVolumeLimits(handle=UnitHandle(self.cache))  # type: ignore[arg-type]

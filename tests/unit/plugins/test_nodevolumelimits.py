@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.events import QueueingHint
@@ -56,7 +56,7 @@ def volumes(cache: Cache) -> Cache:
 
 def run(pi: PodInfo, existing: list[PodInfo] = (), *, limits: dict[str, int | None] | None = None,  # type: ignore[assignment]
         extra: list[Any] = (), csi_node: bool = True) -> Any:  # type: ignore[assignment]
-    cache = volumes(cache_with([node("node-1")]))
+    cache = volumes(cache_with([make_node("node-1").obj()]))
     if csi_node:
         add(cache, csinode("node-1", *(limits or {EBS: 2}).items()))
     add(cache, *extra)
@@ -133,10 +133,10 @@ def test_in_tree_volumes_count_under_their_csi_driver() -> None:
 
 
 def test_inline_in_tree_volumes() -> None:
-    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]).info()
     existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
     assert run(inline, existing, limits={EBS: 2}) == EXCEEDED
-    same = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": f"csi-{EBS}-1"}}]}))
+    same = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": f"csi-{EBS}-1"}}]).info()
     assert run(same, existing, limits={EBS: 2}) is None
 
 
@@ -170,7 +170,7 @@ def test_nodes_without_csinode_have_no_limits() -> None:
 
 
 def test_prefilter_skips_pods_without_claims() -> None:
-    only_config = info(pod("p", spec={"volumes": [{"name": "c", "configMap": {"name": "x"}}, {"name": "s", "secret": {}}]}))
+    only_config = make_pod("p").spec(volumes=[{"name": "c", "configMap": {"name": "x"}}, {"name": "s", "secret": {}}]).info()
     status = run(only_config)
     assert status is not None and status.code == Code.SKIP
 
@@ -196,7 +196,7 @@ def test_in_tree_volumes_need_no_driver_on_nodes_without_csinode() -> None:
     the in-tree provisioner) does not ask for the CSI driver there, as a CSI volume does."""
     prevent = csidriver(EBS, prevent_if_missing=True)
     bound = claim_pod("p", "csi-kubernetes.io-aws-ebs-0")
-    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]).info()
     unbound = [storage_class("in-tree-sc", provisioner="kubernetes.io/aws-ebs"), pvc("in-tree-unbound", cls="in-tree-sc")]
     for p, extra in ((bound, []), (inline, []), (claim_pod("p", "in-tree-unbound"), unbound)):
         assert run(p, [], csi_node=False, extra=[prevent, *extra]) is None
@@ -221,9 +221,9 @@ def test_hint_assigned_pod_deleted() -> None:
     hint = NodeVolumeLimits.is_schedulable_after_assigned_pod_deleted
     pi = claim_pod("p", "c")
     assert hint(pi, claim_pod("d", "x", node_name="n"), None) == QueueingHint.Queue
-    inline = info(pod("d", node_name="n", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]}))
+    inline = make_pod("d").node("n").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]).info()
     assert hint(pi, inline, None) == QueueingHint.Queue
-    assert hint(pi, info(pod("d", node_name="n")), None) == QueueingHint.QueueSkip
+    assert hint(pi, make_pod("d").node("n").info(), None) == QueueingHint.QueueSkip
     assert hint(pi, claim_pod("d", "x"), None) == QueueingHint.QueueSkip  # neither bound nor nominated
 
 
@@ -233,15 +233,15 @@ def test_hint_claim_added() -> None:
     assert hint(claim_pod("p", "c"), None, pvc("c")) == QueueingHint.Queue
     assert hint(ephemeral_pod(), None, ephemeral_claim()) == QueueingHint.Queue
     assert hint(claim_pod("p", "c"), None, pvc("d")) == QueueingHint.QueueSkip
-    assert hint(info(pod("p")), None, pvc("d")) == QueueingHint.QueueSkip
+    assert hint(make_pod("p").info(), None, pvc("d")) == QueueingHint.QueueSkip
 
 
 def test_hint_attachment_deleted() -> None:
     hint = NodeVolumeLimits.is_schedulable_after_attachment_deleted
     va = attachment("va", EBS, "n", "pv")
     assert hint(claim_pod("p", "c"), va, None) == QueueingHint.Queue
-    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]).info()
     assert hint(inline, va, None) == QueueingHint.Queue
-    gce_inline = info(pod("p", spec={"volumes": [{"name": "a", "gcePersistentDisk": {"pdName": "v"}}]}))
+    gce_inline = make_pod("p").spec(volumes=[{"name": "a", "gcePersistentDisk": {"pdName": "v"}}]).info()
     assert hint(gce_inline, va, None) == QueueingHint.QueueSkip
-    assert hint(info(pod("p")), va, None) == QueueingHint.QueueSkip
+    assert hint(make_pod("p").info(), va, None) == QueueingHint.QueueSkip

@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import (
     ANN_BIND_COMPLETED,
@@ -100,7 +100,7 @@ class Env:
 
 
 def nodes(*names: str, **labels: dict[str, str]) -> list[Any]:
-    return [node(n, labels=labels.get(n.replace("-", "_"), {})) for n in names]
+    return [make_node(n).label(labels.get(n.replace("-", "_"), {})).obj() for n in names]
 
 
 # --- PreFilter ---------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def nodes(*names: str, **labels: dict[str, str]) -> list[Any]:
 
 def test_pod_without_claims_skips_and_reserves_nothing() -> None:
     env = Env(nodes("node-a"))
-    pi = info(pod("pod-a"))
+    pi = make_pod("pod-a").info()
     status = env.pre_filter(pi)
     assert status is not None and status.code == Code.SKIP
     assert env.schedule(pi, "node-a") is None
@@ -117,7 +117,7 @@ def test_pod_without_claims_skips_and_reserves_nothing() -> None:
 
 def test_pod_with_other_volumes_skips() -> None:
     env = Env(nodes("node-a"))
-    pi = info(pod("p", spec={"volumes": [{"name": "c", "configMap": {"name": "x"}}, {"name": "e", "emptyDir": {}}]}))
+    pi = make_pod("p").spec(volumes=[{"name": "c", "configMap": {"name": "x"}}, {"name": "e", "emptyDir": {}}]).info()
     status = env.pre_filter(pi)
     assert status is not None and status.code == Code.SKIP
 
@@ -243,7 +243,7 @@ def test_local_volumes_with_multiple_claims() -> None:
 
 
 def zonal() -> tuple[list[Any], list[Any]]:
-    node_list = [node(f"zone-{z}-node-{n}", labels={REGION: f"region-{z}", ZONE: f"zone-{z}"})
+    node_list = [make_node(f"zone-{z}-node-{n}").label({REGION: f"region-{z}", ZONE: f"zone-{z}"}).obj()
                  for z in "abc" for n in "ab"]
     affinity = [{"matchExpressions": [{"key": REGION, "operator": "In", "values": ["region-{}"]},
                                       {"key": ZONE, "operator": "In", "values": ["zone-{}"]}]}]
@@ -355,7 +355,11 @@ def test_provisioning_needs_a_provisioner() -> None:
 
 def test_provisioning_in_allowed_topologies() -> None:
     sc = storage_class("topo", mode="WaitForFirstConsumer", topologies=[{ZONE: ["zone-a"]}])
-    env = Env([node("a", labels={ZONE: "zone-a"}), node("b", labels={ZONE: "zone-b"}), node("c")], sc, pvc("c", cls="topo"))
+    env = Env(
+        [make_node("a").label({ZONE: "zone-a"}).obj(), make_node("b").label({ZONE: "zone-b"}).obj(), make_node("c").obj()],
+        sc,
+        pvc("c", cls="topo"),
+    )
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"a": None, "b": unresolvable(ERR_REASON_BIND_CONFLICT), "c": unresolvable(ERR_REASON_BIND_CONFLICT)}
@@ -480,7 +484,7 @@ def test_static_binding_round() -> None:
 
 
 def test_dynamic_provisioning_round() -> None:
-    env = Env([node("a1", labels={ZONE: "a"}), node("b1", labels={ZONE: "b"})], pvc("c", cls="wait-provision"))
+    env = Env([make_node("a1").label({ZONE: "a"}).obj(), make_node("b1").label({ZONE: "b"}).obj()], pvc("c", cls="wait-provision"))
     env.handle.controller = pv_controller(env)
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
@@ -619,7 +623,7 @@ def test_events() -> None:
 
 def test_hint_claim_change() -> None:
     hint = VolumeBinding.is_schedulable_after_claim_change
-    assert hint(info(pod("p")), None, pvc("c")) == QueueingHint.QueueSkip
+    assert hint(make_pod("p").info(), None, pvc("c")) == QueueingHint.QueueSkip
     assert hint(claim_pod("p", "c"), None, pvc("c", namespace="other")) == QueueingHint.QueueSkip
     assert hint(claim_pod("p", "c"), None, pvc("d")) == QueueingHint.QueueSkip
     assert hint(claim_pod("p", ephemeral=("e",)), None, pvc("x")) == QueueingHint.QueueSkip
@@ -659,7 +663,7 @@ def test_hint_capacity_change() -> None:
 
 def test_hint_csidriver_change() -> None:
     hint = VolumeBinding.is_schedulable_after_csidriver_change
-    inline = info(pod("p", spec={"volumes": [{"name": "v", "csi": {"driver": "d"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "v", "csi": {"driver": "d"}}]).info()
     assert hint(inline, csidriver("d", storage_capacity=True), csidriver("d", storage_capacity=False)) == QueueingHint.Queue
     assert hint(inline, csidriver("d", storage_capacity=True), csidriver("d", storage_capacity=True)) == QueueingHint.QueueSkip
     assert hint(inline, csidriver("e", storage_capacity=True), csidriver("e")) == QueueingHint.QueueSkip
@@ -667,7 +671,7 @@ def test_hint_csidriver_change() -> None:
 
 def test_filter_costs_nothing_per_node_for_many_nodes() -> None:
     """Zonal PVs over 2000 nodes: a handful of numpy passes, not one Python call per node."""
-    node_list = [node(f"n{i}", labels={ZONE: f"z{i % 4}"}) for i in range(2000)]
+    node_list = [make_node(f"n{i}").label({ZONE: f"z{i % 4}"}).obj() for i in range(2000)]
     volumes = [pv(f"v{i}", cls="wait-sc", size=f"{10 + i}Gi", zones=(f"z{i % 4}",)) for i in range(40)]
     env = Env(node_list, pvc("c", cls="wait-sc", size="10Gi"), *volumes)
     pi = claim_pod("p", "c")

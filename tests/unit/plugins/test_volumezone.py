@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.status import Code
@@ -51,9 +51,9 @@ def single_zone_volumes(cache: Cache) -> Cache:
 
 
 def run(claim: str | None, labels: dict[str, str], cache_fn=single_zone_volumes):  # type: ignore[no-untyped-def]
-    cache = cache_fn(cache_with([node("host1", labels=labels)]))
+    cache = cache_fn(cache_with([make_node("host1").label(labels).obj()]))
     plugin = VolumeZone(handle=UnitHandle(cache))  # type: ignore[arg-type]
-    pi = claim_pod("pod_1", claim) if claim else info(pod("pod_1"))
+    pi = claim_pod("pod_1", claim) if claim else make_pod("pod_1").info()
     state = fresh()
     _, status = plugin.pre_filter(state, pi)
     if status is not None:
@@ -139,8 +139,8 @@ def test_with_binding(claim: str, want: object) -> None:
 
 def test_filter_over_many_nodes() -> None:
     cache = single_zone_volumes(cache_with([
-        node("a", labels={ZONE: "us-west1-a"}), node("b", labels={ZONE: "us-west1-b"}), node("c"),
-        node("d", labels={BETA_ZONE: "us-west1-a"}),
+        make_node("a").label({ZONE: "us-west1-a"}).obj(), make_node("b").label({ZONE: "us-west1-b"}).obj(), make_node("c").obj(),
+        make_node("d").label({BETA_ZONE: "us-west1-a"}).obj(),
     ]))
     plugin = VolumeZone(handle=UnitHandle(cache))  # type: ignore[arg-type]
     pi = claim_pod("p", "PVC_1")
@@ -156,7 +156,7 @@ def test_hint_claim_change() -> None:
     hint = VolumeZone.is_schedulable_after_claim_change
     pi = claim_pod("pod_1", "PVC_1")
     assert hint(pi, None, pvc("PVC_1")) == QueueingHint.Queue
-    assert hint(info(pod("pod_1")), None, pvc("PVC_1")) == QueueingHint.QueueSkip
+    assert hint(make_pod("pod_1").info(), None, pvc("PVC_1")) == QueueingHint.QueueSkip
     assert hint(pi, None, pvc("PVC_2")) == QueueingHint.QueueSkip
     assert hint(pi, None, pvc("PVC_1", namespace="other")) == QueueingHint.QueueSkip
     assert hint(pi, pvc("PVC_1"), pvc("PVC_1", volume="Vol_1")) == QueueingHint.Queue

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import make_node, make_pod
 from kubesched.scheduler.shadow import BOTH_UNSCHEDULABLE, DIFFERENT, SAME, SHADOW_UNSCHEDULABLE
-from unit.simkit import config_text, node, pod, run, stream
+from unit.simkit import config_text, run, stream
 
 # Nodes of distinct sizes, so that scores seldom tie.
-NODES = [node(f"n{i}", cpu=str(4 + 2 * i), memory=f"{16 + 8 * i}Gi") for i in range(6)]
+NODES = [
+    make_node(f"n{i}").capacity(cpu=str(4 + 2 * i), memory=f"{16 + 8 * i}Gi").without("ephemeral-storage").manifest() for i in range(6)
+]
 
 
 def shadowed(shadow_profile: dict[str, Any], **settings: Any) -> str:
@@ -53,7 +56,10 @@ def test_a_shadow_that_places_nowhere_reports_its_own_fit_error() -> None:
     strict = {"pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}}}]}
-    result, sim = run([*NODES, pod("p", cpu="1"), pod("huge", cpu="100")], shadowed(strict))
+    result, sim = run(
+        [*NODES, make_pod("p").req(cpu="1", memory="100Mi").manifest(), make_pod("huge").req(cpu="100", memory="100Mi").manifest()],
+        shadowed(strict),
+    )
     assert result.shadows["candidate"][SHADOW_UNSCHEDULABLE] >= 1
     assert result.shadows["candidate"][BOTH_UNSCHEDULABLE] >= 1  # the huge pod fits neither
     d = next(d for r in sim.scheduler.recorder.recent for d in r.shadow if d.outcome == SHADOW_UNSCHEDULABLE)
