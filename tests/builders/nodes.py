@@ -13,27 +13,22 @@ from __future__ import annotations
 import copy
 from typing import Any, Self
 
+from builders.meta import ObjectBuilder
 from builders.pods import HOSTNAME, ZONE, quantities
 from kubesched.api.objects import Node, convert
 
 REGION = "topology.kubernetes.io/region"
 
 
-class NodeBuilder:
+class NodeBuilder(ObjectBuilder):
     def __init__(self, name: str) -> None:
-        self._name = name
-        self._uid = ""
-        self._labels: dict[str, str] = {HOSTNAME: name}
-        self._annotations: dict[str, str] = {}
+        super().__init__(name)
+        self._labels[HOSTNAME] = name
         self._resources: dict[str, Any] = {"cpu": "4", "memory": "32Gi", "pods": 110, "ephemeral-storage": "100Gi"}
         self._taints: list[dict[str, str]] = []
         self._unschedulable = False
         self._images: list[dict[str, Any]] = []
         self._status: dict[str, Any] = {}
-
-    def uid(self, uid: str) -> Self:
-        self._uid = uid
-        return self
 
     def capacity(self, resources: dict[str, Any] | None = None, /, **more: Any) -> Self:
         """Capacity and allocatable of these resources (`ephemeral_storage=` for
@@ -47,21 +42,11 @@ class NodeBuilder:
             self._resources.pop(name, None)
         return self
 
-    def label(self, labels: dict[str, str] | None = None, /, **more: str) -> Self:
-        self._labels.update(labels or {})
-        self._labels.update(more)
-        return self
-
     def zone(self, zone: str) -> Self:
         return self.label({ZONE: zone})
 
     def region(self, region: str) -> Self:
         return self.label({REGION: region})
-
-    def annotation(self, annotations: dict[str, str] | None = None, /, **more: str) -> Self:
-        self._annotations.update(annotations or {})
-        self._annotations.update(more)
-        return self
 
     def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> Self:
         entry = {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
@@ -88,11 +73,9 @@ class NodeBuilder:
         return self
 
     def _metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": self._name, "labels": dict(self._labels)}
-        if self._uid:
+        meta: dict[str, Any] = {"name": self._name, **self._optional_metadata()}
+        if self._uid is not None:
             meta["uid"] = self._uid
-        if self._annotations:
-            meta["annotations"] = dict(self._annotations)
         return meta
 
     def _status_body(self) -> dict[str, Any]:
@@ -108,7 +91,7 @@ class NodeBuilder:
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": self._metadata(),
-            "spec": {"taints": copy.deepcopy(self._taints), "unschedulable": self._unschedulable},
+            "spec": {"taints": copy.deepcopy(self._taints), "unschedulable": self._unschedulable, **copy.deepcopy(self._spec)},
             "status": status,
         }
 

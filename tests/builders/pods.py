@@ -15,6 +15,7 @@ import copy
 import itertools
 from typing import Any, Self
 
+from builders.meta import ObjectBuilder
 from kubesched.api.objects import Pod, convert
 from kubesched.api.podinfo import PodInfo, make_pod_info
 
@@ -41,48 +42,24 @@ def priority_class_name(value: int) -> str:
     return f"priority-{value}"
 
 
-class PodBuilder:
+class PodBuilder(ObjectBuilder):
     def __init__(self, name: str) -> None:
-        self._name = name
+        super().__init__(name)
         self._namespace = "default"
-        self._uid: str | None = None
-        self._labels: dict[str, str] = {}
-        self._annotations: dict[str, str] = {}
         self._requests: dict[str, Any] = {}
         self._limits: dict[str, Any] = {}
         self._container_name = "c"
         self._image = PAUSE_IMAGE
-        self._owners: list[dict[str, Any]] = []
         self._ports: list[dict[str, Any]] = []
         self._containers: list[dict[str, Any]] | None = None
         self._priority: int | None = None
         self._node_name = ""
-        self._spec: dict[str, Any] = {}
         self._status: dict[str, Any] = {}
 
-    # --- metadata --------------------------------------------------------------------------------
+    # --- metadata (labels, annotations, owners and the uid: ObjectBuilder's) ---------------------
 
     def ns(self, namespace: str) -> Self:
         self._namespace = namespace
-        return self
-
-    def uid(self, uid: str) -> Self:
-        self._uid = uid
-        return self
-
-    def label(self, labels: dict[str, str] | None = None, /, **more: str) -> Self:
-        self._labels.update(labels or {})
-        self._labels.update(more)
-        return self
-
-    def annotation(self, annotations: dict[str, str] | None = None, /, **more: str) -> Self:
-        self._annotations.update(annotations or {})
-        self._annotations.update(more)
-        return self
-
-    def owned_by(self, *references: dict[str, Any]) -> Self:
-        """metadata.ownerReferences, written out as the API spells them."""
-        self._owners.extend(dict(r) for r in references)
         return self
 
     def arrival(self, at: str) -> Self:
@@ -194,11 +171,6 @@ class PodBuilder:
     def xk8s_group(self, pod_group: str) -> Self:
         """A member of this scheduler-plugins (Coscheduling) PodGroup: its label."""
         return self.label({XK8S_GROUP_LABEL: pod_group})
-
-    def spec(self, **fields: Any) -> Self:
-        """Spec fields written out as the API spells them (they win over what other methods set)."""
-        self._spec.update(fields)
-        return self
 
     def status(self, **fields: Any) -> Self:
         self._status.update(fields)

@@ -10,6 +10,9 @@ from builders import (
     make_pod,
     make_pod_group,
     make_priority_class,
+    make_pv,
+    make_pvc,
+    make_storage_class,
     make_xk8s_pod_group,
 )
 from kubesched.api.objects import Node, Pod
@@ -129,3 +132,46 @@ def test_cluster_objects() -> None:
 def test_cache_with_holds_the_nodes_and_bound_pods() -> None:
     c = cache_with([make_node("a").obj()], [make_pod("p").node("a").obj()])
     assert c.table.name_of(0) == "a"
+
+
+def test_a_claim_bound_to_a_volume_is_marked_bound() -> None:
+    claim = make_pvc("data").ns("shop").cls("fast").size("5Gi").modes("ReadWriteOncePod").volume("pv-1").obj()
+    assert claim.metadata.uid == "uid-shop-data" and int(claim.metadata.resource_version) >= 100
+    assert claim.metadata.annotations == {"pv.kubernetes.io/bind-completed": "yes"}
+    assert (claim.spec.storage_class_name, claim.spec.volume_name, claim.spec.access_modes) == ("fast", "pv-1", ["ReadWriteOncePod"])
+    assert claim.spec.resources.requests == {"storage": "5Gi"}
+    assert make_pvc("data").volume("pv-1").bound(False).obj().metadata.annotations == {}
+    assert make_pvc("data").deleting().obj().metadata.deletion_timestamp is not None
+    manifest = make_pvc("data").manifest()
+    assert manifest["kind"] == "PersistentVolumeClaim" and "uid" not in manifest["metadata"]
+    assert "storageClassName" not in manifest["spec"]
+
+
+def test_a_volume_bound_to_a_claim() -> None:
+    claim = make_pvc("data").obj()
+    pv = make_pv("pv-1").cls("fast").size("2Gi").zones("a", "b").claim(claim).csi("csi.example.com", "h").obj()
+    assert pv.status.phase == "Bound" and pv.spec.claim_ref.uid == claim.metadata.uid  # type: ignore[union-attr]
+    terms = pv.spec.node_affinity.required.node_selector_terms  # type: ignore[union-attr]
+    assert terms[0].match_expressions[0].values == ["a", "b"]
+    assert make_pv("pv-2").obj().status.phase == "Available"
+    assert make_pv("pv-2").claim(claim, with_uid=False).obj().spec.claim_ref.uid == ""  # type: ignore[union-attr]
+    assert "status" not in make_pv("pv-2").manifest()
+
+
+def test_storage_classes() -> None:
+    wait = make_storage_class("wait").mode("WaitForFirstConsumer").topologies({"zone": ["a"]}).default().manifest()
+    assert wait == {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                    "metadata": {"name": "wait", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                    "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer",
+                    "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}]}
+    assert "volumeBindingMode" not in make_storage_class("unset").mode(None).manifest()
+    assert make_storage_class("now").obj().volume_binding_mode == "Immediate"
+
+
+def test_pod_container_owners_and_groups() -> None:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u", "controller": True}
+    m = make_pod("p").container("main", "img:1").owned_by(owner).xk8s_group("g").manifest()
+    assert m["spec"]["containers"] == [{"name": "main", "image": "img:1"}]
+    assert m["metadata"]["ownerReferences"] == [owner]
+    assert m["metadata"]["labels"] == {"scheduling.x-k8s.io/pod-group": "g"}
+    assert make_node("n").uid("u-n").obj().metadata.uid == "u-n"

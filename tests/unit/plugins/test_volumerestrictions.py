@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, make_node, make_pod
+from builders import UnitHandle, cache_with, make_node, make_pod, make_pvc
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.status import Code
@@ -16,7 +16,7 @@ from kubesched.plugins.volumerestrictions import (
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     VolumeRestrictions,
 )
-from unit.plugins.storagekit import add, claim_pod, fresh, pvc, verdicts
+from unit.plugins.storagekit import add, claim_pod, fresh, verdicts
 
 DISK = (Code.UNSCHEDULABLE, (ERR_REASON_DISK_CONFLICT,))
 RWOP = (Code.UNSCHEDULABLE, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))
@@ -85,9 +85,9 @@ def test_pod_without_restricted_volumes_skips() -> None:
     assert status is not None and status.code == Code.SKIP
 
 
-RWOP_1 = pvc("claim-with-rwop-1", modes=("ReadWriteOncePod",))
-RWOP_2 = pvc("claim-with-rwop-2", modes=("ReadWriteOncePod",))
-RWX = pvc("claim-with-rwx", modes=("ReadWriteMany",))
+RWOP_1 = make_pvc("claim-with-rwop-1").modes("ReadWriteOncePod").obj()
+RWOP_2 = make_pvc("claim-with-rwop-2").modes("ReadWriteOncePod").obj()
+RWX = make_pvc("claim-with-rwx").modes("ReadWriteMany").obj()
 
 
 def test_failed_to_get_pvc() -> None:
@@ -159,7 +159,7 @@ def test_hint_claim_added() -> None:
     pi = claim_pod("p", "claim-with-rwop-1")
     assert hint(pi, None, RWOP_1) == QueueingHint.Queue
     assert hint(pi, None, RWOP_2) == QueueingHint.QueueSkip
-    assert hint(pi, None, pvc("claim-with-rwop-1", namespace="other")) == QueueingHint.QueueSkip
+    assert hint(pi, None, make_pvc("claim-with-rwop-1").ns("other").obj()) == QueueingHint.QueueSkip
 
 
 def test_hint_assigned_pod_deleted() -> None:
