@@ -36,6 +36,11 @@ class NodeBuilder(ObjectBuilder):
         self._resources.update(quantities(resources, more))
         return self
 
+    def exactly(self, resources: dict[str, Any] | None = None, /, **more: Any) -> Self:
+        """Capacity and allocatable of these resources and no others."""
+        self._resources = quantities(resources, more)
+        return self
+
     def without(self, *resources: str) -> Self:
         """These resources absent from capacity and allocatable."""
         for name in resources:

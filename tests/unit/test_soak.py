@@ -19,7 +19,7 @@ import msgspec
 import pytest
 
 from builders import make_node, make_pod
-from kubesched.api.objects import Namespace, Node, NodeStatus, ObjectMeta, Pod
+from kubesched.api.objects import Namespace, ObjectMeta, Pod
 from kubesched.backends.kube import events
 from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import NamespaceHandler, PodHandler
@@ -260,7 +260,7 @@ async def test_usage_values_of_deleted_nodes_are_dropped() -> None:
     provider.require(cpu)
     table = NodeTable()
     for i in range(200):  # nodes replaced one by one, each reporting usage while it lives
-        table.upsert_node(Node(metadata=ObjectMeta(name=f"n{i}"), status=NodeStatus(allocatable={"cpu": "4"})))
+        table.upsert_node(make_node(f"n{i}").exactly(cpu="4").obj())
         if i >= 2:
             table.remove_node(f"n{i - 2}")
             prom.values["cpu"].pop(f"n{i - 2}")

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from builders import make_node, make_pod
-from kubesched.api.objects import Node, convert
 from kubesched.backends.sim import limits
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.limits import LimitError
@@ -164,7 +163,7 @@ def test_varying_usage_on_many_nodes_over_a_long_span_is_refused() -> None:
 
 
 def test_the_usage_model_stops_at_its_limits_while_running() -> None:
-    nodes = [convert({"metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "1"}}}, Node, "a")]
+    nodes = [make_node("a").exactly(cpu="1").obj()]
     clock = VirtualClock()
     model = UsageModel(clock, nodes)
     model.max_scrapes = 100

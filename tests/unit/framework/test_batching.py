@@ -90,8 +90,7 @@ def test_a_kept_list_older_than_half_a_second_is_not_used() -> None:
 
 def test_a_node_the_last_pod_filled_is_passed_over() -> None:
     # One host port per node: the node a pod took no longer fits the next, which takes the next best.
-    web = {"containers": [{"name": "c", "image": "pause", "ports": [{"containerPort": 80, "hostPort": 80}]}]}
-    sched, sim = _run(NO_DEFAULT_SPREAD, [make_pod(f"w{i}").spec(**web).obj() for i in range(10)], nodes=10)
+    sched, sim = _run(NO_DEFAULT_SPREAD, [make_pod(f"w{i}").image("pause").host_port(80).obj() for i in range(10)], nodes=10)
     assert _batched(sched) == 9
     assert sorted(_nodes(sim)) == [f"n{i:03d}" for i in range(10)]
 

@@ -1023,17 +1023,11 @@ async def test_simulation_with_the_default_profile() -> None:
     from kubesched.backends.sim.manifests import load_objects
     from kubesched.config.parse import default_config
 
-    def manifest(name: str, cpu: str, priority_class: str | None = None, node_name: str = "") -> dict[str, Any]:
-        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]}
-        if priority_class:
-            spec["priorityClassName"] = priority_class
-        if node_name:
-            spec["nodeName"] = node_name
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    def manifest(name: str, cpu: str, priority_class: str, node_name: str = "") -> dict[str, Any]:
+        return make_pod(name).image("app").req(cpu=cpu).priority_class(priority_class).node(node_name).manifest()
 
     objects = [
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
+        make_node("n1").capacity(memory="8Gi").without("ephemeral-storage").manifest(),
         make_priority_class("low", 1),
         make_priority_class("mid", 5),
         make_priority_class("high", 1000),

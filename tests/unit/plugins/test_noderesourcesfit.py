@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from builders import UnitHandle, cache_with, make_node, make_pod
-from kubesched.api.objects import Node, convert
+from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
@@ -323,11 +323,10 @@ def test_events_are_kubes() -> None:
 
 def sized(allocatable: dict[str, str] | None = None, pods: int | None = 32) -> Node:
     """A node whose allocatable is exactly the given resources (and `pods`, unless None)."""
-    alloc: dict[str, Any] = dict(allocatable or {})
+    node = make_node("n").exactly(allocatable)
     if pods is not None:
-        alloc["pods"] = pods
-    result: Node = convert({"metadata": {"name": "n"}, "status": {"allocatable": alloc, "capacity": alloc}}, Node, "node n")
-    return result
+        node.capacity(pods=pods)
+    return node.obj()
 
 
 def requesting(requests: dict[str, str] | None = None, name: str = "p", *, node_name: str = "") -> PodInfo:
