@@ -60,8 +60,8 @@ def test_reclaim_takes_only_from_tenants_over_their_min_whatever_their_priority(
         quota("team-c", one, MAX),
     ]
     objs += [
-        make_pod("c").ns("team-c").req(cpu="1", memory="100Mi").priority(0).spec(nodeName="n1").manifest(),
-        make_pod("a").ns("team-a").req(cpu="1", memory="100Mi").priority(1000).spec(nodeName="n2").manifest(),
+        make_pod("c").ns("team-c").req(cpu="1", memory="100Mi").priority(0).node("n1").manifest(),
+        make_pod("a").ns("team-a").req(cpu="1", memory="100Mi").priority(1000).node("n2").manifest(),
     ]
     objs.append(make_pod("b").ns("team-b").req(cpu="1", memory="100Mi").arrival("5").manifest())
     result, _ = quota_run(objs)
@@ -144,9 +144,9 @@ def test_reclaim_that_cannot_free_enough_quota_on_a_node_says_so() -> None:
         quota("team-b", BOTH, MAX),
     ]
     objs += [
-        make_pod("a0").ns("team-a").req(cpu="1", memory="100Mi").spec(nodeName="n1").manifest(),
-        make_pod("a1").ns("team-a").req(cpu="1", memory="100Mi").spec(nodeName="n2").manifest(),
-        make_pod("a2").ns("team-a").req(cpu="1", memory="100Mi").spec(nodeName="n2").manifest(),
+        make_pod("a0").ns("team-a").req(cpu="1", memory="100Mi").node("n1").manifest(),
+        make_pod("a1").ns("team-a").req(cpu="1", memory="100Mi").node("n2").manifest(),
+        make_pod("a2").ns("team-a").req(cpu="1", memory="100Mi").node("n2").manifest(),
     ]
     objs.append(make_pod("b").ns("team-b").req(cpu="2", memory="100Mi").spec(nodeSelector={"zone": "one"}).manifest())
     result, sim = quota_run(objs)
@@ -160,7 +160,7 @@ def test_reclaim_that_cannot_free_enough_quota_on_a_node_says_so() -> None:
 def test_a_pod_that_may_not_preempt_says_so() -> None:
     objs = two_tenants() + [make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(4)]
     objs.append(make_priority_class("polite", 0, preemptionPolicy="Never"))
-    objs.append(make_pod("b0").ns("team-b").req(cpu="1", memory="100Mi").arrival("5").spec(priorityClassName="polite").manifest())
+    objs.append(make_pod("b0").ns("team-b").req(cpu="1", memory="100Mi").arrival("5").priority_class("polite").manifest())
     result, sim = quota_run(objs)
     assert not result.placements["team-b/b0"] and not result.preempted
     assert notes(sim, "team-b/b0")[0] == (

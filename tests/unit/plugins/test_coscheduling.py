@@ -107,7 +107,7 @@ def test_gated_siblings_hold_the_group() -> None:
         make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(2)
     ]
     objs.append(
-        make_pod("g-2").req(cpu="1", memory="100Mi").xk8s_group("g").spec(schedulingGates=[{"name": "example.com/hold"}]).manifest()
+        make_pod("g-2").req(cpu="1", memory="100Mi").xk8s_group("g").gate("example.com/hold").manifest()
     )
     result, sim = gang_run(objs)
     assert not any(result.placements.values())

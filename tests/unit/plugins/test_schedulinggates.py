@@ -21,7 +21,7 @@ def test_gated_pod_waits_with_kube_message() -> None:
 
 
 def test_single_gate_message() -> None:
-    status = SchedulingGates().pre_enqueue(make_pod("p").spec(schedulingGates=[{"name": "g"}]).info())
+    status = SchedulingGates().pre_enqueue(make_pod("p").gate("g").info())
     assert status is not None
     assert status.message() == "waiting for scheduling gates: [g]"
 
@@ -39,6 +39,6 @@ def test_plugin_metadata() -> None:
 
 def test_hint_after_the_gates_are_removed_queues() -> None:
     plugin = SchedulingGates()
-    gated = make_pod("p").spec(schedulingGates=[{"name": "foo"}]).info()
+    gated = make_pod("p").gate("foo").info()
     released = make_pod("p").info()
     assert plugin.is_schedulable_after_update_target_pod_scheduling_gates_eliminated(gated, gated, released) == QueueingHint.Queue

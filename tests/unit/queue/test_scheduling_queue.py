@@ -213,10 +213,10 @@ def test_gated_pods_wait_until_their_gates_are_gone():
         return Status.unresolvable("waiting for scheduling gates: [g]", plugin="SchedulingGates") if pi.gated else None
 
     _clock, q = make(gate=gate)
-    gated = make_pod("p").label(v="1").spec(schedulingGates=[{"name": "g"}]).info()
+    gated = make_pod("p").label(v="1").gate("g").info()
     q.add(gated)
     assert q.counts().gated == 1 and q.pop() is None
-    relabelled = make_pod("p").label(v="2").spec(schedulingGates=[{"name": "g"}]).info()
+    relabelled = make_pod("p").label(v="2").gate("g").info()
     relabelled.uid = gated.uid
     q.update(relabelled)
     assert q.counts().gated == 1

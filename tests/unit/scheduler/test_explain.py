@@ -120,7 +120,7 @@ def test_a_scheduled_pod_shows_the_scores_that_chose_its_node() -> None:
 
 def test_the_dry_run_scores_every_feasible_node_and_counts_nothing() -> None:
     objects = [make_node(f"n{i}").capacity(cpu=str(2 + i)).without("ephemeral-storage").manifest() for i in range(4)] + [
-        make_pod("web").req(cpu="100m", memory="100Mi").spec(schedulingGates=[{"name": "hold"}]).manifest()
+        make_pod("web").req(cpu="100m", memory="100Mi").gate("hold").manifest()
     ]
     _, sim = run(objects)
     sched = sim.scheduler

@@ -106,7 +106,7 @@ def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(m
         .req(cpu="3500m", memory="100Mi")
         .arrival("1s")
         .priority(1000)
-        .spec(schedulingGroup={"podGroupName": "g"})
+        .group("g")
         .manifest()
         for i in range(members)
     ]
@@ -181,7 +181,7 @@ def test_a_member_elsewhere_that_satisfies_a_members_affinity_is_assumed(monkeyp
         .label(team="x")
         .arrival("1s")
         .priority(1000)
-        .spec(schedulingGroup={"podGroupName": "g"})
+        .group("g")
         .manifest(),
         make_pod("g-1").req(cpu="3500m", memory="100Mi").priority(1000).arrival("1s").group("g").spec(**wants_x).manifest(),
     ]

@@ -89,7 +89,7 @@ def test_preemption_policy_never_does_not_evict():
         never,
         make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
         make_pod("low").req(cpu="1", memory="100Mi").priority(1).manifest(),
-        make_pod("high").req(cpu="1", memory="100Mi").arrival("5s").spec(priorityClassName="polite").manifest(),
+        make_pod("high").req(cpu="1", memory="100Mi").arrival("5s").priority_class("polite").manifest(),
     ]
     result, _ = run(objects)
     assert result.preempted == [] and result.placements["default/high"] is None
@@ -101,7 +101,7 @@ def test_other_schedulers_pods_and_gated_pods_are_left_alone():
         make_node("n1").without("ephemeral-storage").manifest(),
         make_pod("mine").req(cpu="100m", memory="100Mi").manifest(),
         make_pod("theirs").req(cpu="100m", memory="100Mi").scheduler("other-scheduler").manifest(),
-        make_pod("gated").req(cpu="100m", memory="100Mi").spec(schedulingGates=[{"name": "example.com/wait"}]).manifest(),
+        make_pod("gated").req(cpu="100m", memory="100Mi").gate("example.com/wait").manifest(),
         make_pod("prebound").req(cpu="100m", memory="100Mi").node("n1").manifest(),
     ]
     result, sim = run(objects)
