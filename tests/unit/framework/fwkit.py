@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from builders import cache_with, make_node, make_pod, unit_services
-from kubesched.api.podinfo import PodInfo
+from builders import cache_with, make_node, unit_services
 from kubesched.cache.cache import Cache
 from kubesched.config.parse import PluginRef, Profile
 from kubesched.framework.cycle_state import CycleState
@@ -36,10 +35,6 @@ def framework(points: dict[str, list[type[Plugin] | tuple[type[Plugin], int]]], 
             classes.append(cls)
     profile = Profile("test-scheduler", plugins, {})
     return Framework(profile, Classes(classes), unit_services(cache or cache_with([make_node(n).obj() for n in NODES])))  # type: ignore[arg-type]
-
-
-def a_pod(name: str = "p") -> PodInfo:
-    return make_pod(name).info()
 
 
 def all_rows(fwk: Framework) -> np.ndarray:

@@ -23,7 +23,7 @@ from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 
-from .fwkit import a_pod, all_rows, framework, names
+from .fwkit import all_rows, framework, names
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -77,7 +77,7 @@ def test_a_node_must_fit_with_its_nominated_pods_and_the_table_is_left_as_it_was
     fwk = framework({"filter": [OnePodPerNode]})
     table = fwk.cache.table
     before = [dict(table.pods[r]) for r in range(table.size)]
-    out = fwk.run_filters_with_nominated(CycleState(), a_pod(), all_rows(fwk), {1: [nominated("ahead")]})
+    out = fwk.run_filters_with_nominated(CycleState(), make_pod("p").info(), all_rows(fwk), {1: [nominated("ahead")]})
     assert names(fwk, out.alive) == ["n0", "n2", "n3"]
     assert out.rejections == [("OnePodPerNode", "node(s) already run a pod", 1)]
     assert [dict(table.pods[r]) for r in range(table.size)] == before
@@ -85,7 +85,7 @@ def test_a_node_must_fit_with_its_nominated_pods_and_the_table_is_left_as_it_was
 
 def test_without_nominated_pods_it_is_run_filters() -> None:
     fwk = framework({"filter": [OnePodPerNode]})
-    out = fwk.run_filters_with_nominated(CycleState(), a_pod(), all_rows(fwk), {})
+    out = fwk.run_filters_with_nominated(CycleState(), make_pod("p").info(), all_rows(fwk), {})
     assert names(fwk, out.alive) == ["n0", "n1", "n2", "n3"]
     assert out.rejections == [] and out.errors == []
 
@@ -94,8 +94,8 @@ def test_each_crowded_node_gets_its_own_clone_while_an_extension_keeps_state() -
     SEEN.clear()
     fwk = framework({"preFilter": [Counting], "filter": [Counting]})
     state = CycleState()
-    fwk.run_pre_filter(state, a_pod())
-    fwk.run_filters_with_nominated(state, a_pod(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
+    fwk.run_pre_filter(state, make_pod("p").info())
+    fwk.run_filters_with_nominated(state, make_pod("p").info(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
     # Once for the nodes without nominated pods, then per crowded node with only its own pod
     # added, then without it; the caller's state never saw an added pod.
     assert SEEN == [(), ("x",), (), ("y",), ()]
@@ -108,7 +108,7 @@ def test_crowded_nodes_are_evaluated_together_when_no_extension_keeps_state() ->
     state = CycleState()
     state.write("Counting", Counting.Added())
     state.skip_filter.add("Counting")  # no active PreFilter extension
-    out = fwk.run_filters_with_nominated(state, a_pod(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
+    out = fwk.run_filters_with_nominated(state, make_pod("p").info(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
     assert names(fwk, out.alive) == ["n0", "n3"]
     assert out.rejections == [("OnePodPerNode", "node(s) already run a pod", 2)]
 
