@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from builders import make_namespace
 from integration.harness.binaries import BinariesMissing, find_binaries, in_ci, require_binaries
 from integration.harness.controlplane import ControlPlane
 from integration.harness.objects import create_ready_node, delete_namespace
@@ -100,7 +101,7 @@ def _dns_label(text: str, limit: int) -> str:
 def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace named after the test; its pods (grace 0), other objects and itself are removed afterwards."""
     name = f"{_dns_label(request.node.name, 50)}-{secrets.token_hex(3)}"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    kube.create("/api/v1/namespaces", make_namespace(name))
     try:
         yield name
     finally:

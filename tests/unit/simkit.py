@@ -1,55 +1,23 @@
-"""Run the real scheduler on small simulated clusters written as manifest dicts."""
+"""Run the real scheduler on small simulated clusters written as manifest dicts (built with the
+builders' `.manifest()`): `run`, the configuration's text and changes, streams of arrivals."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from builders import make_pod, make_priority_class
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import default_config, parse_config, parse_config_text
 
 
-def node(name: str, cpu: str = "4", memory: str = "32Gi", *, labels=None, taints=None, unschedulable=False, extra=None):
-    alloc = {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": {"taints": taints or [], "unschedulable": unschedulable},
-        "status": {"allocatable": alloc, "capacity": alloc},
-    }
-
-
-def pod(name: str, cpu: str = "100m", memory: str = "100Mi", *, priority=None, labels=None, annotations=None,
-        scheduler=None, node_name=None, **spec: Any):
-    body: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
-        **spec,
-    }
-    if priority is not None:
-        body["priorityClassName"] = f"priority-{priority}"
-    if scheduler:
-        body["schedulerName"] = scheduler
-    if node_name:
-        body["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": labels or {}, "annotations": annotations or {}},
-        "spec": body,
-    }
-
-
 def priority_classes(objects: list[dict]) -> list[dict]:
-    """PriorityClasses for every `priority-<n>` class the pods name (admission resolves them)."""
+    """PriorityClasses for every `priority-<n>` class the pods name (make_pod(...).priority(n)
+    writes a manifest's priority so; admission resolves them)."""
     names = {o["spec"].get("priorityClassName") for o in objects if o["kind"] == "Pod"}
     names = {n for n in names if n and n.startswith("priority-")}
-    return [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n},
-         "value": int(n.split("-", 1)[1])}
-        for n in sorted(names)
-    ]
+    return [make_priority_class(n, int(n.split("-", 1)[1])) for n in sorted(names)]
 
 
 def run(objects: list[dict], config: dict | str | None = None, seed: int = 0) -> tuple[SimResult, Simulation]:
@@ -90,12 +58,16 @@ def config_change(name: str, at: str, text: str) -> dict:
     }
 
 
-def stream(prefix: str, count: int, every: float, *, start: float = 0.0, duration: float | None = None, **kw: Any) -> list[dict]:
-    """`count` pods arriving every `every` virtual seconds from `start`, each running `duration`."""
+def stream(prefix: str, count: int, every: float, *, start: float = 0.0, duration: float | None = None,
+           cpu: str = "100m", memory: str = "100Mi", scheduler: str | None = None) -> list[dict]:
+    """`count` pods requesting `cpu` and `memory`, arriving every `every` virtual seconds from
+    `start`, each running `duration`."""
     out = []
     for i in range(count):
-        annotations = {"sim.kubesched.io/arrival": f"{start + i * every:g}s"}
+        builder = make_pod(f"{prefix}-{i}").req(cpu=cpu, memory=memory).arrival(f"{start + i * every:g}s")
         if duration is not None:
-            annotations["sim.kubesched.io/duration"] = f"{duration:g}s"
-        out.append(pod(f"{prefix}-{i}", annotations=annotations, **kw))
+            builder.duration(f"{duration:g}s")
+        if scheduler is not None:
+            builder.scheduler(scheduler)
+        out.append(builder.manifest())
     return out

@@ -11,8 +11,9 @@ from collections import defaultdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import make_node, make_pod
 from kubesched.api.quantity import resource_value
-from unit.simkit import node, pod, run
+from unit.simkit import run
 
 ZONES = ["a", "b", "c"]
 TAINTS = [None, {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}, {"key": "spot", "value": "", "effect": "NoExecute"}]
@@ -25,14 +26,13 @@ def clusters(draw):
     for i in range(n_nodes):
         taint = draw(st.sampled_from(TAINTS))
         nodes.append(
-            node(
-                f"n{i}",
-                cpu=str(draw(st.sampled_from([1, 2, 4]))),
-                memory=f"{draw(st.sampled_from([1, 2, 8]))}Gi",
-                labels={"zone": draw(st.sampled_from(ZONES)), "disk": draw(st.sampled_from(["ssd", "hdd"]))},
-                taints=[taint] if taint else [],
-                unschedulable=draw(st.booleans()) and i > 0,
-            )
+            make_node(f"n{i}")
+            .capacity(cpu=str(draw(st.sampled_from([1, 2, 4]))), memory=f"{draw(st.sampled_from([1, 2, 8]))}Gi")
+            .without("ephemeral-storage")
+            .label(zone=draw(st.sampled_from(ZONES)), disk=draw(st.sampled_from(["ssd", "hdd"])))
+            .taints([taint] if taint else [])
+            .unschedulable(draw(st.booleans()) and i > 0)
+            .manifest()
         )
     pods = []
     for j in range(draw(st.integers(1, 25))):
@@ -51,17 +51,12 @@ def clusters(draw):
             }
         labels = {"app": "solo"} if "affinity" in spec else {"app": "web"}
         priority = draw(st.sampled_from([None, 1, 10]))
-        pods.append(
-            pod(
-                f"p{j}",
-                cpu=f"{draw(st.sampled_from([100, 500, 900, 1500]))}m",
-                memory=f"{draw(st.sampled_from([128, 512, 1024]))}Mi",
-                priority=priority,
-                labels=labels,
-                annotations={"sim.kubesched.io/arrival": f"{j}s"},
-                **spec,
-            )
-        )
+        builder = make_pod(f"p{j}").req(cpu=f"{draw(st.sampled_from([100, 500, 900, 1500]))}m",
+                                        memory=f"{draw(st.sampled_from([128, 512, 1024]))}Mi")
+        builder.label(labels).arrival(f"{j}s").spec(**spec)
+        if priority is not None:
+            builder.priority(priority)
+        pods.append(builder.manifest())
     return nodes + pods
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import msgspec
 import pytest
 
-from builders import info, pod
-from kubesched.api.objects import Namespace, Node, NodeStatus, ObjectMeta, Pod
+from builders import make_node, make_pod
+from kubesched.api.objects import Namespace, ObjectMeta, Pod
 from kubesched.backends.kube import events
 from kubesched.backends.kube.events import EventRecorder
 from kubesched.backends.kube.informers import NamespaceHandler, PodHandler
@@ -32,8 +32,6 @@ from kubesched.scheduler.core import Scheduler
 from kubesched.usage.args import PrometheusArgs
 from kubesched.usage.queries import Series
 from kubesched.usage.service import UsageService
-from unit.simkit import node
-from unit.simkit import pod as sim_pod
 from unit.usage.fakeprom import FakePrometheus
 
 SOAK_PODS = int(os.environ.get("KUBESCHED_SOAK_PODS", "20000"))
@@ -67,14 +65,28 @@ class Churn:
         self.sim.scheduler = self.sched
         self.sim.keep_events = 100
         loaded = load_objects(
-            [node(f"n{i}", labels={"topology.kubernetes.io/zone": f"z{i % 3}"}) for i in range(NODES)]
+            [
+                make_node(f"n{i}").without("ephemeral-storage").label({"topology.kubernetes.io/zone": f"z{i % 3}"}).manifest()
+                for i in range(NODES)
+            ]
             + [
-                sim_pod("fits", labels={"app": "web"}),
+                make_pod("fits").req(cpu="100m", memory="100Mi").label(app="web").manifest(),
                 # Never fits: it waits in the unschedulable pool until it is deleted.
-                sim_pod("stuck", labels={"app": "batch"}, nodeSelector={"disk": "none"}),
-                sim_pod("spread", labels={"app": "spread"}, topologySpreadConstraints=[{
-                    "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
-                    "labelSelector": {"matchLabels": {"app": "spread"}}}]),
+                make_pod("stuck").req(cpu="100m", memory="100Mi").label(app="batch").spec(nodeSelector={"disk": "none"}).manifest(),
+                make_pod("spread")
+                .req(cpu="100m", memory="100Mi")
+                .label(app="spread")
+                .spec(
+                    topologySpreadConstraints=[
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": {"app": "spread"}},
+                        }
+                    ]
+                )
+                .manifest(),
             ]
         )
         for n in loaded.nodes:
@@ -196,7 +208,7 @@ def _recorder(monkeypatch: pytest.MonkeyPatch, clock: list[float]) -> EventRecor
 def test_event_series_repeat_within_the_window_then_expire(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
     rec = _recorder(monkeypatch, now)
-    a, b = info(pod("a")), info(pod("b"))
+    a, b = make_pod("a").info(), make_pod("b").info()
     rec.record(a, "Warning", "FailedScheduling", "0/3 nodes are available")
     now[0] += 60
     rec.record(a, "Warning", "FailedScheduling", "0/3 nodes are available")
@@ -211,7 +223,7 @@ def test_event_series_repeat_within_the_window_then_expire(monkeypatch: pytest.M
 def test_event_series_of_a_deleted_pod_are_forgotten_and_their_number_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [0.0]
     rec = _recorder(monkeypatch, now)
-    pods = [info(pod(f"p{i}")) for i in range(50)]
+    pods = [make_pod(f"p{i}").info() for i in range(50)]
     for pi in pods:
         rec.record(pi, "Warning", "FailedScheduling", "no")
         rec.record(pi, "Normal", "Scheduled", "yes")
@@ -248,7 +260,7 @@ async def test_usage_values_of_deleted_nodes_are_dropped() -> None:
     provider.require(cpu)
     table = NodeTable()
     for i in range(200):  # nodes replaced one by one, each reporting usage while it lives
-        table.upsert_node(Node(metadata=ObjectMeta(name=f"n{i}"), status=NodeStatus(allocatable={"cpu": "4"})))
+        table.upsert_node(make_node(f"n{i}").exactly(cpu="4").obj())
         if i >= 2:
             table.remove_node(f"n{i - 2}")
             prom.values["cpu"].pop(f"n{i - 2}")

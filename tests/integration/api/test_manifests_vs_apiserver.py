@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import make_namespace
 from integration.harness.binaries import pinned_kube_version
 from integration.harness.openapi import KINDS, fetch_schemas, known_fields, render
 from integration.harness.rest import ApiError, Kube
@@ -108,7 +109,7 @@ def server_accepts(kube: Kube, obj: dict[str, Any]) -> tuple[bool, str]:
         # The simulator creates the namespaces objects use without declaring them (by design, see
         # backends.sim.manifests); here, that is the namespace existing already.
         try:
-            kube.create(PATHS["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": url_ns}})
+            kube.create(PATHS["Namespace"], make_namespace(url_ns))
         except ApiError as exc:
             if exc.status != 409:
                 raise

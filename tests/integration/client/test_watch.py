@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
 from integration.harness.objects import create_pod
 from integration.harness.rest import Kube
@@ -127,7 +128,7 @@ async def test_resume_after_compaction_and_restart_relists_exactly(fresh_control
     cp = fresh_control_plane
     kube = cp.kube()
     ns = "relist"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.create("/api/v1/namespaces", make_namespace(ns))
     for i in range(6):
         create_pod(kube, f"p{i}", ns)
     view = View()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from builders import make_priority_class
 from integration.harness.objects import create_ready_node
 from integration.harness.rest import ApiError, Kube
 from kubesched.observe.decisions import parse_final_scores
@@ -52,8 +53,8 @@ def profiles(side: str) -> list[JSON]:
 def priority_classes() -> list[JSON]:
     """The scenarios' PriorityClasses ("never" is the one with preemptionPolicy Never)."""
     return [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"conformance-{name}"},
-         "value": value, "preemptionPolicy": "Never" if name == "never" else "PreemptLowerPriority"}
+        make_priority_class(f"conformance-{name}", value,
+                            preemptionPolicy="Never" if name == "never" else "PreemptLowerPriority")
         for name, value in PRIORITIES.items()
     ]
 

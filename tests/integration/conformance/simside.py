@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from integration.harness.objects import node_manifest
+from builders import make_node
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import parse_config
@@ -24,11 +24,10 @@ GAP = 10.0  # virtual seconds between two pending pods
 def _objects(scenario: JSON) -> list[JSON]:
     objects = priority_classes()
     for n in scenario["nodes"]:
-        node = node_manifest(n["name"], labels=n["labels"], taints=n["taints"], unschedulable=n["unschedulable"])
-        resources = {"cpu": n["cpu"], "memory": n["memory"], "pods": str(n["pods"]), "ephemeral-storage": "100Gi",
-                     **(n.get("extended") or {})}
-        node["status"] = {"allocatable": resources, "capacity": resources}
-        objects.append(node)
+        node = (make_node(n["name"]).label({"kubernetes.io/os": "linux"}).label(n["labels"]).taints(n["taints"])
+                .unschedulable(n["unschedulable"]).capacity(cpu=n["cpu"], memory=n["memory"], pods=str(n["pods"]))
+                .capacity(n.get("extended") or {}))
+        objects.append(node.manifest())
     objects += [pod_manifest(p, "default", "default-scheduler", "") for p in scenario["existing"]]
     for i, p in enumerate(scenario["pending"]):
         pod = pod_manifest(p, "default", "default-scheduler", "")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import KubeScheduler, run_kube_scheduler
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
@@ -68,7 +69,7 @@ def schedulers(
     ensure_priority_classes(kube)
     for ns in (KUBE_NS, OURS_NS):
         if kube.get_or_none(f"/api/v1/namespaces/{ns}") is None:
-            kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            kube.create("/api/v1/namespaces", make_namespace(ns))
     config = kubesched_config(control_plane.admin_kubeconfig)
     config["profiles"] = profiles("ours")
     with (

@@ -1,4 +1,4 @@
-"""Builders for the objects integration tests create, and the steps a controller-less cluster needs.
+"""The objects integration tests create (built by the tests' builders), and the steps a controller-less cluster needs.
 
 No kubelet and no node-lifecycle controller run against the harness's apiserver, so a node the
 tests create stays as they make it: `create_ready_node` posts the Node, clears the
@@ -16,55 +16,60 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from builders import NodeBuilder, make_node, make_pod
+
 from .rest import JSON, KINDS, ApiError, Kube, collection_path
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
-def node_manifest(
-    name: str, *, labels: dict[str, str] | None = None, taints: list[JSON] | None = None, unschedulable: bool = False
-) -> JSON:
-    spec: JSON = {"taints": taints or []}
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}},
-        "spec": spec,
-    }
-
-
-def node_status(*, cpu: str = "4", memory: str = "32Gi", pods: int = 110, extra: dict[str, str] | None = None, ready: bool = True) -> JSON:
+def ready_node(
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "32Gi",
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[JSON] | None = None,
+    extra_resources: dict[str, str] | None = None,
+    ready: bool = True,
+) -> NodeBuilder:
+    """A node as a kubelet registers it (the os label, capacity = allocatable, the Ready condition,
+    an address and the node info), built by the tests' builders."""
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "100Gi", **(extra or {})}
-    return {
-        "capacity": resources,
-        "allocatable": resources,
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True" if ready else "False",
-                "reason": "KubeletReady" if ready else "KubeletNotReady",
-                "message": "set by the kubesched test harness",
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": now,
-            }
-        ],
-        "addresses": [{"type": "InternalIP", "address": "10.0.0.10"}],
-        "nodeInfo": {
-            "architecture": "amd64",
-            "operatingSystem": "linux",
-            "kubeletVersion": "v1.37.2",
-            "kubeProxyVersion": "",
-            "containerRuntimeVersion": "containerd://2.0.0",
-            "bootID": "",
-            "machineID": "",
-            "systemUUID": "",
-            "kernelVersion": "",
-            "osImage": "",
-        },
-    }
+    return (
+        make_node(name)
+        .label({"kubernetes.io/os": "linux"})
+        .label(labels or {})
+        .taints(taints)
+        .capacity(cpu=cpu, memory=memory, pods=str(pods))
+        .capacity(extra_resources or {})
+        .status(
+            conditions=[
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    "message": "set by the kubesched test harness",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+            addresses=[{"type": "InternalIP", "address": "10.0.0.10"}],
+            nodeInfo={
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.37.2",
+                "kubeProxyVersion": "",
+                "containerRuntimeVersion": "containerd://2.0.0",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+                "kernelVersion": "",
+                "osImage": "",
+            },
+        )
+    )
 
 
 @contextlib.contextmanager
@@ -82,26 +87,15 @@ def node_pool(kube: Kube, prefix: str, count: int, *, cpu: str, memory: str) -> 
             kube.delete(f"/api/v1/nodes/{name}", missing_ok=True)
 
 
-def create_ready_node(
-    kube: Kube,
-    name: str,
-    *,
-    cpu: str = "4",
-    memory: str = "32Gi",
-    pods: int = 110,
-    labels: dict[str, str] | None = None,
-    taints: list[JSON] | None = None,
-    extra_resources: dict[str, str] | None = None,
-    ready: bool = True,
-) -> JSON:
-    """Create a schedulable node: POST, reset taints to `taints` (the admission plugin's not-ready
-    taint removed), PATCH status/ with capacity = allocatable and the Ready condition. Returns the node."""
-    kube.create("/api/v1/nodes", node_manifest(name, labels=labels, taints=taints))
-    kube.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": taints or []}})
-    return kube.patch(
-        f"/api/v1/nodes/{name}/status",
-        {"status": node_status(cpu=cpu, memory=memory, pods=pods, extra=extra_resources, ready=ready)},
-    )
+def create_ready_node(kube: Kube, name: str, **kwargs: Any) -> JSON:
+    """Create a schedulable node (`ready_node`'s keywords): POST, reset taints to its own (the
+    admission plugin's not-ready taint removed), PATCH status/ with capacity = allocatable and the
+    Ready condition. Returns the node."""
+    node = ready_node(name, **kwargs).manifest()
+    status = node.pop("status")
+    kube.create("/api/v1/nodes", node)
+    kube.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": node["spec"]["taints"]}})
+    return kube.patch(f"/api/v1/nodes/{name}/status", {"status": status})
 
 
 def pod_manifest(
@@ -117,22 +111,24 @@ def pod_manifest(
     extra_spec: dict[str, Any] | None = None,
     owner_references: list[JSON] | None = None,
 ) -> JSON:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
-    container: JSON = {"name": "main", "image": PAUSE_IMAGE}
-    if requests:
-        container["resources"] = {"requests": requests}
-    spec: JSON = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    """A pod the API server deletes at once (no grace period) running the pause image, built by
+    the tests' builders."""
+    pod = (
+        make_pod(name)
+        .ns(namespace)
+        .container("main", PAUSE_IMAGE)
+        .req({k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None})
+        .label(labels or {})
+        .owned_by(*(owner_references or []))
+        .spec(terminationGracePeriodSeconds=0)
+    )
     if scheduler_name:
-        spec["schedulerName"] = scheduler_name
+        pod.scheduler(scheduler_name)
     if node_name:
-        spec["nodeName"] = node_name
+        pod.node(node_name)
     if priority_class:
-        spec["priorityClassName"] = priority_class
-    spec.update(extra_spec or {})
-    metadata: JSON = {"name": name, "namespace": namespace, "labels": labels or {}}
-    if owner_references:
-        metadata["ownerReferences"] = owner_references
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        pod.priority_class(priority_class)
+    return pod.spec(**(extra_spec or {})).manifest()
 
 
 def create_pod(kube: Kube, name: str, namespace: str, **kwargs: Any) -> JSON:

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from builders import make_namespace
 from integration.harness.binaries import require_binaries
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
@@ -32,7 +33,7 @@ from integration.harness.rest import Kube
 
 
 def create_pods(kube: Kube, namespace: str, count: int, scheduler: str) -> None:
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    kube.create("/api/v1/namespaces", make_namespace(namespace))
 
     def one(i: int) -> None:
         body = pod_manifest(f"pod-{i}", namespace, cpu="100m", memory="500Mi", scheduler_name=scheduler)

@@ -19,8 +19,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from builders import make_node
 from integration.harness.prometheus import CPU_QUERY, MEMORY_QUERY, NodeExporterStub, PrometheusQueryError, PrometheusServer
-from kubesched.api.objects import Node, NodeStatus, ObjectMeta
 from kubesched.cache.nodetable import NodeTable
 from kubesched.infra.clock import RealClock
 from kubesched.observe.metrics import SchedulerMetrics
@@ -121,7 +121,7 @@ async def test_kubesched_client_reads_the_real_server(node_exporter: NodeExporte
 def node_table(*names: str) -> NodeTable:
     table = NodeTable()
     for name in names:
-        table.upsert_node(Node(metadata=ObjectMeta(name=name), status=NodeStatus(allocatable={"cpu": "4", "memory": "16Gi"})))
+        table.upsert_node(make_node(name).exactly(cpu="4", memory="16Gi").obj())
     return table
 
 

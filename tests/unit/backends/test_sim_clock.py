@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kubesched.api.objects import Node, Pod, convert
+from builders import make_node, make_pod
+from kubesched.api.objects import Node
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.backends.sim.scenarios import load_scenario
@@ -19,7 +20,6 @@ from kubesched.backends.sim.usagemodel import UsageModel, _percentile_of_rows, p
 from kubesched.config.parse import default_config
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.configload import load_config
-from tests.unit.simkit import node, pod
 
 YEAR = 365 * 86400.0
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "profiles"
@@ -67,7 +67,11 @@ def test_next_time_can_skip_one_timer_without_changing_the_order() -> None:
 
 
 def test_a_pod_arriving_in_a_year_takes_no_time() -> None:
-    objects = [node("n", cpu="4"), pod("now", cpu="1"), annotated(pod("late", cpu="1"), arrival="8760h")]
+    objects = [
+        make_node("n").capacity(cpu="4").without("ephemeral-storage").manifest(),
+        make_pod("now").req(cpu="1", memory="100Mi").manifest(),
+        annotated(make_pod("late").req(cpu="1", memory="100Mi").manifest(), arrival="8760h"),
+    ]
     result, sim, wall = timed_run(objects)
     assert wall < 10  # stepping 15 s at a time took minutes
     assert result.pods_scheduled == 2
@@ -81,8 +85,11 @@ def test_a_pod_arriving_in_a_year_takes_no_time() -> None:
 
 def test_a_six_month_duration_takes_no_time() -> None:
     half_year = 4380 * 3600.0
-    objects = [node("n", cpu="4"), annotated(pod("job", cpu="3"), duration="4380h"),
-               annotated(pod("short", cpu="1"), arrival="1h", duration="30m")]
+    objects = [
+        make_node("n").capacity(cpu="4").without("ephemeral-storage").manifest(),
+        annotated(make_pod("job").req(cpu="3", memory="100Mi").manifest(), duration="4380h"),
+        annotated(make_pod("short").req(cpu="1", memory="100Mi").manifest(), arrival="1h", duration="30m"),
+    ]
     result, sim, wall = timed_run(objects)
     assert wall < 10
     assert result.pods_scheduled == 2
@@ -96,7 +103,10 @@ def test_a_six_month_duration_takes_no_time() -> None:
 def test_a_year_with_a_load_aware_profile_is_refused_up_front() -> None:
     from kubesched.backends.sim.limits import LimitError
 
-    objects = [node("n"), annotated(pod("late"), arrival="8760h")]
+    objects = [
+        make_node("n").without("ephemeral-storage").manifest(),
+        annotated(make_pod("late").req(cpu="100m", memory="100Mi").manifest(), arrival="8760h"),
+    ]
     started = time.perf_counter()
     with pytest.raises(LimitError, match="refreshInterval 30s that is 1051231 usage refreshes, over the simulator's "
                                          "limit of 200000"):
@@ -105,8 +115,8 @@ def test_a_year_with_a_load_aware_profile_is_refused_up_front() -> None:
 
 
 def test_many_arrivals_over_a_day_are_quick() -> None:
-    nodes = [annotated(node("n", cpu="32", memory="128Gi"), count="50")]
-    pods = [annotated(pod("p", cpu="100m"), count="1000", arrival_interval="86", duration="1h")]
+    nodes = [annotated(make_node("n").capacity(cpu="32", memory="128Gi").without("ephemeral-storage").manifest(), count="50")]
+    pods = [annotated(make_pod("p").req(cpu="100m", memory="100Mi").manifest(), count="1000", arrival_interval="86", duration="1h")]
     result, _sim, wall = timed_run(nodes + pods)
     assert result.pods_scheduled == 1000
     assert result.virtual_seconds == pytest.approx(999 * 86 + 3600)
@@ -117,14 +127,7 @@ def test_many_arrivals_over_a_day_are_quick() -> None:
 
 
 def _nodes() -> list[Node]:
-    return [convert({"metadata": {"name": n}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}, Node, n)
-            for n in ("a", "b", "c")]
-
-
-def _pod(name: str, cpu: str) -> Pod:
-    return convert({"metadata": {"name": name, "namespace": "default", "uid": name},
-                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}},
-                   Pod, name)
+    return [make_node(n).capacity(memory="8Gi").without("pods", "ephemeral-storage").obj() for n in ("a", "b", "c")]
 
 
 def _script(model: UsageModel, clock: VirtualClock, step: bool) -> None:
@@ -144,7 +147,7 @@ def _script(model: UsageModel, clock: VirtualClock, step: bool) -> None:
                 clock.advance_to(taken)
         clock.advance_to(when)
         if what == "start":
-            model.pod_started(_pod(name, "1500m"), where)
+            model.pod_started(make_pod(name).uid(name).req(cpu="1500m", memory="1Gi").obj(), where)
         elif what == "stop":
             model.pod_stopped(name)
     model.stop()
@@ -208,8 +211,8 @@ def test_flink_burst_load_aware_figures_are_the_readmes() -> None:
 def test_a_long_run_can_be_cancelled_promptly() -> None:
     """Ctrl-C under asyncio.run cancels the task: the run must reach an await often, even while it
     samples a long span of varying usage with no scheduling in it."""
-    objects = [annotated(node("n"), count="50", background_cpu="diurnal:30%,period=1h"),
-               annotated(pod("late"), arrival="720h")]
+    objects = [annotated(make_node("n").without("ephemeral-storage").manifest(), count="50", background_cpu="diurnal:30%,period=1h"),
+               annotated(make_pod("late").req(cpu="100m", memory="100Mi").manifest(), arrival="720h")]
     sim = Simulation(load_objects(objects), default_config())
 
     async def main() -> float:
@@ -229,9 +232,9 @@ def test_stuck_pods_are_not_retried_for_nothing_through_a_long_quiet_span() -> N
     """300 pods that fit nowhere wait a month for one late arrival. kube retries them every 5
     minutes; with no cluster event between, each retry would fail the same way, so the simulator
     skips them (8,640 pointless rounds of 300 cycles took many minutes)."""
-    stuck = [pod(f"big-{i}", cpu="64") for i in range(300)]
-    late = annotated(pod("late", cpu="1"), arrival="720h")
-    result, _, wall = timed_run([node("n", cpu="4"), *stuck, late])
+    stuck = [make_pod(f"big-{i}").req(cpu="64", memory="100Mi").manifest() for i in range(300)]
+    late = annotated(make_pod("late").req(cpu="1", memory="100Mi").manifest(), arrival="720h")
+    result, _, wall = timed_run([make_node("n").capacity(cpu="4").without("ephemeral-storage").manifest(), *stuck, late])
     assert wall < 10
     assert result.placements["default/late"] == "n"
     assert result.pods_unschedulable == 300
@@ -243,9 +246,9 @@ def test_stuck_pods_are_not_retried_for_nothing_through_a_long_quiet_span() -> N
 
 def test_stuck_pods_still_get_their_chance_when_the_cluster_changes() -> None:
     """A node joining later is an event: the pool's pods move and are placed at once."""
-    stuck = [pod(f"big-{i}", cpu="3") for i in range(3)]
-    late_node = annotated(node("late-node", cpu="4"), arrival="240h")
-    objects = [node("n", cpu="4"), *stuck]
+    stuck = [make_pod(f"big-{i}").req(cpu="3", memory="100Mi").manifest() for i in range(3)]
+    late_node = annotated(make_node("late-node").capacity(cpu="4").without("ephemeral-storage").manifest(), arrival="240h")
+    objects = [make_node("n").capacity(cpu="4").without("ephemeral-storage").manifest(), *stuck]
     result_before, _, _ = timed_run(objects)
     assert result_before.pods_scheduled == 1
     result, _, wall = timed_run([*objects, late_node])

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kubesched.api.objects import Node, convert
+from builders import make_node, make_pod
 from kubesched.backends.sim import limits
 from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.engine import Simulation
@@ -18,7 +18,6 @@ from kubesched.backends.sim.usagemodel import UsageModel
 from kubesched.config.parse import default_config
 from kubesched.infra.clock import VirtualClock
 from kubesched.tools.bench import scheduling_basic
-from tests.unit.simkit import node, pod
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"}}
@@ -122,7 +121,7 @@ def settings(**data: str) -> dict:
 
 
 def late(arrival: str, **annotations: str) -> dict:
-    p = pod("late")
+    p = make_pod("late").req(cpu="100m", memory="100Mi").manifest()
     p["metadata"]["annotations"] = {"sim.kubesched.io/arrival": arrival, **annotations}
     return p
 
@@ -130,13 +129,19 @@ def late(arrival: str, **annotations: str) -> dict:
 def test_a_tiny_scrape_interval_is_refused() -> None:
     with pytest.raises(LimitError, match=r"^kubesched-simulation: data\[scrapeInterval\]: 0.001s is under the "
                                          "simulator's minimum scrape interval of 1s$"):
-        run([settings(scrapeInterval="1ms"), node("n"), pod("p")])
+        run(
+            [
+                settings(scrapeInterval="1ms"),
+                make_node("n").without("ephemeral-storage").manifest(),
+                make_pod("p").req(cpu="100m", memory="100Mi").manifest(),
+            ]
+        )
 
 
 def test_too_many_scrapes_are_refused_with_their_cause() -> None:
     started = time.perf_counter()
     with pytest.raises(LimitError) as info:
-        run([settings(scrapeInterval="5s"), node("n"), late("8760h")])
+        run([settings(scrapeInterval="5s"), make_node("n").without("ephemeral-storage").manifest(), late("8760h")])
     assert str(info.value) == (
         "the run spans up to 3.15369e+07s (1 year) of virtual time (pod default/late arrives at 3.1536e+07s (1 year)): "
         "at scrapeInterval 5s that is 6307381 scrapes, over the simulator's limit of 5000000 scrapes in one run; raise "
@@ -146,7 +151,7 @@ def test_too_many_scrapes_are_refused_with_their_cause() -> None:
 
 
 def test_varying_usage_on_many_nodes_over_a_long_span_is_refused() -> None:
-    many = node("n")
+    many = make_node("n").without("ephemeral-storage").manifest()
     many["metadata"]["annotations"] = {"sim.kubesched.io/count": "500",
                                        "sim.kubesched.io/background-cpu": "diurnal:30%,period=24h"}
     with pytest.raises(LimitError, match=r"^the run samples usage on 500 nodes at up to 172861 scrapes \(usage varies "
@@ -159,7 +164,7 @@ def test_varying_usage_on_many_nodes_over_a_long_span_is_refused() -> None:
 
 
 def test_the_usage_model_stops_at_its_limits_while_running() -> None:
-    nodes = [convert({"metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "1"}}}, Node, "a")]
+    nodes = [make_node("a").exactly(cpu="1").obj()]
     clock = VirtualClock()
     model = UsageModel(clock, nodes)
     model.max_scrapes = 100
@@ -177,7 +182,7 @@ def test_the_usage_model_stops_at_its_limits_while_running() -> None:
 
 def test_an_arrival_plus_its_duration_past_the_limit_is_refused() -> None:
     with pytest.raises(LimitError) as info:
-        run([node("n"), late("78840h", **{"sim.kubesched.io/duration": "17520h"})])
+        run([make_node("n").without("ephemeral-storage").manifest(), late("78840h", **{"sim.kubesched.io/duration": "17520h"})])
     assert str(info.value) == (
         "pod default/late arrives at 2.83824e+08s (9 years) and runs 6.3072e+07s (2 years): it ends at 3.46896e+08s "
         "(11 years), over the simulator's limit of 3.1536e+08s (10 years) of virtual time"

@@ -7,11 +7,12 @@ import asyncio
 
 import pytest
 
+from builders import make_node, make_pod
 from kubesched.backends.sim.engine import SimResult, Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.backends.sim.scenarios import load_scenario
 from kubesched.config.parse import default_config, parse_config
-from tests.unit.simkit import node, pod, profile_config
+from tests.unit.simkit import profile_config
 
 
 def annotated(obj: dict, **annotations: str) -> dict:
@@ -29,13 +30,13 @@ def simulate(objects: list[dict], config: dict | None = None, seed: int = 0) -> 
 
 def hot_and_cold() -> list[dict]:
     return [
-        annotated(node("hot", cpu="10", memory="10Gi"), background_cpu="steady:75%"),
-        annotated(node("cold", cpu="10", memory="10Gi"), background_cpu="steady:5%"),
+        annotated(make_node("hot").capacity(cpu="10", memory="10Gi").without("ephemeral-storage").manifest(), background_cpu="steady:75%"),
+        annotated(make_node("cold").capacity(cpu="10", memory="10Gi").without("ephemeral-storage").manifest(), background_cpu="steady:5%"),
     ]
 
 
 def test_load_figures_of_a_small_run() -> None:
-    pods = [annotated(pod(f"p{i}", cpu="1", memory="1Gi"), duration="150", usage_cpu="steady:100%") for i in range(2)]
+    pods = [annotated(make_pod(f"p{i}").req(cpu="1", memory="1Gi").manifest(), duration="150", usage_cpu="steady:100%") for i in range(2)]
     result, sim = simulate(hot_and_cold() + pods)
     # Requests alone: one pod on each node. The hot one runs at 85% for the pods' 150 s.
     assert sorted(result.placements.values()) == ["cold", "hot"]
@@ -55,10 +56,10 @@ def test_load_figures_of_a_small_run() -> None:
 
 def test_pending_time_counts_until_bind_or_the_end() -> None:
     objects = [
-        node("n", cpu="2"),
-        annotated(pod("first", cpu="2"), duration="100"),
-        annotated(pod("second", cpu="2"), arrival="10", duration="50"),
-        annotated(pod("never", cpu="3"), arrival="20"),
+        make_node("n").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        annotated(make_pod("first").req(cpu="2", memory="100Mi").manifest(), duration="100"),
+        annotated(make_pod("second").req(cpu="2", memory="100Mi").manifest(), arrival="10", duration="50"),
+        annotated(make_pod("never").req(cpu="3", memory="100Mi").manifest(), arrival="20"),
     ]
     result, sim = simulate(objects)
     uid = {sp.pod.metadata.name: sp.pod.metadata.uid for sp in sim.input.pods}
@@ -71,7 +72,13 @@ def test_pending_time_counts_until_bind_or_the_end() -> None:
 
 
 def test_a_run_with_only_scrape_timers_left_ends() -> None:
-    result, sim = simulate([node("n"), pod("p"), annotated(pod("late"), arrival="40")])
+    result, sim = simulate(
+        [
+            make_node("n").without("ephemeral-storage").manifest(),
+            make_pod("p").req(cpu="100m", memory="100Mi").manifest(),
+            annotated(make_pod("late").req(cpu="100m", memory="100Mi").manifest(), arrival="40"),
+        ]
+    )
     assert result.pods_scheduled == 2
     assert result.virtual_seconds == 40.0
     assert sim.usage.samples == 3  # 0, 15, 30; the timer for 45 is cancelled at the end
@@ -81,7 +88,13 @@ def test_a_run_with_only_scrape_timers_left_ends() -> None:
 def test_scrape_interval_from_the_simulation_configmap() -> None:
     settings = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubesched-simulation"},
                 "data": {"scrapeInterval": "1m", "prometheusOutages": "0-90"}}
-    result, sim = simulate([settings, node("n"), annotated(pod("p"), duration="300")])
+    result, sim = simulate(
+        [
+            settings,
+            make_node("n").without("ephemeral-storage").manifest(),
+            annotated(make_pod("p").req(cpu="100m", memory="100Mi").manifest(), duration="300"),
+        ]
+    )
     assert sim.usage.times.tolist() == [0.0, 60.0, 120.0, 180.0, 240.0, 300.0]
     assert sim.prometheus.outages == [(0.0, 90.0)]
     assert result.pods_scheduled == 1
@@ -94,7 +107,9 @@ LOAD_AWARE = profile_config({
 
 
 def test_load_aware_profile_reads_the_simulated_prometheus() -> None:
-    pods = [annotated(pod(f"p{i}", cpu="500m", memory="100Mi"), arrival=str(300 + 60 * i), duration="600") for i in range(4)]
+    pods = [
+        annotated(make_pod(f"p{i}").req(cpu="500m", memory="100Mi").manifest(), arrival=str(300 + 60 * i), duration="600") for i in range(4)
+    ]
     result, sim = simulate(hot_and_cold() + pods, LOAD_AWARE)
     assert result.pods_scheduled == 4
     assert set(result.placements.values()) == {"cold"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kubesched.api.objects import Node, Pod, convert
+from builders import make_node, make_pod
 from kubesched.backends.sim.queryendpoint import SimPrometheus
 from kubesched.backends.sim.usagemodel import UsageModel, parse_usage
 from kubesched.infra.clock import VirtualClock
@@ -16,22 +16,19 @@ CPU = DEFAULT_QUERIES["cpu"]
 MEMORY = DEFAULT_QUERIES["memory"]
 
 
-def node(name: str) -> Node:
-    return convert({"metadata": {"name": name}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}, Node, name)
-
-
-def pod(name: str, cpu: str = "1", memory: str = "2Gi") -> Pod:
-    return convert({"metadata": {"name": name, "namespace": "default", "uid": name},
-                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}},
-                   Pod, name)
-
-
 class World:
     """Two 4-CPU nodes scraped every 15 s; `at(t)` runs the scrapes up to t and stops there."""
 
     def __init__(self, outages: list[tuple[float, float]] | None = None, **kwargs) -> None:
         self.clock = VirtualClock()
-        self.model = UsageModel(self.clock, [node("a"), node("b")], **kwargs)
+        self.model = UsageModel(
+            self.clock,
+            [
+                make_node("a").capacity(memory="8Gi").without("pods", "ephemeral-storage").obj(),
+                make_node("b").capacity(memory="8Gi").without("pods", "ephemeral-storage").obj(),
+            ],
+            **kwargs,
+        )
         self.prom = SimPrometheus(self.model, self.clock, outages=outages or [])
         self.model.start()
 
@@ -50,7 +47,7 @@ class World:
 
 async def test_cpu_rate_lags_a_bind() -> None:
     w = World()
-    w.at(100).model.pod_started(pod("p"), "a")
+    w.at(100).model.pod_started(make_pod("p").uid("p").req(cpu="1", memory="2Gi").obj(), "a")
     assert await w.at(100).values(CPU) == {"a": 0.0, "b": 0.0}
     # Window (55, 115]: scrapes 60..105; of the three intervals only the last saw the pod, a third of it.
     partial = (await w.at(115).values(CPU))["a"]
@@ -73,7 +70,7 @@ async def test_rate_needs_two_scrapes_in_its_window() -> None:
 
 async def test_rate_window_and_stop() -> None:
     w = World()
-    w.at(0).model.pod_started(pod("p", cpu="2"), "b")
+    w.at(0).model.pod_started(make_pod("p").uid("p").req(cpu="2", memory="2Gi").obj(), "b")
     w.at(300).model.pod_stopped("p")
     assert (await w.at(300).values(CPU))["b"] == pytest.approx(0.5)
     # 5 minutes later the 1m rate has forgotten the pod, a 10m window still remembers half of it.
@@ -84,7 +81,7 @@ async def test_rate_window_and_stop() -> None:
 
 async def test_queries_are_whitespace_insensitive() -> None:
     w = World()
-    w.at(0).model.pod_started(pod("p"), "a")
+    w.at(0).model.pod_started(make_pod("p").uid("p").req(cpu="1", memory="2Gi").obj(), "a")
     w.at(120)
     variants = [
         '1-avg by(instance)(rate(node_cpu_seconds_total{mode="idle"}[1m]))',
@@ -99,7 +96,7 @@ async def test_queries_are_whitespace_insensitive() -> None:
 
 async def test_memory_is_the_last_scrape_within_the_lookback() -> None:
     w = World()
-    w.at(100).model.pod_started(pod("p", memory="2Gi"), "a")
+    w.at(100).model.pod_started(make_pod("p").uid("p").req(cpu="1", memory="2Gi").obj(), "a")
     assert (await w.at(104).values(MEMORY))["a"] == 0.0
     assert (await w.at(105).values(MEMORY))["a"] == 0.25
     w.model.stop()  # no more scrapes: the last one goes stale after 5 minutes
@@ -109,7 +106,7 @@ async def test_memory_is_the_last_scrape_within_the_lookback() -> None:
 
 async def test_subqueries_aggregate_the_inner_expression() -> None:
     w = World(pod_usage={"p": (parse_usage("diurnal:1,amplitude=0.8,period=10m", "cpu"), None)})
-    w.at(0).model.pod_started(pod("p"), "a")
+    w.at(0).model.pod_started(make_pod("p").uid("p").req(cpu="1", memory="2Gi").obj(), "a")
     w.at(1000)
     now = 1000.0
     # The inner expression at the multiples of 1m in (now-10m, now].
@@ -140,7 +137,7 @@ async def test_subqueries_aggregate_the_inner_expression() -> None:
 async def test_subquery_skips_times_without_data() -> None:
     query = Series("cpu", "max", 60.0, 15.0).render(CPU)
     w = World()
-    w.model.pod_started(pod("p", cpu="4"), "a")
+    w.model.pod_started(make_pod("p").uid("p").req(cpu="4", memory="2Gi").obj(), "a")
     # At 10 the times in (-50, 10] are -45..0: no rate anywhere yet (one scrape at most).
     assert await w.at(10).values(query) == {}
     # At 20 only tau=15 has a rate (scrapes 0 and 15); the rest are skipped, not zeros.

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kubesched.api.objects import Node, Pod, convert
+from builders import make_node, make_pod
+from kubesched.api.objects import Pod, convert
 from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.manifests import load_paths
 from kubesched.backends.sim.usagemodel import Amount, UsageError, UsageModel, UsageSpec, parse_usage, running_requests
@@ -239,17 +240,6 @@ def test_only_one_simulation_configmap(tmp_path: Path) -> None:
 # --- the model -----------------------------------------------------------------------------------------------
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi") -> Node:
-    return convert({"metadata": {"name": name, "uid": f"uid-{name}"},
-                    "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}, Node, name)
-
-
-def pod(name: str, cpu: str = "1", memory: str = "1Gi") -> Pod:
-    return convert({"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}},
-                   Pod, name)
-
-
 def scrape_until(clock: VirtualClock, model: UsageModel, until: float) -> None:
     """Runs the model's scrape timers up to `until`."""
     while True:
@@ -276,11 +266,17 @@ def test_running_requests_ignore_init_containers_but_count_sidecars_and_overhead
 
 def test_default_usage_is_the_request_and_a_mid_interval_bind_counts_in_part() -> None:
     clock = VirtualClock()
-    model = UsageModel(clock, [node("a"), node("b")])
+    model = UsageModel(
+        clock,
+        [
+            make_node("a").uid("uid-a").capacity(cpu="4", memory="8Gi").without("ephemeral-storage").obj(),
+            make_node("b").uid("uid-b").capacity(cpu="4", memory="8Gi").without("ephemeral-storage").obj(),
+        ],
+    )
     model.start()
     scrape_until(clock, model, 90)
     clock.advance_to(100)
-    model.pod_started(pod("p", cpu="2", memory="2Gi"), "a")
+    model.pod_started(make_pod("p").uid("uid-p").req(cpu="2", memory="2Gi").obj(), "a")
     scrape_until(clock, model, 120)
     times = model.times.tolist()
     assert times == [0, 15, 30, 45, 60, 75, 90, 105, 120]
@@ -298,8 +294,12 @@ def test_default_usage_is_the_request_and_a_mid_interval_bind_counts_in_part() -
 
 def test_usage_above_capacity_is_clipped_and_percent_is_of_the_request() -> None:
     clock = VirtualClock()
-    p = pod("p", cpu="1", memory="1Gi")
-    model = UsageModel(clock, [node("a")], pod_usage={"uid-p": (spec("steady:9"), spec("steady:300%", "memory"))})
+    p = make_pod("p").uid("uid-p").req(cpu="1", memory="1Gi").obj()
+    model = UsageModel(
+        clock,
+        [make_node("a").uid("uid-a").capacity(cpu="4", memory="8Gi").without("ephemeral-storage").obj()],
+        pod_usage={"uid-p": (spec("steady:9"), spec("steady:300%", "memory"))},
+    )
     model.pod_started(p, "a")
     model.sample(15.0)
     assert model.cpu[0, 0] == 1.0
@@ -309,7 +309,11 @@ def test_usage_above_capacity_is_clipped_and_percent_is_of_the_request() -> None
 
 def test_diurnal_values() -> None:
     clock = VirtualClock()
-    model = UsageModel(clock, [node("a", cpu="10")], background={"a": (spec("diurnal:50%,amplitude=0.4,period=1h,phase=5m"), None)})
+    model = UsageModel(
+        clock,
+        [make_node("a").uid("uid-a").capacity(cpu="10", memory="8Gi").without("ephemeral-storage").obj()],
+        background={"a": (spec("diurnal:50%,amplitude=0.4,period=1h,phase=5m"), None)},
+    )
     for t in (0.0, 600.0, 1800.0, 2700.0):
         expected = 5000 * (1 + 0.4 * math.sin(2 * math.pi * (t + 300) / 3600))
         assert model.usage_at(t)[0, 0] == pytest.approx(expected)
@@ -319,12 +323,14 @@ def test_bursty_is_on_or_off_with_the_duty_share_and_reproducible() -> None:
     def series(seed: int, prefix: str = "p", until: float = 30_000) -> np.ndarray:
         """(times, pods): one pod per node, so each column is one pod's usage."""
         clock = VirtualClock()
-        nodes = [node(f"n{i}", cpu="100") for i in range(40)]
+        nodes = [
+            make_node(f"n{i}").uid(f"uid-n{i}").capacity(cpu="100", memory="8Gi").without("ephemeral-storage").obj() for i in range(40)
+        ]
         model = UsageModel(clock, nodes, seed=seed,
                            pod_usage={f"uid-{prefix}{i}": (spec("bursty:200m,peak=2,duty=0.25,mean=2m"), None)
                                       for i in range(40)})
         for i in range(40):
-            model.pod_started(pod(f"{prefix}{i}"), f"n{i}")
+            model.pod_started(make_pod(f"{prefix}{i}").uid(f"uid-{prefix}{i}").req(cpu="1", memory="1Gi").obj(), f"n{i}")
         return np.array([model.usage_at(t)[0] for t in np.arange(0, until, 10.0)])
 
     values = series(1)
@@ -343,16 +349,20 @@ def test_bursty_is_on_or_off_with_the_duty_share_and_reproducible() -> None:
 def test_bursty_state_does_not_depend_on_when_the_pod_started() -> None:
     def at(start: float) -> list[float]:
         clock = VirtualClock()
-        model = UsageModel(clock, [node("a", cpu="100")], pod_usage={"uid-p": (spec("bursty:1,peak=3,duty=0.5,mean=1m"), None)})
+        model = UsageModel(
+            clock,
+            [make_node("a").uid("uid-a").capacity(cpu="100", memory="8Gi").without("ephemeral-storage").obj()],
+            pod_usage={"uid-p": (spec("bursty:1,peak=3,duty=0.5,mean=1m"), None)},
+        )
         clock.advance_to(start)
-        model.pod_started(pod("p"), "a")
+        model.pod_started(make_pod("p").uid("uid-p").req(cpu="1", memory="1Gi").obj(), "a")
         return [float(model.usage_at(t)[0, 0]) for t in range(5000, 8000, 30)]
 
     assert at(0.0) == at(4000.0)
 
 
 def test_uniform_background_differs_per_node_and_follows_the_seed() -> None:
-    nodes = [node(f"n{i}", cpu="10") for i in range(50)]
+    nodes = [make_node(f"n{i}").uid(f"uid-n{i}").capacity(cpu="10", memory="8Gi").without("ephemeral-storage").obj() for i in range(50)]
     background = {n.metadata.name: (spec("steady:uniform(5%,60%)"), None) for n in nodes}
 
     def levels(seed: int) -> np.ndarray:
@@ -366,14 +376,20 @@ def test_uniform_background_differs_per_node_and_follows_the_seed() -> None:
 
 def test_many_pods_coming_and_going_stay_exact_after_compaction() -> None:
     clock = VirtualClock()
-    model = UsageModel(clock, [node("a", cpu="1000", memory="1000Gi"), node("b", cpu="1000", memory="1000Gi")])
+    model = UsageModel(
+        clock,
+        [
+            make_node("a").uid("uid-a").capacity(cpu="1000", memory="1000Gi").without("ephemeral-storage").obj(),
+            make_node("b").uid("uid-b").capacity(cpu="1000", memory="1000Gi").without("ephemeral-storage").obj(),
+        ],
+    )
     model.start()
     alive: set[str] = set()
     for step in range(40):
         clock.advance_to(step * 15.0 + 1)
         for i in range(50):
             name = f"p{step}-{i}"
-            model.pod_started(pod(name, cpu="100m"), "a" if i % 2 else "b")
+            model.pod_started(make_pod(name).uid(f"uid-{name}").req(cpu="100m", memory="1Gi").obj(), "a" if i % 2 else "b")
             alive.add(name)
         for name in sorted(alive)[: 40]:
             model.pod_stopped(f"uid-{name}")
@@ -388,8 +404,14 @@ def test_many_pods_coming_and_going_stay_exact_after_compaction() -> None:
 
 def test_summary_counts_hotspots_over_the_scrapes() -> None:
     clock = VirtualClock()
-    model = UsageModel(clock, [node("hot", cpu="10"), node("cold", cpu="10")],
-                       background={"hot": (spec("steady:90%"), None), "cold": (spec("steady:10%"), None)})
+    model = UsageModel(
+        clock,
+        [
+            make_node("hot").uid("uid-hot").capacity(cpu="10", memory="8Gi").without("ephemeral-storage").obj(),
+            make_node("cold").uid("uid-cold").capacity(cpu="10", memory="8Gi").without("ephemeral-storage").obj(),
+        ],
+        background={"hot": (spec("steady:90%"), None), "cold": (spec("steady:10%"), None)},
+    )
     model.start()
     scrape_until(clock, model, 150)
     summary = model.summary()

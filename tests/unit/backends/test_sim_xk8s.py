@@ -7,17 +7,18 @@ from typing import Any
 
 import pytest
 
+from builders import make_node, make_pod, make_xk8s_pod_group
 from kubesched.api.xk8s import ELASTICQUOTAS, PODGROUPS, CoschedulingPodGroup, ElasticQuota
 from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.manifests import load_objects
-from unit.plugins.xk8skit import capacity, pod, pod_group, quota
-from unit.simkit import node, profile_config, run
+from unit.plugins.xk8skit import capacity, quota
+from unit.simkit import profile_config, run
 
 
 def test_objects_are_read_typed_with_their_arrival() -> None:
     late = quota("team-a", {"cpu": "1"}, {"cpu": "2"})
     late["metadata"]["annotations"]["sim.kubesched.io/arrival"] = "30s"
-    cluster = load_objects([node("n1"), pod_group("g", 2, namespace="team-b"), late])
+    cluster = load_objects([make_node("n1").without("ephemeral-storage").manifest(), make_xk8s_pod_group("g", 2, namespace="team-b"), late])
     (pg_res, pg, pg_at), (eq_res, eq, eq_at) = cluster.custom_objects
     assert (pg_res, pg_at, eq_res, eq_at) == (PODGROUPS.resource, 0.0, ELASTICQUOTAS.resource, 30.0)
     assert isinstance(pg, CoschedulingPodGroup) and pg.spec.min_member == 2 and pg.metadata.namespace == "team-b"
@@ -29,10 +30,10 @@ def test_objects_are_read_typed_with_their_arrival() -> None:
 @pytest.mark.parametrize(
     ("obj", "message"),
     [
-        (pod_group("g", 0), 'PodGroup default/g: The PodGroup "g" is invalid: spec.minMember: Invalid value: 0: '
+        (make_xk8s_pod_group("g", 0), 'PodGroup default/g: The PodGroup "g" is invalid: spec.minMember: Invalid value: 0: '
                             "spec.minMember in body should be greater than or equal to 1"),
-        (pod_group("g", 2, minResources={"cpu": "many"}), "PodGroup default/g: spec.minResources[cpu]: quantities must match"),
-        (pod_group("g", 2, minMembers=3), 'PodGroup default/g: PodGroup in version "v1alpha1" cannot be handled as a '
+        (make_xk8s_pod_group("g", 2, minResources={"cpu": "many"}), "PodGroup default/g: spec.minResources[cpu]: quantities must match"),
+        (make_xk8s_pod_group("g", 2, minMembers=3), 'PodGroup default/g: PodGroup in version "v1alpha1" cannot be handled as a '
                                           'PodGroup: strict decoding error: unknown field "spec.minMembers"'),
         (quota("q", None, {"cpu": "x"}), "ElasticQuota default/quota: spec.max[cpu]: quantities must match"),
         (quota("q", None, None, annotations={"kubesched.io/overcommit": "5"}),
@@ -51,20 +52,25 @@ def test_what_the_crds_refuse_is_refused_naming_the_object_and_field(obj: dict[s
 
 def test_a_second_object_of_the_same_name_is_refused() -> None:
     with pytest.raises(ManifestError, match="defined twice"):
-        load_objects([pod_group("g", 2), pod_group("g", 3)])
+        load_objects([make_xk8s_pod_group("g", 2), make_xk8s_pod_group("g", 3)])
 
 
 def test_keep_going_leaves_the_bad_object_out() -> None:
-    cluster = load_objects([pod_group("bad", 0), pod_group("good", 1)], keep_going=True)
+    cluster = load_objects([make_xk8s_pod_group("bad", 0), make_xk8s_pod_group("good", 1)], keep_going=True)
     assert [o.metadata.name for _, o, _ in cluster.custom_objects] == ["good"]
     assert len(cluster.errors) == 1
 
 
 def test_a_run_reports_borrowing_and_reclaims() -> None:
     both, high = {"cpu": "2", "memory": "1Gi"}, {"cpu": "4", "memory": "2Gi"}
-    objs = [node("n1", cpu="2"), node("n2", cpu="2"), quota("team-a", both, high), quota("team-b", both, high)]
-    objs += [pod(f"a{i}", namespace="team-a") for i in range(4)]
-    objs += [pod(f"b{i}", namespace="team-b", arrival=100) for i in range(2)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        quota("team-a", both, high),
+        quota("team-b", both, high),
+    ]
+    objs += [make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(4)]
+    objs += [make_pod(f"b{i}").ns("team-b").req(cpu="1", memory="100Mi").arrival("100").manifest() for i in range(2)]
     result, _ = run(objs, profile_config(capacity()))
     # a2 and a3 ran borrowing B's min: one from 0 to its preemption at 100, one to the end (100).
     assert result.quota == {"tenants": 2, "borrowing_pods": 2, "borrowed_pod_seconds": 200.0, "reclaims": 2}
@@ -72,20 +78,23 @@ def test_a_run_reports_borrowing_and_reclaims() -> None:
 
 
 def test_a_run_without_quotas_reports_none() -> None:
-    result, _ = run([node("n1"), pod("p")])
+    result, _ = run([make_node("n1").without("ephemeral-storage").manifest(), make_pod("p").req(cpu="1", memory="100Mi").manifest()])
     assert result.quota == {}
 
 
 def test_a_gang_that_can_never_fit_ends_the_run() -> None:
     # Upstream retries such a gang at once, forever (its siblings activate each other); the run jumps
     # to the next cluster change instead (here none, then a pod arriving at 40 s).
+    from builders import make_node, make_pod, make_xk8s_pod_group
     from unit.plugins.xk8skit import coscheduling
 
-    objs = [node("n1", cpu="2"), pod_group("g", 3)] + [pod(f"g-{i}", group="g") for i in range(3)]
+    objs = [make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(), make_xk8s_pod_group("g", 3)] + [
+        make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(3)
+    ]
     result, _ = run(objs, profile_config(coscheduling()))
     assert not any(result.placements.values())
     assert result.virtual_seconds == 0.0
-    result, sim = run([*objs, pod("later", cpu="100m", arrival=40)], profile_config(coscheduling()))
+    result, sim = run([*objs, make_pod("later").req(cpu="100m", memory="100Mi").arrival("40").manifest()], profile_config(coscheduling()))
     assert result.virtual_seconds >= 40.0
     assert sim.cluster.created_at[next(sp.pod.metadata.uid for sp in sim.input.pods if sp.pod.metadata.name == "later")] == 40.0
 

@@ -1,14 +1,15 @@
 import pytest
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.objects import LabelSelector, LabelSelectorRequirement
+from kubesched.api.podinfo import make_pod_info
 from kubesched.api.selectors import compile_label_selector
 from kubesched.cache.cache import Cache, CacheError
 
 
 def test_assume_counts_then_forget_releases():
-    c = cache_with([node("a", cpu="1")])
-    pi = info(pod("p", "600m"))
+    c = cache_with([make_node("a").capacity(cpu="1").obj()])
+    pi = make_pod("p").req(cpu="600m").info()
     c.assume(pi, "a")
     assert c.table.requested[0, 0] == 600 and c.is_assumed(pi.uid)
     with pytest.raises(CacheError, match="already assumed"):
@@ -18,8 +19,8 @@ def test_assume_counts_then_forget_releases():
 
 
 def test_bind_confirmation_keeps_a_single_count():
-    c = cache_with([node("a")])
-    pi = info(pod("p", "1"))
+    c = cache_with([make_node("a").obj()])
+    pi = make_pod("p").req(cpu="1").info()
     c.assume(pi, "a")
     pi.pod.spec.node_name = "a"
     c.add_pod(pi)
@@ -29,10 +30,10 @@ def test_bind_confirmation_keeps_a_single_count():
 
 
 def test_bound_elsewhere_moves_the_pod():
-    c = cache_with([node("a"), node("b")])
-    pi = info(pod("p", "1"))
+    c = cache_with([make_node("a").obj(), make_node("b").obj()])
+    pi = make_pod("p").req(cpu="1").info()
     c.assume(pi, "a")
-    other = info(pod("p", "1", node_name="b"))
+    other = make_pod("p").req(cpu="1").node("b").info()
     other.uid = pi.uid
     c.add_pod(other)
     assert c.table.requested[0, 0] == 0 and c.table.requested[1, 0] == 1000
@@ -41,21 +42,21 @@ def test_bound_elsewhere_moves_the_pod():
 def test_assume_on_unknown_node_is_refused():
     c = Cache()
     with pytest.raises(CacheError, match="unknown node"):
-        c.assume(info(pod("p")), "nowhere")
+        c.assume(make_pod("p").info(), "nowhere")
 
 
 def test_pods_on_unknown_nodes_wait_for_the_node():
     c = Cache()
-    c.add_pod(info(pod("p", "1", node_name="late")))
-    c.add_node(node("late"))
+    c.add_pod(make_pod("p").req(cpu="1").node("late").info())
+    c.add_node(make_node("late").obj())
     assert c.table.requested[c.table.row_of("late"), 0] == 1000
     c.remove_node("late")
-    c.add_node(node("late"))
+    c.add_node(make_node("late").obj())
     assert c.table.requested[c.table.row_of("late"), 0] == 1000
 
 
 def test_remove_pod_frees_resources_and_index():
-    c = cache_with([node("a")], [pod("p", "1", node_name="a", labels={"app": "x"})])
+    c = cache_with([make_node("a").obj()], [make_pod("p").req(cpu="1").label(app="x").node("a").obj()])
     uid = next(iter(c.placed))
     sel = compile_label_selector(LabelSelector(match_labels={"app": "x"}))
     assert len(c.pods.matching(sel)) == 1
@@ -65,12 +66,12 @@ def test_remove_pod_frees_resources_and_index():
 
 def test_pod_index_counts_by_row_and_namespace():
     c = cache_with(
-        [node("a"), node("b")],
+        [make_node("a").obj(), make_node("b").obj()],
         [
-            pod("p1", node_name="a", labels={"app": "x"}),
-            pod("p2", node_name="b", labels={"app": "x"}),
-            pod("p3", node_name="b", labels={"app": "x"}, namespace="other"),
-            pod("p4", node_name="b", labels={"app": "y"}),
+            make_pod("p1").label(app="x").node("a").obj(),
+            make_pod("p2").label(app="x").node("b").obj(),
+            make_pod("p3").ns("other").label(app="x").node("b").obj(),
+            make_pod("p4").label(app="y").node("b").obj(),
         ],
     )
     sel = compile_label_selector(LabelSelector(match_labels={"app": "x"}))
@@ -81,8 +82,8 @@ def test_pod_index_counts_by_row_and_namespace():
 def test_pods_of_a_deleted_node_leave_nothing_behind_once_deleted():
     c = Cache()
     for i in range(100):  # nodes come and go, each with a pod that outlives it briefly
-        c.add_node(node(f"n{i}"))
-        p = info(pod(f"p{i}", "1", node_name=f"n{i}"))
+        c.add_node(make_node(f"n{i}").obj())
+        p = make_pod(f"p{i}").req(cpu="1").node(f"n{i}").info()
         c.add_pod(p)
         c.remove_node(f"n{i}")
         c.remove_pod(p.uid)
@@ -101,18 +102,18 @@ class Listener:
 
 
 def test_listeners_hear_placements_once_and_removals():
-    c = cache_with([node("a"), node("b")])
+    c = cache_with([make_node("a").obj(), make_node("b").obj()])
     heard = Listener()
     c.subscribe(heard)
-    mine = info(pod("mine", "1"))
+    mine = make_pod("mine").req(cpu="1").info()
     c.assume(mine, "b")
     mine.pod.spec.node_name = "b"
     c.add_pod(mine)  # the confirmation of our own bind is no new placement
-    theirs = info(pod("theirs", "1"))
+    theirs = make_pod("theirs").req(cpu="1").info()
     theirs.pod.spec.node_name = "a"
     c.add_pod(theirs)  # bound by someone else
     c.add_pod(theirs)  # an update of a known pod is no new placement either
-    failed = info(pod("failed", "1"))
+    failed = make_pod("failed").req(cpu="1").info()
     c.assume(failed, "a")
     c.forget(failed)
     c.remove_pod(theirs.uid)
@@ -146,7 +147,7 @@ def test_rows_matching_follows_pods_as_they_come_and_go() -> None:
             uid = rng.choice(sorted(placed))
             index.remove(placed.pop(uid))  # type: ignore[arg-type]
         else:
-            p = info(pod(f"p{step}", namespace=rng.choice(["a", "b"]), labels={"app": rng.choice(["web", "db"])}))
+            p = make_pod(f"p{step}").ns(rng.choice(["a", "b"])).label(app=rng.choice(["web", "db"])).info()
             index.add(p, rng.randrange(5))
             placed[p.uid] = p
         for namespaces in (None, {"a"}):
@@ -175,7 +176,7 @@ def test_rows_matching_all_is_each_pod_every_term_matches() -> None:
             index.remove(placed.pop(rng.choice(sorted(placed))))  # type: ignore[arg-type]
         else:
             labels = {"app": rng.choice(["web", "db"])} | ({"tier": "x"} if rng.random() < 0.5 else {})
-            p = info(pod(f"p{step}", namespace=rng.choice(["a", "b", "c"]), labels=labels))
+            p = make_pod(f"p{step}").ns(rng.choice(["a", "b", "c"])).label(labels).info()
             index.add(p, rng.randrange(6))
             placed[p.uid] = p
         terms = terms_sets[step % len(terms_sets)]
@@ -191,12 +192,12 @@ def test_rows_matching_live_only_leaves_out_terminating_pods() -> None:
 
     index = PodIndex()
     selector = compile_label_selector(LabelSelector(match_labels={"app": "web"}))
-    live = info(pod("live", labels={"app": "web"}))
-    going = pod("going", labels={"app": "web"})
+    live = make_pod("live").label(app="web").info()
+    going = make_pod("going").label(app="web").obj()
     going = msgspec.structs.replace(going, metadata=msgspec.structs.replace(going.metadata, deletion_timestamp="2026-11-25T00:00:00Z"))
     index.rows_matching(selector, None, live_only=True)  # cached before the pods come
     index.add(live, 1)
-    index.add(info(going), 2)
+    index.add(make_pod_info(going), 2)
     rows, counts = index.rows_matching(selector, None, live_only=True)
     assert rows.tolist() == [1] and counts.tolist() == [1]
     assert sorted(index.rows_matching(selector, None)[0].tolist()) == [1, 2]
@@ -205,6 +206,6 @@ def test_rows_matching_live_only_leaves_out_terminating_pods() -> None:
 def test_a_bound_pod_requesting_a_resource_no_node_has_is_counted() -> None:
     """The pod's request brings a new resource column, which replaces the requested array: the
     row is updated in the new one (it raised a shape error before)."""
-    c = cache_with([node("a")], [pod("p", node_name="a", requests={"example.com/gpu": "2"})])
+    c = cache_with([make_node("a").obj()], [make_pod("p").req({"example.com/gpu": "2"}).node("a").obj()])
     table = c.table
     assert table.requested[table.index["a"], table.resource_index["example.com/gpu"]] == 2

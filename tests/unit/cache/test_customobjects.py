@@ -59,10 +59,11 @@ def test_watched_by_reads_the_plugin_classes() -> None:
 
 
 def test_the_scheduler_keeps_them_and_moves_pods_on_their_events() -> None:
+    from builders import make_node
     from unit.plugins.xk8skit import capacity
-    from unit.simkit import node, profile_config, run
+    from unit.simkit import profile_config, run
 
-    _, sim = run([node("n1")], profile_config(capacity()))
+    _, sim = run([make_node("n1").without("ephemeral-storage").manifest()], profile_config(capacity()))
     sched = sim.scheduler
     moved: list[tuple[str, ActionType]] = []
     sched.queue.move_on_event = lambda event, old=None, new=None, pre_check=None: moved.append((event.resource, event.action)) or 0
@@ -76,12 +77,13 @@ def test_the_scheduler_keeps_them_and_moves_pods_on_their_events() -> None:
 
 
 def test_only_the_profiles_plugins_resources_are_watched_and_a_reload_cannot_add_one() -> None:
+    from builders import make_node
     from kubesched.config.parse import parse_config
     from kubesched.plugins.registry import in_tree_registry
     from unit.plugins.xk8skit import capacity
-    from unit.simkit import node, profile_config, run
+    from unit.simkit import profile_config, run
 
-    _, sim = run([node("n1")])
+    _, sim = run([make_node("n1").without("ephemeral-storage").manifest()])
     assert sim.scheduler.custom_resources() == []
     assert not sim.scheduler.cache.custom.watching(ELASTICQUOTAS.resource)
     # A configuration that enables CapacityScheduling cannot be built on this scheduler: the watch it
@@ -89,5 +91,5 @@ def test_only_the_profiles_plugins_resources_are_watched_and_a_reload_cannot_add
     with pytest.raises(ValueError, match=r"CapacityScheduling reads elasticquotas\.scheduling\.x-k8s\.io, which this "
                                          r"kubesched does not watch"):
         sim.scheduler.build_generation(parse_config(profile_config(capacity())), in_tree_registry(), digest="x", origin="t")
-    _, sim = run([node("n1")], profile_config(capacity()))
+    _, sim = run([make_node("n1").without("ephemeral-storage").manifest()], profile_config(capacity()))
     assert sim.scheduler.custom_resources() == [ELASTICQUOTAS]

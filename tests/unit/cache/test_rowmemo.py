@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import info, node, pod
+from builders import make_node, make_pod
 from kubesched.cache import nodetable as nodetable_module
 from kubesched.cache import rowmemo
 from kubesched.cache.nodetable import NodeTable
@@ -40,9 +40,9 @@ class Cluster:
         names = sorted(t.index)
         self.serial += 1
         if kind == "add_node" or not names:
-            t.upsert_node(node(f"n{a}", cpu=str(1 + b % 8)))
+            t.upsert_node(make_node(f"n{a}").capacity(cpu=str(1 + b % 8)).obj())
         elif kind == "update_node":
-            t.upsert_node(node(names[a % len(names)], cpu=str(1 + b % 8)))
+            t.upsert_node(make_node(names[a % len(names)]).capacity(cpu=str(1 + b % 8)).obj())
         elif kind == "remove_node":
             name = names[a % len(names)]
             row = t.index[name]
@@ -51,7 +51,7 @@ class Cluster:
                 self.pods.remove(placed)
             t.remove_node(name)
         elif kind == "add_pod":
-            pi = info(pod(f"p{self.serial}", cpu=f"{100 * (1 + b % 5)}m", memory=f"{1 + b % 3}Mi"))
+            pi = make_pod(f"p{self.serial}").req(cpu=f"{100 * (1 + b % 5)}m", memory=f"{1 + b % 3}Mi").info()
             row = t.index[names[a % len(names)]]
             t.add_pod(row, pi)
             self.pods.append((row, pi))
@@ -85,7 +85,7 @@ def test_memo_answers_are_the_fresh_answers(steps, capacity):
         assert got.tolist() == answer(t, key, slice(0, size)).tolist()
         if copies and t.index:
             # joint placement's what-if: answers with the copies counted, and none of them kept
-            with t.with_copies(info(pod("copy", cpu="300m", memory="1Mi")), 2):
+            with t.with_copies(make_pod("copy").req(cpu="300m", memory="1Mi").info(), 2):
                 inside = memo.values(t, key, lambda where, k=key, t=t: answer(t, k, where))
                 assert inside.tolist() == answer(t, key, slice(0, size)).tolist()
             again = memo.values(t, key, lambda where, k=key, t=t: answer(t, k, where))
@@ -96,7 +96,7 @@ def test_a_log_that_no_longer_reaches_back_falls_back_to_row_generations(monkeyp
     monkeypatch.setattr(nodetable_module, "CHANGE_LOG_LIMIT", 8)
     t = NodeTable()
     for i in range(20):
-        t.upsert_node(node(f"n{i}"))
+        t.upsert_node(make_node(f"n{i}").obj())
     memo = RowMemo()
 
     def compute(where):
@@ -104,10 +104,10 @@ def test_a_log_that_no_longer_reaches_back_falls_back_to_row_generations(monkeyp
 
     memo.values(t, 0, compute)
     seen = t.generation
-    pi = info(pod("p", cpu="1"))
+    pi = make_pod("p").req(cpu="1").info()
     t.add_pod(3, pi)
     for _ in range(20):  # the log is trimmed past the change to row 3
-        t.add_pod(7, info(pod("q", cpu="1m")))
+        t.add_pod(7, make_pod("q").req(cpu="1m").info())
     assert t.changed_since(seen) is None
     assert memo.values(t, 0, compute).tolist() == answer(t, 0, slice(0, t.size)).tolist()
 
@@ -115,11 +115,11 @@ def test_a_log_that_no_longer_reaches_back_falls_back_to_row_generations(monkeyp
 def test_changed_since_lists_the_rows_changed_after_a_generation():
     t = NodeTable()
     for i in range(4):
-        t.upsert_node(node(f"n{i}"))
+        t.upsert_node(make_node(f"n{i}").obj())
     g = t.generation
     assert t.changed_since(g) == []
-    t.add_pod(2, info(pod("a", cpu="1")))
-    with t.with_copies(info(pod("b", cpu="1"))):
+    t.add_pod(2, make_pod("a").req(cpu="1").info())
+    with t.with_copies(make_pod("b").req(cpu="1").info()):
         pass
     t.remove_node("n1")
     assert sorted(t.changed_since(g)) == [1, 2]  # the copies changed no row's own state
@@ -128,7 +128,7 @@ def test_changed_since_lists_the_rows_changed_after_a_generation():
 
 def test_an_answer_is_read_only():
     t = NodeTable()
-    t.upsert_node(node("a"))
+    t.upsert_node(make_node("a").obj())
     memo = RowMemo()
     got = memo.values(t, 0, lambda where: answer(t, 0, where))
     with pytest.raises(ValueError):
@@ -139,7 +139,7 @@ def test_rows_not_asked_for_wait_and_are_computed_together(monkeypatch):
     """`at` computes changed rows only once one is asked for, then all of them in one call."""
     t = NodeTable()
     for i in range(40):
-        t.upsert_node(node(f"n{i}"))
+        t.upsert_node(make_node(f"n{i}").obj())
     calls: list[int] = []
 
     def compute(where):
@@ -150,8 +150,8 @@ def test_rows_not_asked_for_wait_and_are_computed_together(monkeypatch):
     window = np.arange(0, 10, dtype=np.intp)
     memo.at(t, 0, compute, window)
     assert calls == [40]
-    t.add_pod(20, info(pod("a", cpu="1")))
-    t.add_pod(30, info(pod("b", cpu="1")))
+    t.add_pod(20, make_pod("a").req(cpu="1").info())
+    t.add_pod(30, make_pod("b").req(cpu="1").info())
     assert memo.at(t, 0, compute, window).tolist() == answer(t, 0, window).tolist()
     assert calls == [40]  # rows 20 and 30 are not asked for yet
     far = np.arange(25, 35, dtype=np.intp)
@@ -160,7 +160,7 @@ def test_rows_not_asked_for_wait_and_are_computed_together(monkeypatch):
     assert memo.values(t, 0, compute).tolist() == answer(t, 0, slice(0, 40)).tolist()
     assert calls == [40, 2]  # nothing left to compute
     monkeypatch.setattr(rowmemo, "PENDING_LIMIT", 1)
-    t.add_pod(1, info(pod("c", cpu="1")))
-    t.add_pod(2, info(pod("d", cpu="1")))
+    t.add_pod(1, make_pod("c").req(cpu="1").info())
+    t.add_pod(2, make_pod("d").req(cpu="1").info())
     memo.at(t, 0, compute, far)
     assert calls == [40, 2, 2]  # too many waiting: computed although not asked for

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from builders import cache_with, info, node, pod, unit_services
-from kubesched.api.podinfo import PodInfo
+from builders import cache_with, make_node, unit_services
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import EXTENSION_POINTS, Plugin
@@ -35,11 +34,7 @@ def framework(points: dict[str, list[type[Plugin] | tuple[type[Plugin], int]]], 
             plugins[point].append(PluginRef(cls.name, weight))
             classes.append(cls)
     profile = Profile("test-scheduler", plugins, {})
-    return Framework(profile, Classes(classes), unit_services(cache or cache_with([node(n) for n in NODES])))  # type: ignore[arg-type]
-
-
-def a_pod(name: str = "p") -> PodInfo:
-    return info(pod(name))
+    return Framework(profile, Classes(classes), unit_services(cache or cache_with([make_node(n).obj() for n in NODES])))  # type: ignore[arg-type]
 
 
 def all_rows(fwk: Framework) -> np.ndarray:

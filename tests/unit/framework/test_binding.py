@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from builders import make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import BindPlugin, PermitPlugin, Plugin, PreBindPlugin, ReservePlugin
@@ -13,7 +14,7 @@ from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.infra.clock import VirtualClock
 
-from .fwkit import a_pod, framework
+from .fwkit import framework
 
 LOG: list[tuple[str, str]] = []
 
@@ -61,20 +62,20 @@ class R3(Reserves):
 
 def test_reserve_stops_at_the_first_failure_and_names_the_plugin() -> None:
     fwk = framework({"reserve": [R1, R2, R3]})
-    status = fwk.run_reserve(CycleState(), a_pod(), "n0")
+    status = fwk.run_reserve(CycleState(), make_pod("p").info(), "n0")
     assert status is not None and status.code == Code.UNSCHEDULABLE and status.plugin == "R2"
     assert LOG == [("Reserve", "R1"), ("Reserve", "R2")]
 
 
 def test_an_error_from_reserve_stays_an_error() -> None:
     fwk = framework({"reserve": [R1, R2Error, R3]})
-    status = fwk.run_reserve(CycleState(), a_pod(), "n0")
+    status = fwk.run_reserve(CycleState(), make_pod("p").info(), "n0")
     assert status == Status(Code.ERROR, ('running Reserve plugin "R2Error": cannot reach the volume service',), "R2Error")
 
 
 def test_unreserve_runs_every_plugin_once_in_reverse_order_even_on_repeated_failure() -> None:
     fwk = framework({"reserve": [R1, R2, R3]})
-    state, pi = CycleState(), a_pod()
+    state, pi = CycleState(), make_pod("p").info()
     for _ in range(3):
         LOG.clear()
         assert fwk.run_reserve(state, pi, "n0") is not None
@@ -115,13 +116,13 @@ class PermitFails(Reserves):
 
 def test_permit_collects_every_wait_with_its_timeout() -> None:
     fwk = framework({"permit": [Waits, R1, WaitsLonger]})
-    assert fwk.run_permit(CycleState(), a_pod(), "n0") == (None, {"Waits": 30.0, "WaitsLonger": 60.0})
+    assert fwk.run_permit(CycleState(), make_pod("p").info(), "n0") == (None, {"Waits": 30.0, "WaitsLonger": 60.0})
     assert LOG == [("Permit", "Waits"), ("Permit", "R1"), ("Permit", "WaitsLonger")]
 
 
 def test_permit_rejection_stops_and_keeps_its_code() -> None:
     fwk = framework({"permit": [Waits, Denies, R1]})
-    status, waits = fwk.run_permit(CycleState(), a_pod(), "n0")
+    status, waits = fwk.run_permit(CycleState(), make_pod("p").info(), "n0")
     assert status == Status(Code.UNSCHEDULABLE, ("quota exhausted",), "Denies")
     assert waits == {"Waits": 30.0}
     assert ("Permit", "R1") not in LOG
@@ -129,21 +130,21 @@ def test_permit_rejection_stops_and_keeps_its_code() -> None:
 
 def test_pending_at_permit_is_a_rejection_as_in_kube() -> None:
     fwk = framework({"permit": [PermitPending, R1]})
-    status, _ = fwk.run_permit(CycleState(), a_pod(), "n0")
+    status, _ = fwk.run_permit(CycleState(), make_pod("p").info(), "n0")
     assert status == Status(Code.PENDING, ("waiting for a quota",), "PermitPending")
 
 
 @pytest.mark.parametrize(("plugin", "message"), [(PermitFails, "quota service down"), (PermitSkips, "odd")])
 def test_permit_anything_else_is_an_error_naming_the_plugin(plugin: type[Reserves], message: str) -> None:
     fwk = framework({"permit": [plugin, R1]})
-    status, _ = fwk.run_permit(CycleState(), a_pod(), "n0")
+    status, _ = fwk.run_permit(CycleState(), make_pod("p").info(), "n0")
     assert status == Status(Code.ERROR, (f'running Permit plugin "{plugin.name}": {message}',), plugin.name)
     assert ("Permit", "R1") not in LOG
 
 
 async def test_a_waiting_pod_is_allowed_once_every_waiting_plugin_allows() -> None:
     fwk = framework({"permit": [Waits, WaitsLonger]})
-    _, waits = fwk.run_permit(CycleState(), a_pod(), "n0")
+    _, waits = fwk.run_permit(CycleState(), make_pod("p").info(), "n0")
     clock = VirtualClock()
     waiting = PodAtPermit("uid", "n0", waits, clock)
     waiting.allow("Waits")
@@ -158,7 +159,7 @@ async def test_a_waiting_pod_is_allowed_once_every_waiting_plugin_allows() -> No
 
 async def test_a_waiting_pod_times_out_at_the_first_plugins_timeout() -> None:
     fwk = framework({"permit": [WaitsLonger, Waits]})
-    _, waits = fwk.run_permit(CycleState(), a_pod(), "n0")
+    _, waits = fwk.run_permit(CycleState(), make_pod("p").info(), "n0")
     clock = VirtualClock()
     waiting = PodAtPermit("uid", "n0", waits, clock)
     waiting.allow("WaitsLonger")
@@ -208,20 +209,20 @@ class Broken(PreBinds):
 
 async def test_prebind_error_names_the_plugin_and_stops() -> None:
     fwk = framework({"preBind": [Fine, Broken, Skips]})
-    status = await fwk.run_pre_bind(CycleState(), a_pod(), "n0")
+    status = await fwk.run_pre_bind(CycleState(), make_pod("p").info(), "n0")
     assert status == Status(Code.ERROR, ('running PreBind plugin "Broken": apiserver said no',), "Broken")
     assert LOG == [("PreBind", "Fine"), ("PreBind", "Broken")]
 
 
 async def test_bind_skips_to_the_next_plugin_and_errors_when_none_binds() -> None:
     fwk = framework({"bind": [Skips, Fine, Broken]})
-    assert await fwk.run_bind(CycleState(), a_pod(), "n0") is None
+    assert await fwk.run_bind(CycleState(), make_pod("p").info(), "n0") is None
     assert LOG == [("Bind", "Skips"), ("Bind", "Fine")]
     fwk = framework({"bind": [Skips]})
-    status = await fwk.run_bind(CycleState(), a_pod(), "n0")
+    status = await fwk.run_bind(CycleState(), make_pod("p").info(), "n0")
     assert status == Status.error("no bind plugin handled the pod")
     fwk = framework({"bind": [Skips, Broken, Fine]})
-    status = await fwk.run_bind(CycleState(), a_pod(), "n0")
+    status = await fwk.run_bind(CycleState(), make_pod("p").info(), "n0")
     assert status == Status(Code.ERROR, ('running Bind plugin "Broken": apiserver said no',), "Broken")
 
 
@@ -233,5 +234,5 @@ class Refuses(PreBinds):
 async def test_a_rejection_at_prebind_or_bind_keeps_its_code_and_message() -> None:
     fwk = framework({"preBind": [Refuses], "bind": [Refuses]})
     expected = Status(Code.UNSCHEDULABLE, ("volume not attachable here",), "Refuses")
-    assert await fwk.run_pre_bind(CycleState(), a_pod(), "n0") == expected
-    assert await fwk.run_bind(CycleState(), a_pod(), "n0") == expected
+    assert await fwk.run_pre_bind(CycleState(), make_pod("p").info(), "n0") == expected
+    assert await fwk.run_bind(CycleState(), make_pod("p").info(), "n0") == expected

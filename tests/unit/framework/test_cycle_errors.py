@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from builders import make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import NodeFilterPlugin, Plugin, ScorePlugin
 from kubesched.framework.status import Status
 from kubesched.framework.types import NodeInfo
-from unit.simkit import node, pod, profile_config, run
+from unit.simkit import profile_config, run
 
 
 class BrokenOnN2(Plugin, NodeFilterPlugin):
@@ -32,7 +33,15 @@ def _profile(point: str, ref: str) -> dict:
 
 
 def test_a_per_node_filter_error_fails_the_cycle_as_an_error() -> None:
-    result, sim = run([node("n1"), node("n2"), node("n3"), pod("a")], _profile("filter", f"{__name__}:BrokenOnN2"))
+    result, sim = run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_node("n2").without("ephemeral-storage").manifest(),
+            make_node("n3").without("ephemeral-storage").manifest(),
+            make_pod("a").req(cpu="100m", memory="100Mi").manifest(),
+        ],
+        _profile("filter", f"{__name__}:BrokenOnN2"),
+    )
     assert result.placements["default/a"] is None
     record = sim.scheduler.recorder.latest["default/a"]
     assert record.result == "error"
@@ -42,7 +51,14 @@ def test_a_per_node_filter_error_fails_the_cycle_as_an_error() -> None:
 
 
 def test_a_score_out_of_range_fails_the_cycle_as_an_error() -> None:
-    result, sim = run([node("n1"), node("n2"), pod("a")], _profile("score", f"{__name__}:ScoresTooHigh"))
+    result, sim = run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_node("n2").without("ephemeral-storage").manifest(),
+            make_pod("a").req(cpu="100m", memory="100Mi").manifest(),
+        ],
+        _profile("score", f"{__name__}:ScoresTooHigh"),
+    )
     assert result.placements["default/a"] is None
     record = sim.scheduler.recorder.latest["default/a"]
     assert record.result == "error"

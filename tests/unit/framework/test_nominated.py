@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.objects import Pod
-from kubesched.api.podinfo import PodInfo
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import FilterPlugin, Plugin, PreFilterPlugin
@@ -23,7 +23,7 @@ from kubesched.plugins.interpodaffinity import InterPodAffinity
 from kubesched.plugins.noderesourcesfit import NodeResourcesFit
 from kubesched.plugins.podtopologyspread import PodTopologySpread
 
-from .fwkit import a_pod, all_rows, framework, names
+from .fwkit import all_rows, framework, names
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -70,14 +70,14 @@ class Counting(Plugin, PreFilterPlugin, FilterPlugin):
 
 
 def nominated(name: str) -> PodInfo:
-    return info(pod(name))
+    return make_pod(name).info()
 
 
 def test_a_node_must_fit_with_its_nominated_pods_and_the_table_is_left_as_it_was() -> None:
     fwk = framework({"filter": [OnePodPerNode]})
     table = fwk.cache.table
     before = [dict(table.pods[r]) for r in range(table.size)]
-    out = fwk.run_filters_with_nominated(CycleState(), a_pod(), all_rows(fwk), {1: [nominated("ahead")]})
+    out = fwk.run_filters_with_nominated(CycleState(), make_pod("p").info(), all_rows(fwk), {1: [nominated("ahead")]})
     assert names(fwk, out.alive) == ["n0", "n2", "n3"]
     assert out.rejections == [("OnePodPerNode", "node(s) already run a pod", 1)]
     assert [dict(table.pods[r]) for r in range(table.size)] == before
@@ -85,7 +85,7 @@ def test_a_node_must_fit_with_its_nominated_pods_and_the_table_is_left_as_it_was
 
 def test_without_nominated_pods_it_is_run_filters() -> None:
     fwk = framework({"filter": [OnePodPerNode]})
-    out = fwk.run_filters_with_nominated(CycleState(), a_pod(), all_rows(fwk), {})
+    out = fwk.run_filters_with_nominated(CycleState(), make_pod("p").info(), all_rows(fwk), {})
     assert names(fwk, out.alive) == ["n0", "n1", "n2", "n3"]
     assert out.rejections == [] and out.errors == []
 
@@ -94,8 +94,8 @@ def test_each_crowded_node_gets_its_own_clone_while_an_extension_keeps_state() -
     SEEN.clear()
     fwk = framework({"preFilter": [Counting], "filter": [Counting]})
     state = CycleState()
-    fwk.run_pre_filter(state, a_pod())
-    fwk.run_filters_with_nominated(state, a_pod(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
+    fwk.run_pre_filter(state, make_pod("p").info())
+    fwk.run_filters_with_nominated(state, make_pod("p").info(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
     # Once for the nodes without nominated pods, then per crowded node with only its own pod
     # added, then without it; the caller's state never saw an added pod.
     assert SEEN == [(), ("x",), (), ("y",), ()]
@@ -108,7 +108,7 @@ def test_crowded_nodes_are_evaluated_together_when_no_extension_keeps_state() ->
     state = CycleState()
     state.write("Counting", Counting.Added())
     state.skip_filter.add("Counting")  # no active PreFilter extension
-    out = fwk.run_filters_with_nominated(state, a_pod(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
+    out = fwk.run_filters_with_nominated(state, make_pod("p").info(), all_rows(fwk), {1: [nominated("x")], 2: [nominated("y")]})
     assert names(fwk, out.alive) == ["n0", "n3"]
     assert out.rejections == [("OnePodPerNode", "node(s) already run a pod", 2)]
 
@@ -132,7 +132,7 @@ def _random_pod(rng: random.Random, name: str, node_name: str = "") -> Pod:
     elif kind == 3:
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
                                               "labelSelector": {"matchLabels": {"app": app}}}]
-    return pod(name, "500m", labels={"app": rng.choice(["a", "b", "c"])}, node_name=node_name, spec=spec)
+    return make_pod(name).req(cpu="500m").label(app=rng.choice(["a", "b", "c"])).node(node_name).spec(**spec).obj()
 
 
 def _outcome(fwk: Framework, state: CycleState, pi: PodInfo, nominated_pods: dict[int, list[PodInfo]]
@@ -152,15 +152,15 @@ def test_crowded_nodes_whose_nominated_pods_matter_there_only_are_evaluated_toge
     together = 0
     for seed in range(150):
         rng = random.Random(seed)
-        nodes = [node(f"n{i}", cpu="2", labels={HOSTNAME: f"n{i}", ZONE: f"z{i % 3}" if i < 5 else f"solo{i}"})
+        nodes = [make_node(f"n{i}").capacity(cpu="2").label({HOSTNAME: f"n{i}", ZONE: f"z{i % 3}" if i < 5 else f"solo{i}"}).obj()
                  for i in range(8)]
         placed = [_random_pod(rng, f"on{i}", f"n{rng.randrange(8)}") for i in range(rng.randint(0, 8))]
         fwk = framework({"preFilter": [InterPodAffinity, PodTopologySpread],
                          "filter": [NodeResourcesFit, InterPodAffinity, PodTopologySpread]}, cache_with(nodes, placed))
-        incoming = info(_random_pod(rng, "incoming"))
+        incoming = make_pod_info(_random_pod(rng, "incoming"))
         state = CycleState()
         fwk.run_pre_filter(state, incoming)
-        nominated_pods = {row: [info(_random_pod(rng, f"nom{row}-{j}")) for j in range(rng.randint(1, 2))]
+        nominated_pods = {row: [make_pod_info(_random_pod(rng, f"nom{row}-{j}")) for j in range(rng.randint(1, 2))]
                           for row in rng.sample(range(8), rng.randint(2, 5))}
         before = [dict(fwk.cache.table.pods[r]) for r in range(8)]
 

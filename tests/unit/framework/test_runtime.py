@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
@@ -28,7 +29,7 @@ from kubesched.framework.runtime import _tally
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import FilterResult, NodeInfo, PreFilterResult
 
-from .fwkit import a_pod, all_rows, framework, names
+from .fwkit import all_rows, framework, names
 
 LOG: list[tuple[str, str]] = []
 
@@ -84,7 +85,7 @@ class RejectN0(Recording):
 
 def test_each_point_runs_its_plugins_in_configured_order() -> None:
     fwk = framework({"preFilter": [B, A], "filter": [A, B], "preScore": [B, A], "score": [A, B]})
-    state, pi = CycleState(), a_pod()
+    state, pi = CycleState(), make_pod("p").info()
     assert fwk.run_pre_filter(state, pi) == (None, "", None)
     outcome = fwk.run_filters(state, pi, all_rows(fwk))
     rows = np.flatnonzero(outcome.alive)
@@ -100,7 +101,7 @@ def test_each_point_runs_its_plugins_in_configured_order() -> None:
 
 def test_filters_stop_once_no_node_is_left_and_the_first_rejecting_plugin_counts() -> None:
     fwk = framework({"filter": [RejectN0, RejectAll, A]})
-    outcome = fwk.run_filters(CycleState(), a_pod(), all_rows(fwk))
+    outcome = fwk.run_filters(CycleState(), make_pod("p").info(), all_rows(fwk))
     assert not outcome.alive.any()
     assert LOG == [("Filter", "RejectN0"), ("Filter", "RejectAll")]
     # n0 fell to the first plugin, so only the other three count against RejectAll.
@@ -112,7 +113,7 @@ def test_filters_stop_once_no_node_is_left_and_the_first_rejecting_plugin_counts
 def test_score_weights_multiply_each_plugins_score() -> None:
     fwk = framework({"score": [(A, 3), (B, 2)]})
     rows = np.flatnonzero(all_rows(fwk))
-    scored = fwk.run_scores(CycleState(), a_pod(), rows)
+    scored = fwk.run_scores(CycleState(), make_pod("p").info(), rows)
     assert not isinstance(scored, Status)
     assert [name for name, _ in scored.by_plugin] == ["A", "B"]
     assert scored.by_plugin[0][1].tolist() == [30, 60, 90, 120]
@@ -138,7 +139,7 @@ class SkipsPreScore(A):
 
 def test_skip_at_prefilter_skips_that_plugins_filter() -> None:
     fwk = framework({"preFilter": [SkipsPreFilter], "filter": [SkipsPreFilter, A]})
-    state, pi = CycleState(), a_pod()
+    state, pi = CycleState(), make_pod("p").info()
     assert fwk.run_pre_filter(state, pi) == (None, "", None)
     assert state.skip_filter == {"SkipsPreFilter"}
     outcome = fwk.run_filters(state, pi, all_rows(fwk))
@@ -149,7 +150,7 @@ def test_skip_at_prefilter_skips_that_plugins_filter() -> None:
 def test_skip_at_prescore_skips_that_plugins_score() -> None:
     fwk = framework({"preScore": [SkipsPreScore, B], "score": [SkipsPreScore, B]})
     state = CycleState()
-    scored = fwk.run_scores(state, a_pod(), np.flatnonzero(all_rows(fwk)))
+    scored = fwk.run_scores(state, make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert not isinstance(scored, Status)
     assert state.skip_score == {"SkipsPreScore"}
     assert [name for name, _ in scored.by_plugin] == ["B"]
@@ -179,9 +180,9 @@ class RefusesAtPreFilter(A):
 
 def test_prefilter_results_intersect_and_a_rejection_stops_prefilter() -> None:
     fwk = framework({"preFilter": [NarrowsToN1N2, NarrowsToN2N3]})
-    assert fwk.run_pre_filter(CycleState(), a_pod()) == (frozenset({"n2"}), "NarrowsToN1N2, NarrowsToN2N3", None)
+    assert fwk.run_pre_filter(CycleState(), make_pod("p").info()) == (frozenset({"n2"}), "NarrowsToN1N2, NarrowsToN2N3", None)
     fwk = framework({"preFilter": [RefusesAtPreFilter, A]})
-    _, _, status = fwk.run_pre_filter(CycleState(), a_pod())
+    _, _, status = fwk.run_pre_filter(CycleState(), make_pod("p").info())
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.plugin == "RefusesAtPreFilter"
     assert ("PreFilter", "A") not in LOG
 
@@ -213,14 +214,14 @@ class NodeFilterError(Plugin, NodeFilterPlugin):
 
 def test_an_error_from_a_filter_fails_the_cycle_with_kubes_message() -> None:
     fwk = framework({"filter": [FilterError]})
-    outcome = fwk.run_filters(CycleState(), a_pod(), all_rows(fwk))
+    outcome = fwk.run_filters(CycleState(), make_pod("p").info(), all_rows(fwk))
     assert outcome.error == Status(Code.ERROR, ('running "FilterError" filter plugin: disk on fire',), "FilterError")
 
 
 def test_an_error_from_a_per_node_filter_stays_an_error() -> None:
     NodeFilterError.calls.clear()
     fwk = framework({"filter": [NodeFilterError]})
-    outcome = fwk.run_filters(CycleState(), a_pod(), all_rows(fwk))
+    outcome = fwk.run_filters(CycleState(), make_pod("p").info(), all_rows(fwk))
     assert outcome.error is not None and outcome.error.code == Code.ERROR
     assert outcome.error.message() == 'running "NodeFilterError" filter plugin: lost the node\'s state'
     assert outcome.error.plugin == "NodeFilterError"
@@ -238,7 +239,7 @@ def test_per_node_filter_rejections_are_unschedulable_not_errors() -> None:
             return Status.unresolvable("never here") if node.name == "n3" else None
 
     fwk = framework({"filter": [Picky]})
-    outcome = fwk.run_filters(CycleState(), a_pod(), all_rows(fwk))
+    outcome = fwk.run_filters(CycleState(), make_pod("p").info(), all_rows(fwk))
     assert outcome.error is None
     assert names(fwk, outcome.alive) == ["n0", "n1", "n2"]
     assert outcome.unresolvable is not None and names(fwk, outcome.unresolvable) == ["n3"]
@@ -253,7 +254,7 @@ class PreScoreError(A):
 
 def test_an_error_from_prescore_fails_scoring() -> None:
     fwk = framework({"preScore": [PreScoreError], "score": [A]})
-    status = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    status = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert status == Status(Code.ERROR, ('running PreScore plugin "PreScoreError": no data',), "PreScoreError")
     assert ("Score", "A") not in LOG
 
@@ -267,7 +268,7 @@ class PreScoreRejects(A):
 
 def test_prescore_has_no_rejection_so_unschedulable_is_an_error_too() -> None:
     fwk = framework({"preScore": [PreScoreRejects]})
-    status = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    status = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert status == Status(Code.ERROR, ('running PreScore plugin "PreScoreRejects": not today',), "PreScoreRejects")
 
 
@@ -280,7 +281,7 @@ class PreFilterError(A):
 
 def test_an_error_from_prefilter_is_an_error_naming_the_plugin() -> None:
     fwk = framework({"preFilter": [PreFilterError, A]})
-    _, _, status = fwk.run_pre_filter(CycleState(), a_pod())
+    _, _, status = fwk.run_pre_filter(CycleState(), make_pod("p").info())
     assert status == Status(Code.ERROR, ('running PreFilter plugin "PreFilterError": cannot list claims',), "PreFilterError")
     assert ("PreFilter", "A") not in LOG
 
@@ -313,7 +314,7 @@ class PerNodeNormalized(Plugin, NodeScorePlugin):
 def test_a_plugin_overriding_normalize_score_is_normalized_without_a_flag() -> None:
     assert NormalizesWithoutFlag.has_normalize and PerNodeNormalized.has_normalize
     fwk = framework({"score": [NormalizesWithoutFlag, PerNodeNormalized]})
-    scored = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    scored = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert not isinstance(scored, Status)
     assert dict((n, s.tolist()) for n, s in scored.by_plugin) == {
         "NormalizesWithoutFlag": [25, 50, 75, 100],
@@ -358,7 +359,7 @@ class NormalizesOutOfRange(Plugin, NodeScorePlugin):
 )
 def test_a_score_outside_0_to_100_after_normalize_is_an_error(plugin: type[Plugin], bad: int) -> None:
     fwk = framework({"score": [(A, 1), (plugin, 5)]})
-    status = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    status = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert isinstance(status, Status)
     assert status.code == Code.ERROR
     assert status.message() == (
@@ -375,7 +376,7 @@ def test_scores_at_the_ends_of_the_range_are_fine() -> None:
             return np.array([0, 100, 0, 100], dtype=np.int64)[: rows.size]
 
     fwk = framework({"score": [(Ends, 2)]})
-    scored = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    scored = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert not isinstance(scored, Status)
     assert scored.totals.tolist() == [0, 200, 0, 200]
 
@@ -389,7 +390,7 @@ def test_the_range_is_checked_before_weighting() -> None:
             return np.full(rows.size, 60, dtype=np.int64)
 
     fwk = framework({"score": [(Sixty, 5)]})
-    scored = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    scored = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert not isinstance(scored, Status)
     assert scored.totals.tolist() == [300] * 4
 
@@ -409,7 +410,7 @@ class ExtensionFails(A):
 def test_prefilter_extensions_run_unless_skipped_and_fail_as_errors() -> None:
     fwk = framework({"preFilter": [A, ExtensionFails]})
     assert fwk.prefilter_extensions == [fwk.instances["ExtensionFails"]]
-    state, pi, other = CycleState(), a_pod(), a_pod("other")
+    state, pi, other = CycleState(), make_pod("p").info(), make_pod("other").info()
     assert fwk.run_prefilter_add_pod(state, pi, other, 0) == Status(
         Code.ERROR, ('running AddPod on PreFilter plugin "ExtensionFails": cannot count it',), "ExtensionFails"
     )
@@ -423,7 +424,7 @@ def test_prefilter_extensions_run_unless_skipped_and_fail_as_errors() -> None:
 
 def test_the_first_plugin_with_an_invalid_score_is_reported() -> None:
     fwk = framework({"score": [(A, 1), (Negative, 1), (B, 1), (TooHigh, 1)]})
-    status = fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk)))
+    status = fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk)))
     assert isinstance(status, Status) and 'plugin "Negative" returns an invalid score -3' in status.message()
 
 

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pytest
 
+from builders import make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cli.run import _log_levels
@@ -14,7 +15,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import Plugin, ScorePlugin
 from kubesched.framework.status import Status
 from kubesched.observe import decisions
-from unit.framework.fwkit import a_pod, all_rows, framework
+from unit.framework.fwkit import all_rows, framework
 
 
 class Scorer(Plugin, ScorePlugin):
@@ -38,7 +39,7 @@ def test_one_line_per_scored_cycle_with_the_weighted_summed_scores(caplog: pytes
     fwk = framework({"score": [(A, 3), (B, 2)]})
     rows = np.flatnonzero(all_rows(fwk))[1:]  # n1..n3 feasible
     with caplog.at_level(logging.DEBUG, logger=decisions.LOGGER_NAME):
-        scored = fwk.run_scores(CycleState(), a_pod("web"), rows)
+        scored = fwk.run_scores(CycleState(), make_pod("web").info(), rows)
     assert not isinstance(scored, Status)
     lines = [r.getMessage() for r in caplog.records if r.name == decisions.LOGGER_NAME]
     assert lines == ["final scores pod=default/web feasible=3 n1=60 n2=190 n3=122"]
@@ -54,7 +55,7 @@ def test_nothing_is_built_when_the_logger_is_off(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(decisions, "log_final_scores", boom)
     fwk = framework({"score": [A]})
     with caplog.at_level(logging.INFO, logger=decisions.LOGGER_NAME):
-        assert not isinstance(fwk.run_scores(CycleState(), a_pod(), np.flatnonzero(all_rows(fwk))), Status)
+        assert not isinstance(fwk.run_scores(CycleState(), make_pod("p").info(), np.flatnonzero(all_rows(fwk))), Status)
     assert not [r for r in caplog.records if r.name == decisions.LOGGER_NAME]
 
 

@@ -6,9 +6,10 @@ import numpy as np
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from builders import make_node, make_pod
 from kubesched.framework.events import ASSIGNED_POD, EVENT_UNSCHEDULABLE_TIMEOUT, NODE, ActionType, ClusterEvent
 from kubesched.observe.metrics import FOLD_AT, BatchedHistogram, DurationHistogram, SchedulerMetrics
-from unit.simkit import node, pod, run
+from unit.simkit import run
 
 
 def samples(metrics: SchedulerMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -51,7 +52,11 @@ def test_event_labels_follow_kube_names():
 
 
 def test_a_simulation_fills_the_kube_scheduler_metrics():
-    objects = [node("n1", cpu="1"), pod("a", cpu="600m"), pod("b", cpu="600m")]
+    objects = [
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("a").req(cpu="600m", memory="100Mi").manifest(),
+        make_pod("b").req(cpu="600m", memory="100Mi").manifest(),
+    ]
     result, sim = run(objects)
     assert result.pods_scheduled == 1
     got = samples(sim.scheduler.metrics)
@@ -72,9 +77,9 @@ def test_a_simulation_fills_the_kube_scheduler_metrics():
 
 def test_preemption_is_counted():
     objects = [
-        node("n1", cpu="1"),
-        pod("low", cpu="800m", priority=1),
-        pod("high", cpu="800m", priority=100, annotations={"sim.kubesched.io/arrival": "5s"}),
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("low").req(cpu="800m", memory="100Mi").priority(1).manifest(),
+        make_pod("high").req(cpu="800m", memory="100Mi").arrival("5s").priority(100).manifest(),
     ]
     result, sim = run(objects)
     assert result.preempted == ["default/low"]
@@ -120,8 +125,17 @@ def test_sli_attempts_label_is_capped_as_kube_caps_it():
 
 
 def test_filter_rejections_and_deciding_score_plugins_are_counted():
-    objects = [node("n1", cpu="1"), node("n2", cpu="8"), node("n3", cpu="4", taints=[
-        {"key": "k", "value": "v", "effect": "NoSchedule"}]), pod("a", cpu="2"), pod("b", cpu="100m")]
+    objects = [
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="8").without("ephemeral-storage").manifest(),
+        make_node("n3")
+        .capacity(cpu="4")
+        .without("ephemeral-storage")
+        .taints([{"key": "k", "value": "v", "effect": "NoSchedule"}])
+        .manifest(),
+        make_pod("a").req(cpu="2", memory="100Mi").manifest(),
+        make_pod("b").req(cpu="100m", memory="100Mi").manifest(),
+    ]
     result, sim = run(objects)
     assert result.pods_scheduled == 2
     got = samples(sim.scheduler.metrics)

@@ -7,9 +7,10 @@ import json
 
 import numpy as np
 
+from builders import make_node, make_pod
 from kubesched.cli.simfacts import kept_explanations, report_run
 from kubesched.observe import report
-from unit.simkit import node, pod, run
+from unit.simkit import run
 
 
 def test_script_json_cannot_end_its_element() -> None:
@@ -19,7 +20,12 @@ def test_script_json_cannot_end_its_element() -> None:
 
 
 def test_a_configuration_report_from_a_simulation() -> None:
-    objects = [node("n1", cpu="1"), node("n2", cpu="2"), pod("a", cpu="500m"), pod("b", cpu="4")]
+    objects = [
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_pod("a").req(cpu="500m", memory="100Mi").manifest(),
+        make_pod("b").req(cpu="4", memory="100Mi").manifest(),
+    ]
     result, sim = run(objects)
     data = report.config_report(report_run(sim.input, sim, result, kept_explanations(sim, result, [])))
     assert data["summary"]["pods_total"] == 2 and data["summary"]["pods_scheduled"] == 1

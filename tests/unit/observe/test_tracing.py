@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from builders import make_node, make_pod
 from kubesched.observe.tracing import BUFFER_SPANS, Tracer, TracingConfig, TracingConfigError, load_tracing_config
-from unit.simkit import node, pod
 
 
 def write(tmp_path, text: str):  # type: ignore[no-untyped-def]
@@ -49,7 +49,11 @@ def test_a_simulation_makes_cycle_spans_with_children() -> None:
     tracer = Tracer(TracingConfig("127.0.0.1:9", 1_000_000))
     tracer.start_export = lambda: None  # type: ignore[method-assign]  # no network in a unit test
     tracer.flush = _noop  # type: ignore[method-assign]
-    objects = [node("n1", cpu="1"), pod("a", cpu="600m"), pod("b", cpu="600m")]
+    objects = [
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("a").req(cpu="600m", memory="100Mi").manifest(),
+        make_pod("b").req(cpu="600m", memory="100Mi").manifest(),
+    ]
     import asyncio
 
     from kubesched.backends.sim.engine import Simulation

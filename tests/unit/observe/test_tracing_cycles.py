@@ -12,13 +12,14 @@ import asyncio
 import random
 from typing import Any
 
+from builders import make_node, make_pod
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import parse_config
 from kubesched.framework.interface import NodeFilterPlugin, Plugin, PreBindPlugin
 from kubesched.framework.status import Status
 from kubesched.observe.tracing import CycleTrace, Tracer, TracingConfig
-from unit.simkit import node, pod, profile_config
+from unit.simkit import profile_config
 
 
 class BreaksOnLabel(Plugin, NodeFilterPlugin, PreBindPlugin):
@@ -78,9 +79,19 @@ def children(spans: list[dict[str, Any]], parent: dict[str, Any]) -> dict[str, d
 
 def test_each_outcome_makes_its_cycle_span() -> None:
     tracer = CollectingTracer(1_000_000)
-    objects = [node("n1", cpu="2"), node("n2", cpu="1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]),
-               node("n3", cpu="1"), pod("web", cpu="500m"), pod("huge", cpu="8"), pod("buggy", labels={"filter": "error"}),
-               pod("unattached", labels={"prebind": "error"})]
+    objects = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("n2")
+        .capacity(cpu="1")
+        .without("ephemeral-storage")
+        .taints([{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
+        .manifest(),
+        make_node("n3").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("web").req(cpu="500m", memory="100Mi").manifest(),
+        make_pod("huge").req(cpu="8", memory="100Mi").manifest(),
+        make_pod("buggy").req(cpu="100m", memory="100Mi").label(filter="error").manifest(),
+        make_pod("unattached").req(cpu="100m", memory="100Mi").label(prebind="error").manifest(),
+    ]
     result, sim = simulate(objects, tracer)
     assert result.placements["default/web"] == "n1"
     spans = tracer.sent
@@ -150,7 +161,12 @@ class Untouchable(Tracer):
 
 
 def test_off_calls_nothing_and_sampled_out_builds_nothing() -> None:
-    objects = [node("n1"), pod("a"), pod("b", cpu="9"), pod("c")]
+    objects = [
+        make_node("n1").without("ephemeral-storage").manifest(),
+        make_pod("a").req(cpu="100m", memory="100Mi").manifest(),
+        make_pod("b").req(cpu="9", memory="100Mi").manifest(),
+        make_pod("c").req(cpu="100m", memory="100Mi").manifest(),
+    ]
     for off in (Untouchable(None), Untouchable(TracingConfig("127.0.0.1:9", 0))):
         result, sim = simulate(objects, off)
         assert result.pods_scheduled == 2 and not off.buffer and sim.scheduler.observer._traces == {}
@@ -168,7 +184,9 @@ def test_off_calls_nothing_and_sampled_out_builds_nothing() -> None:
 
 def test_the_sampling_rate_is_per_cycle() -> None:
     tracer = CollectingTracer(500_000, rng=random.Random(3))
-    objects = [node(f"n{i}") for i in range(4)] + [pod(f"p{i}", cpu="10m") for i in range(400)]
+    objects = [make_node(f"n{i}").without("ephemeral-storage").manifest() for i in range(4)] + [
+        make_pod(f"p{i}").req(cpu="10m", memory="100Mi").manifest() for i in range(400)
+    ]
     result, _ = simulate(objects, tracer)
     assert result.pods_scheduled == 400
     cycles = [s for s in tracer.sent if s["name"] == "SchedulingCycle"]
@@ -184,7 +202,9 @@ def test_a_full_buffer_drops_whole_cycles_and_says_so(monkeypatch, caplog) -> No
     monkeypatch.setattr(tracing, "BUFFER_SPANS", 40)
     monkeypatch.setattr(tracing, "BATCH_SPANS", 1000)  # nothing is sent before close(): the buffer fills
     tracer = CollectingTracer(1_000_000)
-    objects = [node(f"n{i}") for i in range(3)] + [pod(f"p{i}", cpu="10m") for i in range(30)]
+    objects = [make_node(f"n{i}").without("ephemeral-storage").manifest() for i in range(3)] + [
+        make_pod(f"p{i}").req(cpu="10m", memory="100Mi").manifest() for i in range(30)
+    ]
     with caplog.at_level("WARNING", logger="kubesched.observe.tracing"):
         result, _ = simulate(objects, tracer)
     assert result.pods_scheduled == 30 and tracer.dropped > 0 and len(tracer.sent) <= 40

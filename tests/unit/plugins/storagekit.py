@@ -1,17 +1,20 @@
-"""Storage objects and a cache holding them, for the volume plugins' tests (manifest dicts in,
-api.storage objects out), and a handle whose PV/PVC writes go to the cache's storage index."""
+"""For the volume plugins' tests: the CSI objects (CSINode, CSIDriver, CSIStorageCapacity,
+VolumeAttachment) beside the builders' claims, volumes and classes, a cache holding them, and a
+handle whose PV/PVC writes go to the cache's storage index."""
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
+from builders.nodes import REGION as REGION  # the volume tests import them from here
+from builders.pods import ZONE as ZONE
+from builders.storage import resource_versions
 from kubesched.api.objects import convert
-from kubesched.api.podinfo import PodInfo
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.api.storage import (
     CSI_DRIVER,
     CSI_NODE,
@@ -31,12 +34,10 @@ from kubesched.framework.status import Code
 from kubesched.framework.types import FilterResult
 from kubesched.infra.clock import VirtualClock
 
-ZONE = "topology.kubernetes.io/zone"
-REGION = "topology.kubernetes.io/region"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 
-_rv = itertools.count(100)
+_rv = resource_versions  # one sequence with the builders'
 
 
 def _meta(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
@@ -45,64 +46,6 @@ def _meta(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
         meta["namespace"] = namespace
     meta.update({k: v for k, v in extra.items() if v is not None})
     return meta
-
-
-def pvc(name: str, *, namespace: str = "default", volume: str = "", cls: str | None = None, size: str = "1Gi",
-        modes: tuple[str, ...] = ("ReadWriteOnce",), bound: bool | None = None, annotations: dict[str, str] | None = None,
-        phase: str = "", selector: dict[str, Any] | None = None, owner: dict[str, Any] | None = None,
-        deleting: bool = False, volume_mode: str | None = None) -> PersistentVolumeClaim:
-    """A claim; `bound` (default: when it names a volume) adds the bind-completed annotation."""
-    ann = dict(annotations or {})
-    if bound if bound is not None else bool(volume):
-        ann["pv.kubernetes.io/bind-completed"] = "yes"
-    spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}, "volumeName": volume}
-    if cls is not None:
-        spec["storageClassName"] = cls
-    if selector is not None:
-        spec["selector"] = selector
-    if volume_mode is not None:
-        spec["volumeMode"] = volume_mode
-    meta = _meta(name, namespace, annotations=ann, ownerReferences=[owner] if owner else None,
-                 deletionTimestamp="2026-01-01T00:00:00Z" if deleting else None)
-    obj: PersistentVolumeClaim = convert({"metadata": meta, "spec": spec, "status": {"phase": phase}},
-                                         PersistentVolumeClaim, "pvc")
-    return obj
-
-
-def pv(name: str, *, cls: str = "", size: str = "1Gi", modes: tuple[str, ...] = ("ReadWriteOnce",),
-       zones: tuple[str, ...] | None = None, affinity: list[dict[str, Any]] | None = None, labels: dict[str, str] | None = None,
-       claim: PersistentVolumeClaim | None = None, claim_uid: bool = True, phase: str = "Available",
-       csi: tuple[str, str] | None = None, volume_mode: str | None = None, source: dict[str, Any] | None = None
-       ) -> PersistentVolume:
-    """A volume; `zones` gives it node affinity to those zones, `affinity` raw node selector terms."""
-    spec: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": cls}
-    if zones is not None:
-        affinity = [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": list(zones)}]}]
-    if affinity is not None:
-        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": affinity}}
-    if claim is not None:
-        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": claim.metadata.namespace,
-                            "name": claim.metadata.name, "uid": claim.metadata.uid if claim_uid else ""}
-        phase = "Bound" if phase == "Available" else phase
-    if csi is not None:
-        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
-    if volume_mode is not None:
-        spec["volumeMode"] = volume_mode
-    spec.update(source or {})
-    obj: PersistentVolume = convert({"metadata": _meta(name, labels=labels), "spec": spec, "status": {"phase": phase}},
-                                    PersistentVolume, "pv")
-    return obj
-
-
-def storage_class(name: str, *, mode: str | None = "Immediate", provisioner: str = "csi.example.com",
-                  topologies: list[dict[str, list[str]]] | None = None, annotations: dict[str, str] | None = None) -> Any:
-    data: dict[str, Any] = {"metadata": _meta(name, annotations=annotations), "provisioner": provisioner}
-    if mode is not None:
-        data["volumeBindingMode"] = mode
-    if topologies is not None:
-        data["allowedTopologies"] = [{"matchLabelExpressions": [{"key": k, "values": v} for k, v in term.items()]}
-                                     for term in topologies]
-    return convert(data, STORAGE_TYPES[STORAGE_CLASS], "storageclass")
 
 
 def csinode(node_name: str, *drivers: tuple[str, int | None], annotations: dict[str, str] | None = None) -> Any:
@@ -168,10 +111,10 @@ def claim_pod(name: str, *claims: str, namespace: str = "default", node_name: st
     vols: list[dict[str, Any]] = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
     vols += [{"name": e, "ephemeral": {"volumeClaimTemplate": {"spec": {}}}} for e in ephemeral]
     vols += volumes or []
-    p = pod(name, namespace=namespace, node_name=node_name, spec={"volumes": vols})
+    p = make_pod(name).ns(namespace).node(node_name).spec(volumes=vols).obj()
     if uid is not None:
         p.metadata.uid = uid
-    return info(p)
+    return make_pod_info(p)
 
 
 def zoned_cache(*zones: str | None, extra_labels: dict[str, dict[str, str]] | None = None) -> Cache:
@@ -180,7 +123,7 @@ def zoned_cache(*zones: str | None, extra_labels: dict[str, dict[str, str]] | No
     for i, zone in enumerate(zones):
         labels = {ZONE: zone} if zone else {}
         labels.update((extra_labels or {}).get(f"n{i}", {}))
-        nodes.append(node(f"n{i}", labels=labels))
+        nodes.append(make_node(f"n{i}").label(labels).obj())
     return cache_with(nodes)
 
 

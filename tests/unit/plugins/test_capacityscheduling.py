@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from builders import make_node, make_pod, make_priority_class
 from kubesched.api.xk8s import ElasticQuota, XK8sError
 from kubesched.plugins.elasticquotas import QuotaInfo, QuotaSnapshot, Resource, over, quota_info
-from unit.plugins.xk8skit import capacity, notes, pod, quota
-from unit.simkit import node, profile_config, run
+from unit.plugins.xk8skit import capacity, notes, quota
+from unit.simkit import profile_config, run
 
 BOTH = {"cpu": "2", "memory": "1Gi"}
 MAX = {"cpu": "4", "memory": "2Gi"}
@@ -20,15 +21,20 @@ def quota_run(objects: list[dict]):  # type: ignore[no-untyped-def]
 
 
 def two_tenants(a_min: dict[str, str] = BOTH, b_min: dict[str, str] = BOTH) -> list[dict]:
-    return [node("n1", cpu="2"), node("n2", cpu="2"), quota("team-a", a_min, MAX), quota("team-b", b_min, MAX)]
+    return [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        quota("team-a", a_min, MAX),
+        quota("team-b", b_min, MAX),
+    ]
 
 
 # --- borrowing and reclaim ---------------------------------------------------------------------------------------
 
 
 def test_a_tenant_borrows_unused_min_and_the_lender_reclaims_it() -> None:
-    objs = two_tenants() + [pod(f"a{i}", namespace="team-a") for i in range(4)]
-    objs += [pod(f"b{i}", namespace="team-b", arrival=10) for i in range(2)]
+    objs = two_tenants() + [make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(4)]
+    objs += [make_pod(f"b{i}").ns("team-b").req(cpu="1", memory="100Mi").arrival("10").manifest() for i in range(2)]
     result, sim = quota_run(objs)
     # A ran 4 cpu on a 2 cpu min (B's 2 unused); B's two pods took its min back from two of A's.
     assert result.placements["team-b/b0"] and result.placements["team-b/b1"]
@@ -46,10 +52,18 @@ def test_reclaim_takes_only_from_tenants_over_their_min_whatever_their_priority(
     # A (min 0) borrows with an important pod; C is at its min with an unimportant one. B reclaims its
     # min from A, not from C, though evicting C's pod would cost less.
     zero, one = {"cpu": "0", "memory": "0"}, {"cpu": "1", "memory": "1Gi"}
-    objs = [node("n1", cpu="1"), node("n2", cpu="1"), quota("team-a", zero, MAX), quota("team-b", one, MAX),
-            quota("team-c", one, MAX)]
-    objs += [pod("c", namespace="team-c", nodeName="n1", priority=0), pod("a", namespace="team-a", nodeName="n2", priority=1000)]
-    objs.append(pod("b", namespace="team-b", arrival=5))
+    objs = [
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        quota("team-a", zero, MAX),
+        quota("team-b", one, MAX),
+        quota("team-c", one, MAX),
+    ]
+    objs += [
+        make_pod("c").ns("team-c").req(cpu="1", memory="100Mi").priority(0).node("n1").manifest(),
+        make_pod("a").ns("team-a").req(cpu="1", memory="100Mi").priority(1000).node("n2").manifest(),
+    ]
+    objs.append(make_pod("b").ns("team-b").req(cpu="1", memory="100Mi").arrival("5").manifest())
     result, _ = quota_run(objs)
     assert result.preempted == ["team-a/a"] and result.placements["team-b/b"] == "n2"
     assert "team-c/c" not in result.preempted
@@ -74,7 +88,11 @@ def test_many_reclaimers_at_once_evict_no_more_than_the_borrowed_room() -> None:
 
 
 def test_beyond_its_max_a_tenant_is_refused_and_preempts_nobody() -> None:
-    objs = two_tenants() + [pod(f"a{i}", namespace="team-a") for i in range(4)] + [pod("a-over", namespace="team-a", arrival=5)]
+    objs = (
+        two_tenants()
+        + [make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(4)]
+        + [make_pod("a-over").ns("team-a").req(cpu="1", memory="100Mi").arrival("5").manifest()]
+    )
     result, sim = quota_run(objs)
     assert not result.placements["team-a/a-over"] and not result.preempted
     assert notes(sim, "team-a/a-over")[0] == (
@@ -85,10 +103,17 @@ def test_beyond_its_max_a_tenant_is_refused_and_preempts_nobody() -> None:
 
 
 def test_a_borrowing_tenant_preempts_only_its_own_lower_priority_pods() -> None:
-    objs = [node("n1", cpu="3"), quota("team-a", {"cpu": "1", "memory": "1Gi"}, MAX), quota("team-b", BOTH, MAX)]
-    objs += [pod("b-low", namespace="team-b", priority=1), pod("a-low", namespace="team-a", priority=1),
-             pod("a-low2", namespace="team-a", priority=1)]
-    objs.append(pod("a-high", namespace="team-a", priority=100, arrival=5))
+    objs = [
+        make_node("n1").capacity(cpu="3").without("ephemeral-storage").manifest(),
+        quota("team-a", {"cpu": "1", "memory": "1Gi"}, MAX),
+        quota("team-b", BOTH, MAX),
+    ]
+    objs += [
+        make_pod("b-low").ns("team-b").req(cpu="1", memory="100Mi").priority(1).manifest(),
+        make_pod("a-low").ns("team-a").req(cpu="1", memory="100Mi").priority(1).manifest(),
+        make_pod("a-low2").ns("team-a").req(cpu="1", memory="100Mi").priority(1).manifest(),
+    ]
+    objs.append(make_pod("a-high").ns("team-a").req(cpu="1", memory="100Mi").arrival("5").priority(100).manifest())
     result, _ = quota_run(objs)
     # A is over its min with the new pod: it may only evict its own less important pods, never B's.
     assert result.placements["team-a/a-high"] == "n1"
@@ -97,9 +122,12 @@ def test_a_borrowing_tenant_preempts_only_its_own_lower_priority_pods() -> None:
 
 
 def test_a_pod_without_a_quota_preempts_only_pods_without_one() -> None:
-    objs = [node("n1", cpu="2"), quota("team-a", BOTH, MAX)]
-    objs += [pod("a-low", namespace="team-a", priority=1), pod("free-low", namespace="free", priority=1)]
-    objs.append(pod("free-high", namespace="free", priority=100, arrival=5))
+    objs = [make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(), quota("team-a", BOTH, MAX)]
+    objs += [
+        make_pod("a-low").ns("team-a").req(cpu="1", memory="100Mi").priority(1).manifest(),
+        make_pod("free-low").ns("free").req(cpu="1", memory="100Mi").priority(1).manifest(),
+    ]
+    objs.append(make_pod("free-high").ns("free").req(cpu="1", memory="100Mi").arrival("5").priority(100).manifest())
     result, _ = quota_run(objs)
     assert result.placements["free/free-high"] == "n1"
     assert result.preempted == ["free/free-low"]
@@ -109,11 +137,18 @@ def test_a_pod_without_a_quota_preempts_only_pods_without_one() -> None:
 def test_reclaim_that_cannot_free_enough_quota_on_a_node_says_so() -> None:
     # A (min 1) borrowed B's min with pods on both nodes; B's 2-cpu pod may only go to n1, where A's one
     # pod is all there is to take back: the total would still exceed the sum of mins.
-    objs = [node("n1", cpu="2", labels={"zone": "one"}), node("n2", cpu="2"),
-            quota("team-a", {"cpu": "1", "memory": "1Gi"}, MAX), quota("team-b", BOTH, MAX)]
-    objs += [pod("a0", namespace="team-a", nodeName="n1"), pod("a1", namespace="team-a", nodeName="n2"),
-             pod("a2", namespace="team-a", nodeName="n2")]
-    objs.append(pod("b", cpu="2", namespace="team-b", nodeSelector={"zone": "one"}))
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").label(zone="one").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        quota("team-a", {"cpu": "1", "memory": "1Gi"}, MAX),
+        quota("team-b", BOTH, MAX),
+    ]
+    objs += [
+        make_pod("a0").ns("team-a").req(cpu="1", memory="100Mi").node("n1").manifest(),
+        make_pod("a1").ns("team-a").req(cpu="1", memory="100Mi").node("n2").manifest(),
+        make_pod("a2").ns("team-a").req(cpu="1", memory="100Mi").node("n2").manifest(),
+    ]
+    objs.append(make_pod("b").ns("team-b").req(cpu="2", memory="100Mi").spec(nodeSelector={"zone": "one"}).manifest())
     result, sim = quota_run(objs)
     assert not result.placements["team-b/b"] and not result.preempted
     assert notes(sim, "team-b/b")[0] == (
@@ -123,10 +158,9 @@ def test_reclaim_that_cannot_free_enough_quota_on_a_node_says_so() -> None:
 
 
 def test_a_pod_that_may_not_preempt_says_so() -> None:
-    objs = two_tenants() + [pod(f"a{i}", namespace="team-a") for i in range(4)]
-    objs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "polite"}, "value": 0,
-                 "preemptionPolicy": "Never"})
-    objs.append(pod("b0", namespace="team-b", arrival=5, priorityClassName="polite"))
+    objs = two_tenants() + [make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(4)]
+    objs.append(make_priority_class("polite", 0, preemptionPolicy="Never"))
+    objs.append(make_pod("b0").ns("team-b").req(cpu="1", memory="100Mi").arrival("5").priority_class("polite").manifest())
     result, sim = quota_run(objs)
     assert not result.placements["team-b/b0"] and not result.preempted
     assert notes(sim, "team-b/b0")[0] == (
@@ -136,7 +170,9 @@ def test_a_pod_that_may_not_preempt_says_so() -> None:
 
 
 def test_alone_a_tenant_cannot_go_past_its_min() -> None:
-    objs = [node("n1", cpu="4"), quota("team-a", BOTH, MAX)] + [pod(f"a{i}", namespace="team-a") for i in range(3)]
+    objs = [make_node("n1").capacity(cpu="4").without("ephemeral-storage").manifest(), quota("team-a", BOTH, MAX)] + [
+        make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(3)
+    ]
     result, sim = quota_run(objs)
     assert sum(1 for v in result.placements.values() if v) == 2
     assert [k for k, v in result.placements.items() if not v] == ["team-a/a2"]
@@ -145,8 +181,14 @@ def test_alone_a_tenant_cannot_go_past_its_min() -> None:
 
 
 def test_a_namespace_without_a_quota_is_not_limited_by_quotas() -> None:
-    objs = [node("n1", cpu="2"), quota("team-a", {"cpu": "0", "memory": "0"}, {"cpu": "0", "memory": "0"})]
-    objs += [pod("free", namespace="other"), pod("capped", namespace="team-a")]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        quota("team-a", {"cpu": "0", "memory": "0"}, {"cpu": "0", "memory": "0"}),
+    ]
+    objs += [
+        make_pod("free").ns("other").req(cpu="1", memory="100Mi").manifest(),
+        make_pod("capped").ns("team-a").req(cpu="1", memory="100Mi").manifest(),
+    ]
     result, sim = quota_run(objs)
     assert result.placements["other/free"] == "n1" and not result.placements["team-a/capped"]
     assert "ElasticQuota team-a is more than Max" in notes(sim, "team-a/capped")[0]
@@ -155,7 +197,11 @@ def test_a_namespace_without_a_quota_is_not_limited_by_quotas() -> None:
 def test_max_without_memory_caps_memory_at_zero_as_upstream_reads_it() -> None:
     # Upstream builds the max from the listed resources only: a quota listing cpu alone refuses any
     # pod that requests memory. (List every resource your pods request in min and max.)
-    objs = [node("n1", cpu="2"), quota("team-a", {"cpu": "1"}, {"cpu": "2"}), pod("p", namespace="team-a")]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        quota("team-a", {"cpu": "1"}, {"cpu": "2"}),
+        make_pod("p").ns("team-a").req(cpu="1", memory="100Mi").manifest(),
+    ]
     result, sim = quota_run(objs)
     assert not result.placements["team-a/p"]
     assert "because ElasticQuota team-a is more than Max" in notes(sim, "team-a/p")[0]
@@ -212,7 +258,7 @@ def test_a_bad_quantity_names_the_quota_and_field() -> None:
 
 def test_quota_book_follows_placed_pods_and_reserve() -> None:
     # (The third pod borrows from team-b's unused min: with team-a's quota alone it could not go past 2.)
-    objs = two_tenants() + [pod(f"a{i}", namespace="team-a") for i in range(3)]
+    objs = two_tenants() + [make_pod(f"a{i}").ns("team-a").req(cpu="1", memory="100Mi").manifest() for i in range(3)]
     _result, sim = quota_run(objs)
     book = sim.scheduler.frameworks["default-scheduler"].instances["CapacityScheduling"].book
     info = book.get("team-a")

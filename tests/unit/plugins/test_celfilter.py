@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import UnitHandle, cache_with, info, node, pod
-from kubesched.api.objects import Node, convert
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, ClusterEvent, QueueingHint
@@ -18,8 +17,6 @@ from kubesched.framework.status import Code
 from kubesched.plugins.celfilter import CELFilter, CELFilterArgs
 from kubesched.usage.service import USAGE_UPDATE
 
-from ..simkit import node as sim_node
-from ..simkit import pod as sim_pod
 from ..simkit import profile_config, run
 from .usagekit import UsageHandle
 
@@ -29,10 +26,10 @@ ZONE_A = {"name": "zone-a", "expression": '"zone" in node.labels && node.labels[
 
 def cluster() -> Cache:
     return cache_with([
-        node("cpu-a", labels={"zone": "a"}),
-        node("gpu-a", labels={"zone": "a"}, extra={"nvidia.com/gpu": 1}),
-        node("gpu-b", labels={"zone": "b"}, extra={"nvidia.com/gpu": 2}),
-        node("bare"),
+        make_node("cpu-a").label(zone="a").obj(),
+        make_node("gpu-a").capacity({"nvidia.com/gpu": 1}).label(zone="a").obj(),
+        make_node("gpu-b").capacity({"nvidia.com/gpu": 2}).label(zone="b").obj(),
+        make_node("bare").obj(),
     ])
 
 
@@ -41,7 +38,7 @@ def plugin(cache: Cache, *rules: dict[str, Any], **args: Any) -> CELFilter:
 
 
 def verdicts(p: CELFilter, cache: Cache, pi: Any = None) -> dict[str, tuple[Code, tuple[str, ...]]]:
-    pi = pi or info(pod("p", cpu="100m"))
+    pi = pi or make_pod("p").req(cpu="100m").info()
     result = p.filter(CycleState(), pi, cache.table)
     if result is None:
         return {}
@@ -63,7 +60,7 @@ def test_first_false_rule_rejects_with_its_message(vectorize: bool) -> None:
 def test_every_rule_true_passes_every_node() -> None:
     cache = cluster()
     p = plugin(cache, {"name": "any", "expression": "node.allocatable.pods > 0"})
-    assert p.filter(CycleState(), info(pod("p")), cache.table) is None
+    assert p.filter(CycleState(), make_pod("p").info(), cache.table) is None
 
 
 def test_an_earlier_rule_guards_a_later_one() -> None:
@@ -86,9 +83,9 @@ def test_an_evaluation_error_fails_the_cycle_naming_rule_and_node(vectorize: boo
 
 def test_rules_on_free_amounts_leave_room_for_preemption() -> None:
     """A rule on what pods use is Unschedulable (evicting may help); one on the node alone is not."""
-    cache = cache_with([node("n", cpu="2")], [pod("x", cpu="1500m", node_name="n")])
+    cache = cache_with([make_node("n").capacity(cpu="2").obj()], [make_pod("x").req(cpu="1500m").node("n").obj()])
     p = plugin(cache, {"name": "room", "expression": 'node.free["cpu"] >= pod.requests["cpu"]'})
-    assert verdicts(p, cache, info(pod("p", cpu="1")))["n"][0] == Code.UNSCHEDULABLE
+    assert verdicts(p, cache, make_pod("p").req(cpu="1").info())["n"][0] == Code.UNSCHEDULABLE
 
 
 def test_pod_and_namespace_variables() -> None:
@@ -97,16 +94,16 @@ def test_pod_and_namespace_variables() -> None:
     p = plugin(cache, {"name": "quota", "expression": (
         '!(namespaceObject.name == "team-a" && pod.priority >= 100) || '
         '("gpu-quota" in namespaceObject.labels && node.allocatable["nvidia.com/gpu"] > 0)')})
-    assert verdicts(p, cache, info(pod("p", namespace="team-a", priority=50))) == {}
-    assert set(verdicts(p, cache, info(pod("p", namespace="team-a", priority=100)))) == {"cpu-a", "bare"}
-    assert verdicts(p, cache, info(pod("p", namespace="team-b", priority=100))) == {}
+    assert verdicts(p, cache, make_pod("p").ns("team-a").priority(50).info()) == {}
+    assert set(verdicts(p, cache, make_pod("p").ns("team-a").priority(100).info())) == {"cpu-a", "bare"}
+    assert verdicts(p, cache, make_pod("p").ns("team-b").priority(100).info()) == {}
 
 
 def test_runtime_cost_limit_fails_the_node_without_evaluating() -> None:
     """A rule within the limit for nodes with 100 labels is refused on a node with 2,000: the
     cycle fails with kube's kind of error, at once (the evaluation is never started)."""
     crowded = {f"k{i}": "v" for i in range(2000)}
-    cache = cache_with([node("small", labels={"a": "1"}), node("crowded", labels=crowded)])
+    cache = cache_with([make_node("small").label(a="1").obj(), make_node("crowded").label(crowded).obj()])
     rule = {"name": "pairs", "expression": "node.labels.all(a, node.labels.exists(b, a == b))"}
     p = plugin(cache, rule, costLimit=100_000)
     got = verdicts(p, cache)
@@ -149,23 +146,19 @@ def test_events_follow_what_the_rules_read() -> None:
     assert USAGE_UPDATE in events and ClusterEvent(TARGET_POD, A.UpdatePodLabel) in events
 
 
-def _node(name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> Node:
-    result: Node = convert({"metadata": {"name": name, "labels": labels, "annotations": annotations or {}}}, Node, name)
-    return result
-
-
 def test_hint_queues_only_when_what_the_rules_read_changed() -> None:
     p = plugin(cluster(), ZONE_A)
-    pi = info(pod("p"))
-    old = _node("n", {"zone": "b"})
-    assert p.is_schedulable_after_node_change(pi, old, _node("n", {"zone": "a"})) == QueueingHint.Queue
-    assert p.is_schedulable_after_node_change(pi, old, _node("n", {"zone": "b"}, {"x": "y"})) == QueueingHint.QueueSkip
+    pi = make_pod("p").info()
+    old = make_node("n").label(zone="b").obj()
+    assert p.is_schedulable_after_node_change(pi, old, make_node("n").label(zone="a").obj()) == QueueingHint.Queue
+    changed = make_node("n").label(zone="b").annotation(x="y").obj()
+    assert p.is_schedulable_after_node_change(pi, old, changed) == QueueingHint.QueueSkip
 
 
 def test_nearest_misses_name_the_rules() -> None:
     cache = cluster()
     p = plugin(cache, GPU_ONLY, ZONE_A)
-    pi = info(pod("p"))
+    pi = make_pod("p").info()
     rows = np.array([cache.table.row_of(n) for n in ("cpu-a", "gpu-b", "bare")])
     distance = p.miss_distance(CycleState(), pi, cache.table, rows)
     assert distance.tolist() == [1.0, 1.0, 2.0]
@@ -176,7 +169,7 @@ def test_nearest_misses_name_the_rules() -> None:
 def test_usage_rules_read_fresh_usage_and_see_missing_values() -> None:
     import asyncio
 
-    cache = cache_with([node("hot"), node("cold"), node("unknown")])
+    cache = cache_with([make_node("hot").obj(), make_node("cold").obj(), make_node("unknown").obj()])
     handle = UsageHandle(cache)
     handle.prom.set("cpu", {"hot": 0.9, "cold": 0.1}, aggregation="latest")
     p = CELFilter(CELFilterArgs.model_validate({
@@ -184,7 +177,7 @@ def test_usage_rules_read_fresh_usage_and_see_missing_values() -> None:
         "usage": {"aggregation": "latest"},
     }), handle)
     asyncio.run(handle.refresh(at=10.0))
-    result = p.filter(CycleState(), info(pod("p")), cache.table)
+    result = p.filter(CycleState(), make_pod("p").info(), cache.table)
     assert result is not None
     rejected = {n for n, r in cache.table.index.items() if result.codes[r]}
     assert rejected == {"hot"}
@@ -202,9 +195,14 @@ def test_scheduler_reports_the_rules_message() -> None:
                 '|| node.allocatable["nvidia.com/gpu"] > 0')},
         ]}}],
     })
-    objects = [sim_node("cpu-1"), sim_node("cpu-2"), sim_node("gpu-1", cpu="2", extra={"nvidia.com/gpu": "1"}),
-               sim_pod("train", labels={"workload": "ml-training"}), sim_pod("web"),
-               sim_pod("train-big", cpu="3", labels={"workload": "ml-training"})]
+    objects = [
+        make_node("cpu-1").without("ephemeral-storage").manifest(),
+        make_node("cpu-2").without("ephemeral-storage").manifest(),
+        make_node("gpu-1").capacity(cpu="2").without("ephemeral-storage").capacity({"nvidia.com/gpu": "1"}).manifest(),
+        make_pod("train").req(cpu="100m", memory="100Mi").label(workload="ml-training").manifest(),
+        make_pod("web").req(cpu="100m", memory="100Mi").manifest(),
+        make_pod("train-big").req(cpu="3", memory="100Mi").label(workload="ml-training").manifest(),
+    ]
     result, _ = run(objects, config)
     assert result.placements["default/train"] == "gpu-1"
     assert result.placements["default/web"] is not None
@@ -221,7 +219,14 @@ def test_scheduler_fails_the_cycle_on_a_rule_error() -> None:
         "pluginConfig": [{"name": "CELFilter", "args": {"rules": [
             {"name": "zone", "expression": 'node.labels["zone"] == "a"'}]}}],
     })
-    result, _ = run([sim_node("a", labels={"zone": "a"}), sim_node("b"), sim_pod("p")], config)
+    result, _ = run(
+        [
+            make_node("a").without("ephemeral-storage").label(zone="a").manifest(),
+            make_node("b").without("ephemeral-storage").manifest(),
+            make_pod("p").req(cpu="100m", memory="100Mi").manifest(),
+        ],
+        config,
+    )
     assert result.placements["default/p"] is None
     message = result.unschedulable["default/p"]
     assert "CELFilter" in message and "rule 'zone' on node 'b'" in message

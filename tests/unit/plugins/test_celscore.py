@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.cache.cache import Cache
 from kubesched.cli import app
 from kubesched.framework.cycle_state import CycleState
@@ -21,8 +21,6 @@ from kubesched.framework.status import Code
 from kubesched.plugins.celscore import MAX_CONTRIBUTION, CELScore, CELScoreArgs
 from unit.plugins.pluginkit import score_all
 
-from ..simkit import node as sim_node
-from ..simkit import pod as sim_pod
 from ..simkit import profile_config, run
 
 ROOT = Path(__file__).parents[3]
@@ -34,10 +32,10 @@ BIG_GPU = {"name": "big-gpu", "score": 80, "expression": (
 
 def cluster() -> Cache:
     return cache_with([
-        node("cpu", cpu="8", memory="32Gi"),
-        node("gpu-16", cpu="8", memory="32Gi", labels={"gpu-mem": "16384"}),
-        node("gpu-80", cpu="8", memory="64Gi", labels={"gpu-mem": "81920"}),
-    ], [pod("x", cpu="2", memory="16Gi", node_name="gpu-80")])
+        make_node("cpu").capacity(cpu="8", memory="32Gi").obj(),
+        make_node("gpu-16").capacity(cpu="8", memory="32Gi").label({"gpu-mem": "16384"}).obj(),
+        make_node("gpu-80").capacity(cpu="8", memory="64Gi").label({"gpu-mem": "81920"}).obj(),
+    ], [make_pod("x").req(cpu="2", memory="16Gi").node("gpu-80").obj()])
 
 
 def plugin(cache: Cache, *rules: dict[str, Any], **args: Any) -> CELScore:
@@ -55,9 +53,9 @@ def test_matched_rules_add_their_points(vectorize: bool) -> None:
     cache = cluster()
     busy = {"name": "busy", "score": -30, "expression": 'node.requested["cpu"] > 0'}
     p = plugin(cache, BIG_GPU, busy, vectorize=vectorize)
-    training = info(pod("t", labels={"workload": "ml-training"}))
+    training = make_pod("t").label(workload="ml-training").info()
     assert scores(p, cache, training) == {"cpu": (0, 0), "gpu-16": (0, 0), "gpu-80": (50, 50)}
-    assert scores(p, cache, info(pod("web"))) == {"cpu": (0, 0), "gpu-16": (0, 0), "gpu-80": (-30, 0)}
+    assert scores(p, cache, make_pod("web").info()) == {"cpu": (0, 0), "gpu-16": (0, 0), "gpu-80": (-30, 0)}
 
 
 @pytest.mark.parametrize("vectorize", [True, False])
@@ -66,13 +64,13 @@ def test_value_rules_are_added_truncated_and_clamped(vectorize: bool) -> None:
     free = {"name": "free-memory", "expression": 'double(node.free.memory) * 100.0 / double(node.allocatable.memory)'}
     bonus = {"name": "bonus", "expression": '"gpu-mem" in node.labels ? 70 : 0'}
     p = plugin(cache, free, bonus, vectorize=vectorize)
-    got = scores(p, cache, info(pod("p")))
+    got = scores(p, cache, make_pod("p").info())
     # cpu: 100% free; gpu-16: 100 + 70 held to 100 by NormalizeScore; gpu-80: 75% free + 70.
     assert got == {"cpu": (100, 100), "gpu-16": (170, 100), "gpu-80": (145, 100)}
     huge = plugin(cache, {"name": "huge", "expression": "9000000000000.5"}, vectorize=vectorize)
-    assert scores(huge, cache, info(pod("p")))["cpu"] == (MAX_CONTRIBUTION, 100)
+    assert scores(huge, cache, make_pod("p").info())["cpu"] == (MAX_CONTRIBUTION, 100)
     negative = plugin(cache, {"name": "neg", "expression": "-2.9"}, vectorize=vectorize)
-    assert scores(negative, cache, info(pod("p")))["cpu"] == (-2, 0)
+    assert scores(negative, cache, make_pod("p").info())["cpu"] == (-2, 0)
 
 
 @pytest.mark.parametrize("vectorize", [True, False])
@@ -87,7 +85,7 @@ def test_value_rules_are_added_truncated_and_clamped(vectorize: bool) -> None:
 def test_an_evaluation_error_is_a_prescore_error(vectorize: bool, expression: str, words: str) -> None:
     cache = cluster()
     p = plugin(cache, {"name": "r", "expression": expression}, vectorize=vectorize)
-    status = p.pre_score(CycleState(), info(pod("p")), cache.table, cache.table.rows())
+    status = p.pre_score(CycleState(), make_pod("p").info(), cache.table, cache.table.rows())
     assert status is not None and status.code == Code.ERROR
     assert status.message().startswith(words)
 
@@ -105,7 +103,7 @@ def test_explanations_list_the_rules_that_matched() -> None:
     cache = cluster()
     busy = {"name": "busy", "score": -30, "expression": 'node.requested["cpu"] > 0'}
     p = plugin(cache, BIG_GPU, busy)
-    training = info(pod("t", labels={"workload": "ml-training"}))
+    training = make_pod("t").label(workload="ml-training").info()
     table = cache.table
     assert p.explain_score(CycleState(), training, table, table.row_of("gpu-80")) == "big-gpu +80, busy -30"
     assert p.explain_score(CycleState(), training, table, table.row_of("cpu")) == "no rule matched"
@@ -118,11 +116,16 @@ def test_scheduler_places_by_the_rules_and_reports_their_errors() -> None:
         "pluginConfig": [{"name": "CELScore", "args": {"rules": [
             BIG_GPU, {"name": "tier", "expression": 'node.labels["tier"] == "gold" ? 1 : 0'}]}}],
     })
-    nodes = [sim_node(n, labels={"tier": "gold", **labels}) for n, labels in
+    nodes = [make_node(n).without("ephemeral-storage").label({"tier": "gold", **labels}).manifest() for n, labels in
              (("a", {}), ("b", {"gpu-mem": "16384"}), ("c", {"gpu-mem": "40960"}))]
-    result, _ = run([*nodes, *(sim_pod(f"t{i}", labels={"workload": "ml-training"}) for i in range(3))], config)
+    result, _ = run(
+        [*nodes, *(make_pod(f"t{i}").req(cpu="100m", memory="100Mi").label(workload="ml-training").manifest() for i in range(3))], config
+    )
     assert {result.placements[f"default/t{i}"] for i in range(3)} == {"c"}
-    result, _ = run([*nodes, sim_node("plain"), sim_pod("p")], config)
+    result, _ = run(
+        [*nodes, make_node("plain").without("ephemeral-storage").manifest(), make_pod("p").req(cpu="100m", memory="100Mi").manifest()],
+        config,
+    )
     assert result.placements["default/p"] is None
     assert "CELScore" in result.unschedulable["default/p"] and "rule 'tier' on node 'plain'" in result.unschedulable["default/p"]
 
@@ -140,12 +143,25 @@ def invoke(*args: str) -> Any:
 
 def manifests(path: Path) -> Path:
     items = [
-        sim_node("cpu-1"), sim_node("cpu-2"),
-        sim_node("gpu-small", labels={"nvidia.com/gpu.memory": "16384"}, extra={"nvidia.com/gpu": "1"}),
-        sim_node("gpu-big", labels={"nvidia.com/gpu.memory": "81920"}, extra={"nvidia.com/gpu": "1"}),
-        sim_node("drained", labels={"node.example.com/draining": "true"}, extra={"nvidia.com/gpu": "1"}),
-        *(sim_pod(f"train-{i}", cpu="500m", labels={"workload": "ml-training"}) for i in range(4)),
-        *(sim_pod(f"web-{i}", cpu="500m") for i in range(4)),
+        make_node("cpu-1").without("ephemeral-storage").manifest(),
+        make_node("cpu-2").without("ephemeral-storage").manifest(),
+        make_node("gpu-small")
+        .without("ephemeral-storage")
+        .capacity({"nvidia.com/gpu": "1"})
+        .label({"nvidia.com/gpu.memory": "16384"})
+        .manifest(),
+        make_node("gpu-big")
+        .without("ephemeral-storage")
+        .capacity({"nvidia.com/gpu": "1"})
+        .label({"nvidia.com/gpu.memory": "81920"})
+        .manifest(),
+        make_node("drained")
+        .without("ephemeral-storage")
+        .capacity({"nvidia.com/gpu": "1"})
+        .label({"node.example.com/draining": "true"})
+        .manifest(),
+        *(make_pod(f"train-{i}").req(cpu="500m", memory="100Mi").label(workload="ml-training").manifest() for i in range(4)),
+        *(make_pod(f"web-{i}").req(cpu="500m", memory="100Mi").manifest() for i in range(4)),
     ]
     path.write_text(yaml.safe_dump_all(items))
     return path
@@ -191,7 +207,7 @@ def test_unused_rows_do_not_matter() -> None:
     """Scores are per row asked: a subset of the rows gives the same numbers for those rows."""
     cache = cluster()
     p = plugin(cache, BIG_GPU)
-    training = info(pod("t", labels={"workload": "ml-training"}))
+    training = make_pod("t").label(workload="ml-training").info()
     rows = np.array([cache.table.row_of("gpu-80")])
     state = CycleState()
     assert p.pre_score(state, training, cache.table, rows) is None

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
+from builders import make_node, make_pod, make_xk8s_pod_group
 from kubesched.api.goquantity import GoQuantity, go_resource_list, parse
 from kubesched.plugins.coscheduling import CoschedulingArgs
-from unit.plugins.xk8skit import coscheduling, notes, pod, pod_group
-from unit.simkit import node, profile_config, run
+from unit.plugins.xk8skit import coscheduling, notes
+from unit.simkit import profile_config, run
 
 
 def gang_run(objects: list[dict], args: dict | None = None):  # type: ignore[no-untyped-def]
@@ -54,15 +55,19 @@ def test_a_profile_with_bad_args_is_refused_naming_the_field() -> None:
 
 
 def test_a_gang_that_fits_is_placed_whole() -> None:
-    objs = [node("n1", cpu="2"), node("n2", cpu="2"), pod_group("g", 3)]
-    objs += [pod(f"g-{i}", group="g") for i in range(3)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_xk8s_pod_group("g", 3),
+    ]
+    objs += [make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(3)]
     result, _ = gang_run(objs)
     assert all(result.placements[f"default/g-{i}"] for i in range(3))
 
 
 def test_a_gang_whose_members_arrive_one_by_one_starts_when_the_last_one_comes() -> None:
-    objs = [node("n1", cpu="4"), pod_group("g", 3)]
-    objs += [pod(f"g-{i}", group="g", arrival=10.0 * i) for i in range(3)]
+    objs = [make_node("n1").capacity(cpu="4").without("ephemeral-storage").manifest(), make_xk8s_pod_group("g", 3)]
+    objs += [make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").arrival(str(10.0 * i)).manifest() for i in range(3)]
     result, sim = gang_run(objs)
     assert all(result.placements[f"default/g-{i}"] for i in range(3))
     # The first member alone: too few siblings, refused before Filter (no preemption can help).
@@ -76,7 +81,9 @@ def test_a_gang_whose_members_arrive_one_by_one_starts_when_the_last_one_comes()
 
 
 def test_a_gang_that_cannot_fit_is_placed_not_at_all() -> None:
-    objs = [node("n1", cpu="2"), pod_group("g", 3)] + [pod(f"g-{i}", group="g") for i in range(3)]
+    objs = [make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(), make_xk8s_pod_group("g", 3)] + [
+        make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(3)
+    ]
     result, sim = gang_run(objs)
     assert not any(result.placements.values())
     assert not [e for e in sim.cluster.events if e.reason == "Scheduled"]
@@ -87,7 +94,9 @@ def test_a_gang_that_cannot_fit_is_placed_not_at_all() -> None:
 
 
 def test_a_group_in_backoff_is_refused_before_filter() -> None:
-    objs = [node("n1", cpu="2"), pod_group("g", 3)] + [pod(f"g-{i}", group="g") for i in range(3)]
+    objs = [make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(), make_xk8s_pod_group("g", 3)] + [
+        make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(3)
+    ]
     result, sim = gang_run(objs, {"podGroupBackoffSeconds": 60})
     assert not any(result.placements.values())
     every = [m for i in range(3) for m in notes(sim, f"default/g-{i}")]
@@ -95,8 +104,12 @@ def test_a_group_in_backoff_is_refused_before_filter() -> None:
 
 
 def test_gated_siblings_hold_the_group() -> None:
-    objs = [node("n1", cpu="4"), pod_group("g", 3)] + [pod(f"g-{i}", group="g") for i in range(2)]
-    objs.append(pod("g-2", group="g", schedulingGates=[{"name": "example.com/hold"}]))
+    objs = [make_node("n1").capacity(cpu="4").without("ephemeral-storage").manifest(), make_xk8s_pod_group("g", 3)] + [
+        make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(2)
+    ]
+    objs.append(
+        make_pod("g-2").req(cpu="1", memory="100Mi").xk8s_group("g").gate("example.com/hold").manifest()
+    )
     result, sim = gang_run(objs)
     assert not any(result.placements.values())
     assert notes(sim, "default/g-0")[0].startswith(
@@ -105,8 +118,14 @@ def test_gated_siblings_hold_the_group() -> None:
 
 def test_a_member_held_at_permit_times_out_after_its_groups_timeout() -> None:
     # podGroupRejectPercentage 100: the member that fits nowhere never rejects the one waiting.
-    objs = [node("n1", cpu="2"), pod_group("g", 2, scheduleTimeoutSeconds=7)]
-    objs += [pod("big", cpu="3", group="g"), pod("small", group="g", arrival=1.0)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_xk8s_pod_group("g", 2, scheduleTimeoutSeconds=7),
+    ]
+    objs += [
+        make_pod("big").req(cpu="3", memory="100Mi").xk8s_group("g").manifest(),
+        make_pod("small").req(cpu="1", memory="100Mi").xk8s_group("g").arrival("1.0").manifest(),
+    ]
     result, sim = gang_run(objs, {"podGroupRejectPercentage": 100})
     assert not any(result.placements.values())
     timeout = "0/1 nodes are available: 1 rejected due to timeout after waiting 7s at plugin Coscheduling."
@@ -114,23 +133,40 @@ def test_a_member_held_at_permit_times_out_after_its_groups_timeout() -> None:
 
 
 def test_the_permit_wait_falls_back_to_the_args_and_is_capped_at_15_minutes() -> None:
-    objs = [node("n1", cpu="2"), pod_group("g", 2, scheduleTimeoutSeconds=3600)]
-    objs += [pod("big", cpu="3", group="g"), pod("small", group="g", arrival=1.0)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_xk8s_pod_group("g", 2, scheduleTimeoutSeconds=3600),
+    ]
+    objs += [
+        make_pod("big").req(cpu="3", memory="100Mi").xk8s_group("g").manifest(),
+        make_pod("small").req(cpu="1", memory="100Mi").xk8s_group("g").arrival("1.0").manifest(),
+    ]
     _, sim = gang_run(objs, {"podGroupRejectPercentage": 100})
     assert "0/1 nodes are available: 1 rejected due to timeout after waiting 15m0s at plugin Coscheduling." in notes(sim, "default/small")
-    objs[1] = pod_group("g", 2)
+    objs[1] = make_xk8s_pod_group("g", 2)
     _, sim = gang_run(objs, {"podGroupRejectPercentage": 100, "permitWaitingTimeSeconds": 9})
     assert "0/1 nodes are available: 1 rejected due to timeout after waiting 9s at plugin Coscheduling." in notes(sim, "default/small")
 
 
 def test_a_member_whose_pod_group_does_not_exist_is_refused_at_permit() -> None:
-    result, sim = gang_run([node("n1"), pod("lost", group="nowhere")])
+    result, sim = gang_run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_pod("lost").req(cpu="1", memory="100Mi").xk8s_group("nowhere").manifest(),
+        ]
+    )
     assert not result.placements["default/lost"]
     assert notes(sim, "default/lost")[0] == "0/1 nodes are available: 1 PodGroup not found."
 
 
 def test_a_pod_without_a_group_schedules_and_fails_as_usual_with_upstreams_postfilter_remark() -> None:
-    result, sim = gang_run([node("n1", cpu="1"), pod("plain"), pod("huge", cpu="4")])
+    result, sim = gang_run(
+        [
+            make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+            make_pod("plain").req(cpu="1", memory="100Mi").manifest(),
+            make_pod("huge").req(cpu="4", memory="100Mi").manifest(),
+        ]
+    )
     assert result.placements["default/plain"] == "n1"
     # Coscheduling's PostFilter runs after DefaultPreemption's, and says it found no group.
     assert notes(sim, "default/huge")[0] == (
@@ -143,9 +179,12 @@ def test_a_pod_without_a_group_schedules_and_fails_as_usual_with_upstreams_postf
 
 
 def test_min_resources_beyond_the_cluster_print_the_gap_as_go_does() -> None:
-    objs = [node("n1", cpu="2"), node("n2", cpu="2"),
-            pod_group("g", 2, minResources={"cpu": "10", "memory": "100Gi"})]
-    objs += [pod(f"g-{i}", group="g") for i in range(2)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_xk8s_pod_group("g", 2, minResources={"cpu": "10", "memory": "100Gi"}),
+    ]
+    objs += [make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(2)]
     result, sim = gang_run(objs)
     assert not any(result.placements.values())
     # 10 cpu less 2 x 2000m free; 100Gi less 2 x 32Gi: what Go's %v prints of the ResourceList left.
@@ -156,8 +195,12 @@ def test_min_resources_beyond_the_cluster_print_the_gap_as_go_does() -> None:
 
 
 def test_min_resources_within_the_cluster_let_the_gang_through() -> None:
-    objs = [node("n1", cpu="2"), node("n2", cpu="2"), pod_group("g", 2, minResources={"cpu": "3"})]
-    objs += [pod(f"g-{i}", group="g") for i in range(2)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_xk8s_pod_group("g", 2, minResources={"cpu": "3"}),
+    ]
+    objs += [make_pod(f"g-{i}").req(cpu="1", memory="100Mi").xk8s_group("g").manifest() for i in range(2)]
     result, _ = gang_run(objs)
     assert all(result.placements.values())
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, info, node, pod
-from kubesched.api.podinfo import PodInfo
+from builders import UnitHandle, make_node, make_pod
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
 from kubesched.config.errors import ConfigError
@@ -53,7 +53,7 @@ def start(backend_cls: type[SimCluster] = SimCluster) -> tuple[Scheduler, SimClu
     sim = backend_cls(clock)
     sched = Scheduler(make_config(), sim, clock, registry=REGISTRY)
     sim.scheduler = sched
-    sched.on_node_add(node("n1", cpu="2"))
+    sched.on_node_add(make_node("n1").capacity(cpu="2").obj())
     binder = sched.frameworks["default-scheduler"].instances["DefaultBinder"]
     assert isinstance(binder, DefaultBinder)
     return sched, sim, binder
@@ -71,7 +71,7 @@ def test_plugin_shape() -> None:
 
 async def test_bind_assigns_the_pod_through_the_backend() -> None:
     sched, sim, binder = start()
-    p = pod("web", "1")
+    p = make_pod("web").req(cpu="1").obj()
     sim.create_pod(p)
     pi = sched.queue.pods[p.metadata.uid or ""].pi
     status = await binder.bind(CycleState(), pi, "n1")
@@ -83,7 +83,7 @@ async def test_bind_assigns_the_pod_through_the_backend() -> None:
 
 async def test_backend_refusal_is_returned() -> None:
     _sched, sim, binder = start()
-    ghost = info(pod("ghost", "1"))  # never created in the cluster
+    ghost = make_pod("ghost").req(cpu="1").info()  # never created in the cluster
     status = await binder.bind(CycleState(), ghost, "n1")
     assert status is not None
     assert status.code == Code.ERROR
@@ -93,15 +93,15 @@ async def test_backend_refusal_is_returned() -> None:
 
 async def test_backend_exception_becomes_error_status() -> None:
     _sched, sim, binder = start(FailingCluster)
-    p = pod("web", "1")
+    p = make_pod("web").req(cpu="1").obj()
     sim.create_pod(p)
-    status = await binder.bind(CycleState(), info(p), "n1")
+    status = await binder.bind(CycleState(), make_pod_info(p), "n1")
     assert status == Status(Code.ERROR, ("connection refused by apiserver",), "DefaultBinder")
 
 
 async def test_scheduling_cycle_binds_with_default_binder() -> None:
     sched, sim, _ = start()
-    p = pod("web", "1")
+    p = make_pod("web").req(cpu="1").obj()
     sim.create_pod(p)
     assert sched.schedule_one()
     await sched.drain_bindings()
@@ -111,7 +111,7 @@ async def test_scheduling_cycle_binds_with_default_binder() -> None:
 
 async def test_failed_bind_requeues_the_pod() -> None:
     sched, sim, _ = start(FailingCluster)
-    p = pod("web", "1")
+    p = make_pod("web").req(cpu="1").obj()
     sim.create_pod(p)
     assert sched.schedule_one()
     await sched.drain_bindings()

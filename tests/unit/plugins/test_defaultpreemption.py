@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from builders import UnitHandle, info, node, pod
+from builders import UnitHandle, make_node, make_pod, make_priority_class
 from kubesched.api.objects import Pod, PodCondition
-from kubesched.api.podinfo import PodInfo
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.cache.cache import Cache
 from kubesched.config.errors import ConfigError
@@ -93,8 +93,9 @@ def make_config(plugins: Iterable[str] = PLUGINS, preemption_args: dict[str, Any
     return parse_config({"apiVersion": API_VERSION, "kind": KIND, "profiles": [profile]}, REGISTRY)
 
 
-def running(name: str, node_name: str, cpu: str, priority: int, *, start: str | None = None, **kw: Any) -> Pod:
-    p = pod(name, cpu, priority=priority, node_name=node_name, **kw)
+def running(name: str, node_name: str, cpu: str, priority: int, *, start: str | None = None,
+            labels: dict[str, str] | None = None) -> Pod:
+    p = make_pod(name).req(cpu=cpu).priority(priority).node(node_name).label(labels or {}).obj()
     p.status.phase = "Running"
     p.status.start_time = start
     return p
@@ -199,8 +200,8 @@ def test_events_are_kubes_with_async_preemption() -> None:
     ]
     for resource, action in [(UNSCHEDULED_POD, ActionType.Delete), (ASSIGNED_POD, ActionType.Add), (NODE, ActionType.Add)]:
         assert not events[0].event.covers(ClusterEvent(resource, action))
-    victim = info(pod("victim", node_name="n1"))
-    assert plugin.is_pod_schedulable_after_assigned_pod_deletion(info(pod("p")), victim, None) == QueueingHint.QueueSkip
+    victim = make_pod("victim").node("n1").info()
+    assert plugin.is_pod_schedulable_after_assigned_pod_deletion(make_pod("p").info(), victim, None) == QueueingHint.QueueSkip
 
 
 def test_args_defaults() -> None:
@@ -266,10 +267,10 @@ async def test_minimal_victims_are_the_least_important() -> None:
     # A full 4-cpu node; the preemptor needs 2 cpu, so two of the four 1-cpu pods must go: the two
     # of lowest priority, the others being spared in decreasing priority order.
     c = Cluster(
-        [node("n1", cpu="4")],
+        [make_node("n1").capacity(cpu="4").obj()],
         [running(f"p{prio}", "n1", "1", prio) for prio in (1, 2, 3, 4)],
     )
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     record = await c.cycle()
     assert record.result == "unschedulable"
     assert record.nominated == "n1"
@@ -283,10 +284,10 @@ async def test_reprieve_goes_by_priority_not_size() -> None:
     # Evicting p5 alone would make room, but victims are spared most important first: p5 goes
     # back and the preemptor still fits, then neither p3 nor p1 fits beside them.
     c = Cluster(
-        [node("n1", cpu="4")],
+        [make_node("n1").capacity(cpu="4").obj()],
         [running("p5", "n1", "2", 5), running("p3", "n1", "1", 3), running("p1", "n1", "1", 1)],
     )
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     await c.cycle()
     assert c.preempted() == {"p3", "p1"}
     assert c.exists("p5")
@@ -295,13 +296,13 @@ async def test_reprieve_goes_by_priority_not_size() -> None:
 async def test_equal_start_time_tie_keeps_older_pod() -> None:
     # Same priority: the pod that started earlier is more important and is spared first.
     c = Cluster(
-        [node("n1", cpu="2")],
+        [make_node("n1").capacity(cpu="2").obj()],
         [
             running("young", "n1", "1", 1, start="2024-06-01T00:00:00Z"),
             running("old", "n1", "1", 1, start="2024-01-01T00:00:00Z"),
         ],
     )
-    c.add(pod("high", "1", priority=10))
+    c.add(make_pod("high").req(cpu="1").priority(10).obj())
     await c.cycle()
     assert c.preempted() == {"young"}
 
@@ -310,10 +311,10 @@ async def test_only_lower_priority_pods_are_victims() -> None:
     # The equal-priority pod is untouchable: even with the lower one gone the pod does not fit,
     # so the node is no candidate and nothing is evicted.
     c = Cluster(
-        [node("n1", cpu="4")],
+        [make_node("n1").capacity(cpu="4").obj()],
         [running("same", "n1", "2", 10), running("low", "n1", "2", 5)],
     )
-    c.add(pod("high", "4", priority=10))
+    c.add(make_pod("high").req(cpu="4").priority(10).obj())
     record = await c.cycle()
     assert record.nominated is None
     assert c.preempted() == set()
@@ -325,10 +326,10 @@ async def test_only_lower_priority_pods_are_victims() -> None:
 
 async def test_no_lower_priority_pods_message() -> None:
     c = Cluster(
-        [node(f"n{i}", cpu="2") for i in range(3)],
+        [make_node(f"n{i}").capacity(cpu="2").obj() for i in range(3)],
         [running(f"p{i}", f"n{i}", "2", 100) for i in range(3)],
     )
-    c.add(pod("high", "1", priority=10))
+    c.add(make_pod("high").req(cpu="1").priority(10).obj())
     record = await c.cycle()
     assert record.nominated is None
     assert record.message == (
@@ -338,8 +339,8 @@ async def test_no_lower_priority_pods_message() -> None:
 
 
 async def test_preemption_policy_never() -> None:
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
-    c.add(pod("high", "1", priority=10, spec={"preemptionPolicy": "Never"}))
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low", "n1", "2", 1)])
+    c.add(make_pod("high").req(cpu="1").priority(10).spec(preemptionPolicy="Never").obj())
     record = await c.cycle()
     assert record.nominated is None
     assert c.preempted() == set()
@@ -354,10 +355,10 @@ async def test_unresolvable_nodes_are_not_candidates() -> None:
     # n1 is cordoned (UnschedulableAndUnresolvable): its low-priority pods must survive although
     # evicting them would make room; n2 has only more important pods.
     c = Cluster(
-        [node("n1", cpu="2", unschedulable=True), node("n2", cpu="2")],
+        [make_node("n1").capacity(cpu="2").unschedulable().obj(), make_node("n2").capacity(cpu="2").obj()],
         [running("low", "n1", "2", 1), running("vip", "n2", "2", 100)],
     )
-    c.add(pod("high", "1", priority=10))
+    c.add(make_pod("high").req(cpu="1").priority(10).obj())
     record = await c.cycle()
     assert record.nominated is None
     assert c.preempted() == set()
@@ -370,10 +371,10 @@ async def test_unresolvable_nodes_are_not_candidates() -> None:
 
 async def test_all_nodes_unresolvable() -> None:
     c = Cluster(
-        [node("n1", cpu="2", unschedulable=True), node("n2", cpu="2", unschedulable=True)],
+        [make_node("n1").capacity(cpu="2").unschedulable().obj(), make_node("n2").capacity(cpu="2").unschedulable().obj()],
         [running("low", "n1", "2", 1)],
     )
-    c.add(pod("high", "1", priority=10))
+    c.add(make_pod("high").req(cpu="1").priority(10).obj())
     record = await c.cycle()
     assert record.message == (
         "0/2 nodes are available: 2 node(s) were unschedulable. "
@@ -385,7 +386,7 @@ async def test_nodes_cut_by_prefilter_are_not_candidates() -> None:
     # Required node affinity on metadata.name narrows the cycle to n1 in PreFilter; n2 (with an
     # evictable pod) was never evaluated and cannot be a candidate.
     c = Cluster(
-        [node("n1", cpu="2"), node("n2", cpu="2")],
+        [make_node("n1").capacity(cpu="2").obj(), make_node("n2").capacity(cpu="2").obj()],
         [running("vip", "n1", "2", 100), running("low", "n2", "2", 1)],
     )
     affinity = {
@@ -395,7 +396,7 @@ async def test_nodes_cut_by_prefilter_are_not_candidates() -> None:
             }
         }
     }
-    c.add(pod("high", "1", priority=10, spec={"affinity": affinity}))
+    c.add(make_pod("high").req(cpu="1").priority(10).spec(affinity=affinity).obj())
     record = await c.cycle()
     assert record.nominated is None
     assert c.preempted() == set()
@@ -418,9 +419,9 @@ async def _nominated_for(nodes: list[Any], pods: list[Pod], preemptor: Pod) -> s
 
 async def test_pick_lowest_highest_priority_victim() -> None:
     nominated = await _nominated_for(
-        [node("n1", cpu="2"), node("n2", cpu="2")],
+        [make_node("n1").capacity(cpu="2").obj(), make_node("n2").capacity(cpu="2").obj()],
         [running("a", "n1", "2", 5), running("b", "n2", "2", 3)],
-        pod("high", "2", priority=10),
+        make_pod("high").req(cpu="2").priority(10).obj(),
     )
     assert nominated == "n2"
 
@@ -428,9 +429,9 @@ async def test_pick_lowest_highest_priority_victim() -> None:
 async def test_pick_smallest_priority_sum() -> None:
     # Both need two victims with highest priority 3; n2's sum (3 + 1) is smaller than n1's (3 + 3).
     nominated = await _nominated_for(
-        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [make_node("n1").capacity(cpu="4").obj(), make_node("n2").capacity(cpu="4").obj()],
         [running("a1", "n1", "2", 3), running("a2", "n1", "2", 3), running("b1", "n2", "2", 3), running("b2", "n2", "2", 1)],
-        pod("high", "4", priority=10),
+        make_pod("high").req(cpu="4").priority(10).obj(),
     )
     assert nominated == "n2"
 
@@ -438,21 +439,21 @@ async def test_pick_smallest_priority_sum() -> None:
 async def test_pick_fewest_victims_via_priority_sum() -> None:
     # Fewer victims of the same priorities also means a smaller shifted sum: one victim beats two.
     nominated = await _nominated_for(
-        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [make_node("n1").capacity(cpu="4").obj(), make_node("n2").capacity(cpu="4").obj()],
         [running("a1", "n1", "2", -5), running("a2", "n1", "2", -5), running("b1", "n2", "4", -5)],
-        pod("high", "4", priority=10),
+        make_pod("high").req(cpu="4").priority(10).obj(),
     )
     assert nominated == "n2"
 
 
 async def test_pick_latest_start_of_top_victims() -> None:
     nominated = await _nominated_for(
-        [node("n1", cpu="2"), node("n2", cpu="2")],
+        [make_node("n1").capacity(cpu="2").obj(), make_node("n2").capacity(cpu="2").obj()],
         [
             running("old", "n1", "2", 3, start="2024-01-01T00:00:00Z"),
             running("new", "n2", "2", 3, start="2024-06-01T00:00:00Z"),
         ],
-        pod("high", "2", priority=10),
+        make_pod("high").req(cpu="2").priority(10).obj(),
     )
     assert nominated == "n2"
 
@@ -460,7 +461,7 @@ async def test_pick_latest_start_of_top_victims() -> None:
 async def test_pick_first_when_all_ties() -> None:
     pods = [running(f"p{i}", f"n{i}", "2", 3, start="2024-01-01T00:00:00Z") for i in (1, 2, 3)]
     nominated = await _nominated_for(
-        [node(f"n{i}", cpu="2") for i in (1, 2, 3)], pods, pod("high", "2", priority=10)
+        [make_node(f"n{i}").capacity(cpu="2").obj() for i in (1, 2, 3)], pods, make_pod("high").req(cpu="2").priority(10).obj()
     )
     assert nominated == "n1"
 
@@ -470,10 +471,10 @@ async def test_pick_first_when_all_ties() -> None:
 
 async def test_nominated_then_scheduled_after_victims_deleted() -> None:
     c = Cluster(
-        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [make_node("n1").capacity(cpu="4").obj(), make_node("n2").capacity(cpu="4").obj()],
         [running("a", "n1", "4", 1), running("b", "n2", "2", 50), running("c", "n2", "2", 50)],
     )
-    c.add(pod("high", "3", priority=100))
+    c.add(make_pod("high").req(cpu="3").priority(100).obj())
     record = await c.cycle()
     assert record.result == "unschedulable"
     assert record.nominated == "n1"
@@ -492,8 +493,8 @@ async def test_nominated_then_scheduled_after_victims_deleted() -> None:
 
 
 async def test_preempted_event_message() -> None:
-    c = Cluster([node("n1", cpu="1")], [running("victim", "n1", "1", 0)])
-    high = pod("high", "1", priority=1)
+    c = Cluster([make_node("n1").capacity(cpu="1").obj()], [running("victim", "n1", "1", 0)])
+    high = make_pod("high").req(cpu="1").priority(1).obj()
     c.add(high)
     await c.cycle()
     assert c.events("Preempted") == [("victim", f"Preempted by pod {high.metadata.uid} on node n1")]
@@ -502,11 +503,11 @@ async def test_preempted_event_message() -> None:
 async def test_lower_priority_nominations_are_cleared() -> None:
     # `mid` was nominated to n1 earlier; `high` now preempts there and takes the room, so mid's
     # nomination is dropped (and its status cleared) to let it look elsewhere.
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
-    mid = pod("mid", "2", priority=5)
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low", "n1", "2", 1)])
+    mid = make_pod("mid").req(cpu="2").priority(5).obj()
     mid.status.nominated_node_name = "n1"
     c.add(mid)
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     assert c.sched.nominator.node_of.get(c.uid("mid")) == "n1"
     record = await c.cycle()
     assert record.pod == "default/high"
@@ -518,12 +519,12 @@ async def test_lower_priority_nominations_are_cleared() -> None:
 async def test_equal_priority_nominations_are_kept_and_respected() -> None:
     # A nominated pod of equal priority keeps its room: the dry run counts it on the node, so
     # evicting `low` would not make room for both and the node is no candidate.
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
-    twin = pod("twin", "2", priority=10)
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low", "n1", "2", 1)])
+    twin = make_pod("twin").req(cpu="2").priority(10).obj()
     twin.status.nominated_node_name = "n1"
     c.add(twin)
     c.sched.queue.delete(c.uid("twin"))  # keep it nominated but out of the way
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     record = await c.cycle()
     assert record.pod == "default/high"
     assert record.nominated is None
@@ -532,8 +533,8 @@ async def test_equal_priority_nominations_are_kept_and_respected() -> None:
 
 
 async def test_clears_own_nomination_when_preemption_cannot_help() -> None:
-    c = Cluster([node("n1", cpu="2")], [running("vip", "n1", "2", 100)])
-    p = pod("high", "2", priority=10)
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("vip", "n1", "2", 100)])
+    p = make_pod("high").req(cpu="2").priority(10).obj()
     p.status.nominated_node_name = "n1"
     c.add(p)
     record = await c.cycle()
@@ -545,9 +546,12 @@ async def test_clears_own_nomination_when_preemption_cannot_help() -> None:
 async def test_clears_a_nomination_its_status_does_not_show_yet() -> None:
     """The scheduler's own nomination counts even before the pod's status carries it (kube's
     nominator is the scheduler's, not the pod's status)."""
-    c = Cluster([node("n1", cpu="2"), node("n2", cpu="2")], [running("vip", "n1", "2", 100), running("vip2", "n2", "2", 100)])
-    c.add(pod("high", "2", priority=10))
-    c.sched.nominator.nominate(info(c.sim.pods[c.uid("high")]), "n2")
+    c = Cluster(
+        [make_node("n1").capacity(cpu="2").obj(), make_node("n2").capacity(cpu="2").obj()],
+        [running("vip", "n1", "2", 100), running("vip2", "n2", "2", 100)],
+    )
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
+    c.sched.nominator.nominate(make_pod_info(c.sim.pods[c.uid("high")]), "n2")
     record = await c.cycle()
     assert record.nominated is None
     assert c.sched.nominator.node_of.get(c.uid("high")) is None
@@ -555,12 +559,12 @@ async def test_clears_a_nomination_its_status_does_not_show_yet() -> None:
 
 async def test_waiting_pod_victim_is_rejected_not_deleted() -> None:
     cfg = make_config([*PLUGINS, "HoldAtPermit"])
-    c = Cluster([node("n1", cpu="2")], config=cfg)
-    c.add(pod("held", "2", priority=1, labels={"hold": "yes"}))
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], config=cfg)
+    c.add(make_pod("held").req(cpu="2").label(hold="yes").priority(1).obj())
     record = await c.cycle()
     assert record.result == "scheduled"
     assert c.plugin.handle.waiting_pod(c.uid("held")) is not None  # type: ignore[union-attr]
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     record = await c.cycle()
     assert record.nominated == "n1"
     assert c.preempted() == set()  # not deleted: rejected at Permit
@@ -571,8 +575,8 @@ async def test_waiting_pod_victim_is_rejected_not_deleted() -> None:
 
 
 async def test_nominated_preemptor_waits_for_terminating_victims() -> None:
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)])
-    p = pod("high", "2", priority=10)
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low", "n1", "2", 1)])
+    p = make_pod("high").req(cpu="2").priority(10).obj()
     p.status.nominated_node_name = "n1"
     c.add(p)
     # The victim is being deleted by an earlier preemption but the cache still holds it.
@@ -596,12 +600,12 @@ async def test_candidate_count_and_offset_limit_the_search() -> None:
     # offset: n1 would be the better choice (lower victim priority) but is never looked at.
     cfg = make_config(preemption_args={"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1})
     c = Cluster(
-        [node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2")],
+        [make_node("n1").capacity(cpu="2").obj(), make_node("n2").capacity(cpu="2").obj(), make_node("n3").capacity(cpu="2").obj()],
         [running("a", "n1", "2", 1), running("b", "n2", "2", 5), running("c", "n3", "2", 100)],
         config=cfg,
     )
     c.plugin.offset = lambda n: 1  # type: ignore[method-assign]
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     record = await c.cycle()
     assert record.nominated == "n2"
     assert c.preempted() == {"b"}
@@ -612,11 +616,11 @@ async def test_zero_candidates_wanted_finds_none() -> None:
     # keeps no candidate, so the nodes that would have been one count as not helped.
     cfg = make_config(preemption_args={"minCandidateNodesPercentage": 5, "minCandidateNodesAbsolute": 0})
     c = Cluster(
-        [node(f"n{i}", cpu="2") for i in range(3)],
+        [make_node(f"n{i}").capacity(cpu="2").obj() for i in range(3)],
         [running("low0", "n0", "2", 1), running("low1", "n1", "2", 1), running("vip", "n2", "2", 100)],
         config=cfg,
     )
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     record = await c.cycle()
     assert record.nominated is None
     assert c.preempted() == set()
@@ -653,7 +657,7 @@ async def test_batched_dry_run_matches_node_by_node(seed: int, monkeypatch: pyte
     # Without PreFilter extensions the dry run evaluates many nodes per filter pass; it must choose
     # exactly what kube's one-node-at-a-time SelectVictimsOnNode chooses, and leave the table as it was.
     rng = random.Random(seed)
-    nodes = [node(f"n{i}", cpu=str(rng.choice([2, 4, 8])), pods=rng.choice([3, 110])) for i in range(10)]
+    nodes = [make_node(f"n{i}").capacity(cpu=str(rng.choice([2, 4, 8])), pods=rng.choice([3, 110])).obj() for i in range(10)]
     pods: list[Pod] = []
     counter = itertools.count()
     for n in nodes:
@@ -666,9 +670,9 @@ async def test_batched_dry_run_matches_node_by_node(seed: int, monkeypatch: pyte
             pods.append(running(name, n.metadata.name, str(cpu), rng.randint(0, 10), start=start))
     c = Cluster(nodes, pods)
     for i in range(rng.randint(0, 3)):
-        nominee = info(pod(f"nom{i}", str(rng.randint(1, 2)), priority=rng.randint(0, 12)))
+        nominee = make_pod(f"nom{i}").req(cpu=str(rng.randint(1, 2))).priority(rng.randint(0, 12)).info()
         c.sched.nominator.nominate(nominee, f"n{rng.randrange(10)}")
-    preemptor = info(pod("high", str(rng.randint(1, 6)), priority=rng.randint(3, 12)))
+    preemptor = make_pod("high").req(cpu=str(rng.randint(1, 6))).priority(rng.randint(3, 12)).info()
     state = CycleState()
     _, _, status = c.fwk.run_pre_filter(state, preemptor)
     assert status is None
@@ -694,7 +698,7 @@ async def test_prefilter_extensions_get_each_node_its_own_state() -> None:
     # and rise again. n-b needs its one pod evicted, which is the cheaper choice.
     web = {"app": "web"}
     c = Cluster(
-        [node("n-a", cpu="4", labels={"zone": "a"}), node("n-b", cpu="4", labels={"zone": "b"})],
+        [make_node("n-a").capacity(cpu="4").label(zone="a").obj(), make_node("n-b").capacity(cpu="4").label(zone="b").obj()],
         [
             running("w1", "n-a", "2", 1, labels=web, start="2024-01-01T00:00:00Z"),
             running("w2", "n-a", "2", 1, labels=web, start="2024-02-01T00:00:00Z"),
@@ -709,8 +713,8 @@ async def test_prefilter_extensions_get_each_node_its_own_state() -> None:
             "labelSelector": {"matchLabels": web},
         }
     ]
-    preemptor = pod("high", "2", priority=10, labels=web, spec={"topologySpreadConstraints": spread})
-    pi = info(preemptor)
+    preemptor = make_pod("high").req(cpu="2").label(web).priority(10).spec(topologySpreadConstraints=spread).obj()
+    pi = make_pod_info(preemptor)
     state = CycleState()
     assert c.fwk.run_pre_filter(state, pi)[2] is None
     plugin = c.plugin
@@ -733,7 +737,7 @@ async def test_prefilter_extensions_get_each_node_its_own_state() -> None:
 
 async def test_post_filter_without_nodes_is_an_error() -> None:
     c = Cluster([])
-    pi = info(pod("high", "1", priority=10))
+    pi = make_pod("high").req(cpu="1").priority(10).info()
     result, status = c.plugin.post_filter(CycleState(), pi, Diagnosis(0))
     assert result is None
     assert status is not None and status.code == Code.ERROR
@@ -744,7 +748,7 @@ def test_reason_constants() -> None:
     assert NO_VICTIMS == "No preemption victims found for incoming pod"
     assert NOT_HELPFUL == "Preemption is not helpful for scheduling"
     assert NOT_ELIGIBLE_NEVER == "not eligible due to preemptionPolicy=Never."
-    assert preempted_message(info(pod("p")), "n9").startswith("Preempted by pod uid-p-")
+    assert preempted_message(make_pod("p").info(), "n9").startswith("Preempted by pod uid-p-")
 
 
 async def test_nominated_pods_must_not_be_relied_on() -> None:
@@ -752,8 +756,8 @@ async def test_nominated_pods_must_not_be_relied_on() -> None:
     # arrive): counted, the node would fit after evicting `low`; not counted, it does not. kube asks
     # both ways, so the node is no candidate and nothing is evicted.
     cfg = make_config([*PLUGINS, "InterPodAffinity"])
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)], config=cfg)
-    db = pod("db", "0", priority=50, labels={"app": "db"})
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low", "n1", "2", 1)], config=cfg)
+    db = make_pod("db").req(cpu="0").label(app="db").priority(50).obj()
     db.status.nominated_node_name = "n1"
     c.add(db)
     c.sched.queue.delete(c.uid("db"))  # nominated, but not scheduled in this test
@@ -764,7 +768,7 @@ async def test_nominated_pods_must_not_be_relied_on() -> None:
             ]
         }
     }
-    c.add(pod("high", "2", priority=10, spec={"affinity": affinity}))
+    c.add(make_pod("high").req(cpu="2").priority(10).spec(affinity=affinity).obj())
     record = await c.cycle()
     assert record.pod == "default/high"
     assert record.nominated is None
@@ -778,12 +782,12 @@ async def test_nominated_pods_must_not_be_relied_on() -> None:
 async def test_a_node_held_for_a_nominated_pod_reports_the_real_reason() -> None:
     # n1 is empty but held for a nominated preemptor of higher priority: a smaller pod filtered
     # against it runs the filters with the preemptor added and says why it does not fit there.
-    c = Cluster([node("n1", cpu="2")], [])
-    big = pod("big", "2", priority=50)
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [])
+    big = make_pod("big").req(cpu="2").priority(50).obj()
     big.status.nominated_node_name = "n1"
     c.add(big)
     c.sched.queue.delete(c.uid("big"))  # nominated, waiting for its victims to go
-    c.add(pod("small", "1", priority=1, spec={"preemptionPolicy": "Never"}))
+    c.add(make_pod("small").req(cpu="1").priority(1).spec(preemptionPolicy="Never").obj())
     record = await c.cycle()
     assert record.pod == "default/small"
     assert record.message == (
@@ -796,17 +800,17 @@ async def test_nominated_pods_count_through_prefilter_extensions() -> None:
     # node through InterPodAffinity's AddPod extension, so n1 cannot host the web preemptor even with
     # `low` gone: no candidate.
     cfg = make_config([*PLUGINS, "InterPodAffinity"])
-    c = Cluster([node("n1", cpu="2")], [running("low", "n1", "2", 1)], config=cfg)
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low", "n1", "2", 1)], config=cfg)
 
     def anti(labels: dict[str, str]) -> dict[str, Any]:
         term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
         return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
-    guard = pod("guard", "0", priority=50, spec={"affinity": anti({"app": "web"})})
+    guard = make_pod("guard").req(cpu="0").priority(50).spec(affinity=anti({"app": "web"})).obj()
     guard.status.nominated_node_name = "n1"
     c.add(guard)
     c.sched.queue.delete(c.uid("guard"))
-    c.add(pod("high", "2", priority=10, labels={"app": "web"}, spec={"affinity": anti({"app": "none"})}))
+    c.add(make_pod("high").req(cpu="2").label(app="web").priority(10).spec(affinity=anti({"app": "none"})).obj())
     record = await c.cycle()
     assert record.pod == "default/high"
     assert record.nominated is None
@@ -820,8 +824,11 @@ async def test_no_second_preemption_while_victims_are_being_deleted() -> None:
     # The victims' deletions run in the background. Until they complete the victims are still in the
     # cache; like kube's victims in graceful termination they make the preemptor wait instead of
     # preempting again (and deleting the same pods twice).
-    c = Cluster([node("n1", cpu="2"), node("n2", cpu="2")], [running("a", "n1", "2", 1), running("b", "n2", "2", 2)])
-    preemptor = pod("high", "2", priority=10)
+    c = Cluster(
+        [make_node("n1").capacity(cpu="2").obj(), make_node("n2").capacity(cpu="2").obj()],
+        [running("a", "n1", "2", 1), running("b", "n2", "2", 2)],
+    )
+    preemptor = make_pod("high").req(cpu="2").priority(10).obj()
     c.add(preemptor)
     pi = c.sched.queue.pods[c.uid("high")].pi
     plugin = c.plugin
@@ -851,7 +858,7 @@ async def test_the_preemptor_waits_at_pre_enqueue_until_its_last_victim_is_delet
     """kube's async preemption: every victim but the last deleted at once, then the last; the
     preemptor is held back by PreEnqueue meanwhile (the first deletions' events do not send it
     round the cycle), and its next attempt, once the last victim is gone, places it."""
-    c = Cluster([node("n1", cpu="3")], [running(f"low{i}", "n1", "1", 1) for i in range(3)])
+    c = Cluster([make_node("n1").capacity(cpu="3").obj()], [running(f"low{i}", "n1", "1", 1) for i in range(3)])
     first, last = asyncio.Event(), asyncio.Event()
     real_delete = c.sim.delete_pod
     order: list[str] = []
@@ -866,7 +873,7 @@ async def test_the_preemptor_waits_at_pre_enqueue_until_its_last_victim_is_delet
             await asyncio.sleep(0)
 
     c.sim.delete_pod = held_delete  # type: ignore[method-assign]
-    c.add(pod("high", "3", priority=10))
+    c.add(make_pod("high").req(cpu="3").priority(10).obj())
     assert c.sched.schedule_one()
     await spin()
     plugin, uid = c.plugin, c.uid("high")
@@ -896,7 +903,7 @@ async def test_the_preemptor_waits_until_the_cache_sees_its_last_victim_go() -> 
     """The deletions' API calls return before the watch reports them: the preemptor stays held at
     PreEnqueue until the cache sees its last victim go, and does not delete the victims still
     reported running a second time."""
-    c = Cluster([node("n1", cpu="3")], [running(f"low{i}", "n1", "1", 1) for i in range(3)])
+    c = Cluster([make_node("n1").capacity(cpu="3").obj()], [running(f"low{i}", "n1", "1", 1) for i in range(3)])
     real_delete, observe = c.sim.delete_pod, c.sched.on_pod_delete
     calls: list[str] = []
     lagging: list[str] = []
@@ -910,7 +917,7 @@ async def test_the_preemptor_waits_until_the_cache_sees_its_last_victim_go() -> 
             c.sched.on_pod_delete = observe  # type: ignore[method-assign]
 
     c.sim.delete_pod = delete_reported_later  # type: ignore[method-assign]
-    c.add(pod("high", "3", priority=10))
+    c.add(make_pod("high").req(cpu="3").priority(10).obj())
     plugin, uid = c.plugin, c.uid("high")
     assert c.sched.schedule_one()
     await c.side_effects()
@@ -935,7 +942,7 @@ async def test_the_preemptor_waits_until_the_cache_sees_its_last_victim_go() -> 
 
 
 async def test_a_failed_deletion_activates_the_preemptor() -> None:
-    c = Cluster([node("n1", cpu="2")], [running("low0", "n1", "1", 1), running("low1", "n1", "1", 1)])
+    c = Cluster([make_node("n1").capacity(cpu="2").obj()], [running("low0", "n1", "1", 1), running("low1", "n1", "1", 1)])
     failing = True
 
     async def broken_delete(pi: PodInfo, reason: str) -> None:
@@ -946,7 +953,7 @@ async def test_a_failed_deletion_activates_the_preemptor() -> None:
     activated: list[str] = []
     real_activate = c.fwk.activate
     c.fwk.activate = lambda uids: (activated.extend(uids), real_activate(uids))  # type: ignore[method-assign, func-returns-value]
-    c.add(pod("high", "2", priority=10))
+    c.add(make_pod("high").req(cpu="2").priority(10).obj())
     assert c.sched.schedule_one()
     with pytest.raises(RuntimeError):
         await asyncio.gather(*c.sched.background)
@@ -960,20 +967,14 @@ async def test_simulation_with_the_default_profile() -> None:
     from kubesched.backends.sim.manifests import load_objects
     from kubesched.config.parse import default_config
 
-    def manifest(name: str, cpu: str, priority_class: str | None = None, node_name: str = "") -> dict[str, Any]:
-        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]}
-        if priority_class:
-            spec["priorityClassName"] = priority_class
-        if node_name:
-            spec["nodeName"] = node_name
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    def manifest(name: str, cpu: str, priority_class: str, node_name: str = "") -> dict[str, Any]:
+        return make_pod(name).image("app").req(cpu=cpu).priority_class(priority_class).node(node_name).manifest()
 
     objects = [
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 1},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "mid"}, "value": 5},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        make_node("n1").capacity(memory="8Gi").without("ephemeral-storage").manifest(),
+        make_priority_class("low", 1),
+        make_priority_class("mid", 5),
+        make_priority_class("high", 1000),
         manifest("a", "1", "low", "n1"),
         manifest("b", "1", "low", "n1"),
         manifest("c", "1", "mid", "n1"),

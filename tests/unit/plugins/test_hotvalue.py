@@ -9,24 +9,23 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.objects import PodCondition
+from kubesched.api.podinfo import make_pod_info
 from kubesched.plugins.hotvalue import HotValue, HotValueArgs
 
-from ..simkit import node as sim_node
-from ..simkit import pod as sim_pod
 from ..simkit import profile_config, run
 from .usagekit import UsageHandle, scores
 
 
 def setup(args: dict[str, Any] | None = None) -> tuple[HotValue, UsageHandle]:
-    handle = UsageHandle(cache_with([node(n) for n in "abcdef"]))
+    handle = UsageHandle(cache_with([make_node(n).obj() for n in "abcdef"]))
     return HotValue(HotValueArgs.model_validate(args or {}), handle), handle
 
 
 def place_all(handle: UsageHandle, placements: list[tuple[float, str]]) -> None:
     for i, (when, name) in enumerate(sorted(placements)):
-        handle.place(info(pod(f"p{i}")), name, at=when)
+        handle.place(make_pod(f"p{i}").info(), name, at=when)
 
 
 def test_defaults_are_cranes() -> None:
@@ -61,7 +60,7 @@ def test_invalid_args(args: dict[str, Any], message: str) -> None:
 
 def test_no_placements_scores_100() -> None:
     plugin, handle = setup()
-    assert set(scores(plugin, handle, info(pod("p"))).values()) == {100}
+    assert set(scores(plugin, handle, make_pod("p").info()).values()) == {100}
 
 
 def test_hot_value_per_window() -> None:
@@ -75,7 +74,7 @@ def test_hot_value_per_window() -> None:
     handle.clock.advance_to(600)
     # a: 3//5 + 3//2 = 1 -> 90; b: 7//5 + 3//2 = 2 -> 80; d: 12//5 + 12//2 = 8 -> 20;
     # e: 25//5 + 25//2 = 17 -> 0 (not below); c and f: 0 -> 100
-    assert scores(plugin, handle, info(pod("p"))) == {"a": 90, "b": 80, "c": 100, "d": 20, "e": 0, "f": 100}
+    assert scores(plugin, handle, make_pod("p").info()) == {"a": 90, "b": 80, "c": 100, "d": 20, "e": 0, "f": 100}
 
 
 def test_a_placement_counts_while_strictly_younger_than_the_window() -> None:
@@ -83,17 +82,17 @@ def test_a_placement_counts_while_strictly_younger_than_the_window() -> None:
     place_all(handle, [(540, "a"), (541, "a"), (541, "b")])
     handle.clock.advance_to(600)
     # a: 1 placement younger than 60 s (the one at 540 is exactly 60 s old); 7.5 -> 92.5 -> 93 (half up)
-    assert scores(plugin, handle, info(pod("p")), ["a", "b", "c"]) == {"a": 93, "b": 93, "c": 100}
+    assert scores(plugin, handle, make_pod("p").info(), ["a", "b", "c"]) == {"a": 93, "b": 93, "c": 100}
 
 
 def test_deleted_pods_no_longer_count() -> None:
     plugin, handle = setup({"windows": [{"timeRange": "1m", "divisor": 1}]})
-    gone = info(pod("gone"))
+    gone = make_pod("gone").info()
     handle.place(gone, "a", at=10)
-    handle.place(info(pod("stays")), "a", at=11)
-    assert scores(plugin, handle, info(pod("p")), ["a"]) == {"a": 80}
+    handle.place(make_pod("stays").info(), "a", at=11)
+    assert scores(plugin, handle, make_pod("p").info(), ["a"]) == {"a": 80}
     handle.usage.pod_removed(gone.uid)
-    assert scores(plugin, handle, info(pod("p")), ["a"]) == {"a": 90}
+    assert scores(plugin, handle, make_pod("p").info(), ["a"]) == {"a": 90}
 
 
 def test_pods_bound_by_others_count_from_their_scheduled_time() -> None:
@@ -102,11 +101,11 @@ def test_pods_bound_by_others_count_from_their_scheduled_time() -> None:
     handle.usage.wall_clock = lambda: wall
     handle.clock.advance_to(1000)
     for name, at in (("recent", "2024-01-01T00:09:30Z"), ("old", "2024-01-01T00:08:00Z")):
-        p = pod(name)
+        p = make_pod(name).obj()
         p.status.conditions = [PodCondition(type="PodScheduled", status="True", last_transition_time=at)]
-        handle.usage.pod_placed(info(p), handle.cache.table.row_of("a" if name == "recent" else "b"), False)
+        handle.usage.pod_placed(make_pod_info(p), handle.cache.table.row_of("a" if name == "recent" else "b"), False)
     # "recent" was placed 30 s ago (on the scheduler's clock, 970), "old" 120 s ago.
-    assert scores(plugin, handle, info(pod("p")), ["a", "b"]) == {"a": 90, "b": 100}
+    assert scores(plugin, handle, make_pod("p").info(), ["a", "b"]) == {"a": 90, "b": 100}
 
 
 def test_needs_a_handle() -> None:
@@ -115,8 +114,8 @@ def test_needs_a_handle() -> None:
 
 
 def test_spreads_a_burst_that_most_allocated_would_pile_up() -> None:
-    nodes = [sim_node(n, cpu="4") for n in ("n1", "n2", "n3")]
-    pods = [sim_pod(f"p{i}", cpu="500m") for i in range(6)]
+    nodes = [make_node(n).capacity(cpu="4").without("ephemeral-storage").manifest() for n in ("n1", "n2", "n3")]
+    pods = [make_pod(f"p{i}").req(cpu="500m", memory="100Mi").manifest() for i in range(6)]
     packing: dict[str, Any] = {
         "schedulerName": "default-scheduler",
         "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit"}]}},

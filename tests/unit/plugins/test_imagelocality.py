@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
@@ -30,33 +30,33 @@ def run_score(cache: Cache, pi: PodInfo, plugin: ImageLocality | None = None) ->
 def app_pod(name: str, *images: str, init: tuple[str, ...] = ()) -> PodInfo:
     containers = [{"name": f"c{i}", "image": img} for i, img in enumerate(images)]
     spec = {"initContainers": [{"name": f"i{i}", "image": img} for i, img in enumerate(init)]}
-    return info(pod(name, containers=containers, spec=spec))
+    return make_pod(name).containers(*containers).spec(**spec).info()
 
 
 def test_size_scaled_by_spread() -> None:
     app = (["registry.example/app:1"], 300 * MB)
-    cache = cache_with([node("a", images=[app]), node("b", images=[app]), node("c"), node("d")])
+    cache = cache_with([make_node("a").image(*app).obj(), make_node("b").image(*app).obj(), make_node("c").obj(), make_node("d").obj()])
     # 300 MB on 2 of 4 nodes -> 150 MB; 100 * (150 - 23) / (1000 - 23) = 12.99 -> 12
     assert run_score(cache, app_pod("p", "registry.example/app:1")) == {"a": 12, "b": 12, "c": 0, "d": 0}
 
 
 def test_wider_spread_scores_higher() -> None:
     app = (["app:1"], 300 * MB)
-    cache = cache_with([node("a", images=[app]), node("b", images=[app])])
+    cache = cache_with([make_node("a").image(*app).obj(), make_node("b").image(*app).obj()])
     # On every node: 100 * (300 - 23) / 977 = 28.35 -> 28
     assert run_score(cache, app_pod("p", "app:1")) == {"a": 28, "b": 28}
 
 
 def test_small_images_score_zero_and_huge_ones_are_capped() -> None:
     small, huge = (["small:1"], 20 * MB), (["huge:1"], 2000 * MB)
-    cache = cache_with([node("a", images=[small, huge])])
+    cache = cache_with([make_node("a").image(*small).image(*huge).obj()])
     assert run_score(cache, app_pod("p", "small:1")) == {"a": 0}
     assert run_score(cache, app_pod("q", "huge:1")) == {"a": 100}
 
 
 def test_init_containers_count_in_the_sum_and_the_threshold() -> None:
     init, app = (["init:1"], 500 * MB), (["app:1"], 800 * MB)
-    cache = cache_with([node("a", images=[init, app]), node("b", images=[init])])
+    cache = cache_with([make_node("a").image(*init).image(*app).obj(), make_node("b").image(*init).obj()])
     pi = app_pod("p", "app:1", init=("init:1",))
     # Two containers: max threshold 2000 MB.
     # a: 500 + 800/2 = 900 MB -> 100 * 877 / 1977 = 44.36 -> 44; b: 500 MB -> 100 * 477 / 1977 = 24.1 -> 24
@@ -65,14 +65,14 @@ def test_init_containers_count_in_the_sum_and_the_threshold() -> None:
 
 def test_an_image_used_twice_counts_twice() -> None:
     app = (["app:1"], 400 * MB)
-    cache = cache_with([node("a", images=[app])])
+    cache = cache_with([make_node("a").image(*app).obj()])
     # 800 MB over a 2000 MB threshold: 100 * 777 / 1977 = 39.3 -> 39
     assert run_score(cache, app_pod("p", "app:1", "app:1")) == {"a": 39}
 
 
 def test_missing_tag_means_latest() -> None:
-    cache = cache_with([node("a", images=[(["nginx:latest"], 500 * MB)]),
-                        node("b", images=[(["nginx:1.25"], 500 * MB)])])
+    cache = cache_with([make_node("a").image(["nginx:latest"], 500 * MB).obj(),
+                        make_node("b").image(["nginx:1.25"], 500 * MB).obj()])
     scores = run_score(cache, app_pod("p", "nginx"))
     # 500 MB on 1 of 2 nodes -> 250 MB: 100 * 227 / 977 = 23.2 -> 23
     assert scores == {"a": 23, "b": 0}
@@ -80,14 +80,14 @@ def test_missing_tag_means_latest() -> None:
 
 def test_any_of_an_images_names_matches() -> None:
     img = (["docker.io/library/redis:7", "redis@sha256:abc"], 600 * MB)
-    cache = cache_with([node("a", images=[img])])
+    cache = cache_with([make_node("a").image(*img).obj()])
     # 100 * 577 / 977 = 59.05 -> 59
     assert run_score(cache, app_pod("p", "redis@sha256:abc")) == {"a": 59}
     assert run_score(cache, app_pod("q", "docker.io/library/redis:7")) == {"a": 59}
 
 
 def test_prescore_skips_when_no_node_has_the_images() -> None:
-    cache = cache_with([node("a", images=[(["other:1"], 500 * MB)])])
+    cache = cache_with([make_node("a").image(["other:1"], 500 * MB).obj()])
     plugin = ImageLocality(handle=UnitHandle(cache))
     status = plugin.pre_score(CycleState(), app_pod("p", "app:1"), cache.table, cache.table.rows())
     assert status is not None and status.code == Code.SKIP
@@ -96,14 +96,14 @@ def test_prescore_skips_when_no_node_has_the_images() -> None:
 
 def test_scores_follow_cluster_changes() -> None:
     app = (["app:1"], 300 * MB)
-    cache = cache_with([node("a", images=[app]), node("b")])
+    cache = cache_with([make_node("a").image(*app).obj(), make_node("b").obj()])
     plugin = ImageLocality(handle=UnitHandle(cache))
     # 150 MB -> 100 * 127 / 977 = 12
     assert run_score(cache, app_pod("p", "app:1"), plugin) == {"a": 12, "b": 0}
-    cache.update_node(node("b", images=[app]))
+    cache.update_node(make_node("b").image(*app).obj())
     assert run_score(cache, app_pod("p", "app:1"), plugin) == {"a": 28, "b": 28}
     cache.remove_node("a")
-    cache.add_node(node("c"))
+    cache.add_node(make_node("c").obj())
     assert run_score(cache, app_pod("p", "app:1"), plugin) == {"b": 12, "c": 0}
 
 

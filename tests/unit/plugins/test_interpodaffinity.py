@@ -9,8 +9,8 @@ import numpy as np
 import pydantic
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
-from kubesched.api.podinfo import PodInfo
+from builders import UnitHandle, cache_with, make_node, make_pod
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, QueueingHint
@@ -75,16 +75,16 @@ def mk(
     namespace: str = "default",
     aff: dict[str, Any] | None = None,
 ) -> PodInfo:
-    return info(pod(name, labels=labels, node_name=on, namespace=namespace, spec=aff))
+    return make_pod(name).ns(namespace).label(labels).node(on).spec(**(aff or {})).info()
 
 
 def zoned_cluster(*existing: PodInfo) -> Cache:
     """n1, n2 in zone a; n3 in zone b; n4 has no zone label."""
     nodes = [
-        node("n1", labels={ZONE: "a"}),
-        node("n2", labels={ZONE: "a"}),
-        node("n3", labels={ZONE: "b"}),
-        node("n4"),
+        make_node("n1").label({ZONE: "a"}).obj(),
+        make_node("n2").label({ZONE: "a"}).obj(),
+        make_node("n3").label({ZONE: "b"}).obj(),
+        make_node("n4").obj(),
     ]
     cache = cache_with(nodes)
     for p in existing:
@@ -196,8 +196,8 @@ SCAN = _expr("service", "In", "securityscan", "value2")
 
 def nominated(name: str, labels: dict[str, str] | None = None, aff: dict[str, Any] | None = None) -> PodInfo:
     """A pod nominated to a node but not bound to it."""
-    p = pod(name, labels=labels, spec=aff)
-    return info(msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="n1")))
+    p = make_pod(name).label(labels).spec(**(aff or {})).obj()
+    return make_pod_info(msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="n1")))
 
 
 def hint_plugin() -> InterPodAffinity:
@@ -366,7 +366,7 @@ def test_hint_unparsable_required_terms_queue() -> None:
     placed = mk("o", {"aaa": "a"}, on="n1")
     for pending in (broken, broken_anti):
         assert pl.is_schedulable_after_assigned_pod_change(pending, None, placed) == Q
-        assert pl.is_schedulable_after_node_change(pending, node("n1"), node("n1", labels={"x": "y"})) == Q
+        assert pl.is_schedulable_after_node_change(pending, make_node("n1").obj(), make_node("n1").label(x="y").obj()) == Q
         # The unscheduled-pod check comes first.
         assert pl.is_schedulable_after_assigned_pod_change(pending, None, mk("o", {"aaa": "a"})) == SKIP
     # Only required terms are read: a broken preferred term changes nothing.
@@ -384,7 +384,7 @@ def test_hint_target_pod_label_update_always_queues() -> None:
 
 
 def _n(**labels: str) -> Any:
-    return node("node-a", labels=labels)
+    return make_node("node-a").label(labels).obj()
 
 
 ZONE_AFF = affinity(required=[term(selector=SCAN, key="zone")])
@@ -426,7 +426,7 @@ def test_hint_agrees_with_filter_on_a_pod_that_satisfies_affinity() -> None:
     cache.add_pod(db)
     assert run_filter(cache, p) == {"n1": AFF, "n2": AFF, "n3": None, "n4": AFF}
     # Relabelled away: no help to a pod with affinity only, and Filter fails again.
-    away = info(pod("db", labels={"app": "cache"}, node_name="n3"))
+    away = make_pod("db").label(app="cache").node("n3").info()
     away.uid = db.uid
     assert pl.is_schedulable_after_assigned_pod_change(p, db, away) == SKIP
     cache.update_pod(away)
@@ -730,7 +730,7 @@ def test_filter_copes_with_nodes_added_after_prefilter() -> None:
     cache = zoned_cluster(mk("db", {"app": "db"}, on="n1"))
     p = mk("p", aff=affinity(required=[term({"app": "db"})]))
     pl, state = prefiltered(cache, p)
-    cache.add_node(node("n5", labels={ZONE: "c"}))
+    cache.add_node(make_node("n5").label({ZONE: "c"}).obj())
     row5 = cache.table.row_of("n5")
     assert verdicts(pl, state, p)["n5"] == AFF
     pl.add_pod(state, p, mk("db5", {"app": "db"}), row5)
@@ -839,7 +839,7 @@ def test_prescore_skips_when_nothing_to_score() -> None:
 
 
 def test_equal_scores_normalize_to_zero() -> None:
-    cache = cache_with([node("n1", labels={ZONE: "a"}), node("n2", labels={ZONE: "a"})])
+    cache = cache_with([make_node("n1").label({ZONE: "a"}).obj(), make_node("n2").label({ZONE: "a"}).obj()])
     cache.add_pod(mk("db", {"app": "db"}, on="n1"))
     p = mk("p", aff=affinity(preferred=[(7, term({"app": "db"}))]))
     assert raw_scores(cache, p) == {"n1": 7, "n2": 7}
@@ -889,7 +889,7 @@ def test_same_plugin_follows_pod_adds_removes_and_updates() -> None:
     cache.add_pod(guard)
     assert check() == {"n1": EXISTING, "n2": EXISTING, "n3": None, "n4": None}
     # Same uid, new spec: the guard now keeps app=web off its host only.
-    moved = info(pod("guard", labels={"app": "db"}, node_name="n1", spec=affinity(anti_required=[term({"app": "web"}, key=HOST)])))
+    moved = make_pod("guard").label(app="db").node("n1").spec(**affinity(anti_required=[term({"app": "web"}, key=HOST)])).info()
     moved.uid = guard.uid
     cache.update_pod(moved)
     assert check() == {"n1": EXISTING, "n2": None, "n3": None, "n4": None}
@@ -906,8 +906,8 @@ def test_node_removed_and_added_back_moves_its_pods_row() -> None:
     pl.pre_filter(state, p)
     assert verdicts(pl, state, p)["n3"] == EXISTING
     cache.remove_node("n3")
-    cache.add_node(node("n5"))  # takes n3's old row
-    cache.add_node(node("n3", labels={ZONE: "b"}))
+    cache.add_node(make_node("n5").obj())  # takes n3's old row
+    cache.add_node(make_node("n3").label({ZONE: "b"}).obj())
     state = CycleState()
     pl.pre_filter(state, p)
     assert verdicts(pl, state, p) == {"n1": None, "n2": None, "n3": EXISTING, "n4": None, "n5": None}
@@ -1031,7 +1031,7 @@ def test_matches_reference_on_random_clusters(seed: int) -> None:
             labels[ZONE] = str(rng.choice(["a", "b", "c"]))
         if rng.random() < 0.6:
             labels["rack"] = str(rng.choice(["r1", "r2"]))
-        nodes.append(node(f"n{i}", labels=labels))
+        nodes.append(make_node(f"n{i}").label(labels).obj())
     cache = cache_with(nodes)
     cache.set_namespace("other", {"team": "a"})
     cache.set_namespace("default", {"team": "b"})

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from builders import make_node, make_pod_group
 from kubesched.config.errors import ConfigError
 from kubesched.config.parse import parse_config
-from unit.scheduler.test_groupcycle import conditions, group, member, run_groups
-from unit.simkit import node, pod, profile_config
+from unit.scheduler.test_groupcycle import conditions, member, run_groups
+from unit.simkit import profile_config
 
 JOINT = profile_config({"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": [{"name": "JointPlacement"}]}},
                         "pluginConfig": [{"name": "JointPlacement", "args": {"timeBudget": "0s", "workLimit": 1000}}]})
@@ -19,8 +20,15 @@ JOINT = profile_config({"schedulerName": "default-scheduler", "plugins": {"multi
 def stranding() -> list[dict[str, Any]]:
     """One 8-cpu node and two 2-cpu ones; two 2-cpu members, then a 6-cpu one. One by one, the
     small members go to the emptiest node (LeastAllocated), the big one then fits nowhere."""
-    return [node("big", cpu="8"), node("s1", cpu="2"), node("s2", cpu="2"), group("g", 3),
-            member("a-0", "g", cpu="2"), member("a-1", "g", cpu="2"), member("z-big", "g", cpu="6")]
+    return [
+        make_node("big").capacity(cpu="8").without("ephemeral-storage").manifest(),
+        make_node("s1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("s2").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_pod_group("g", 3),
+        member("a-0", "g", cpu="2"),
+        member("a-1", "g", cpu="2"),
+        member("z-big", "g", cpu="6"),
+    ]
 
 
 def test_the_per_pod_order_strands_the_gang() -> None:
@@ -42,10 +50,14 @@ def test_a_plan_that_does_not_pass_the_filters_falls_back_to_the_per_pod_order(m
     # small members in zone z1; the cycle finds the second does not pass there and places one by one.
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "spread"}}, "topologyKey": "zone"}]}}
-    objects = [node("z1a", cpu="4", labels={"zone": "z1"}), node("z1b", cpu="4", labels={"zone": "z1"}),
-               node("z2a", cpu="1", labels={"zone": "z2"}), group("g", 2),
-               member("m-0", "g", cpu="1", labels={"app": "spread"}, affinity=anti),
-               member("m-1", "g", cpu="1", labels={"app": "spread"}, affinity=anti)]
+    objects = [
+        make_node("z1a").capacity(cpu="4").without("ephemeral-storage").label(zone="z1").manifest(),
+        make_node("z1b").capacity(cpu="4").without("ephemeral-storage").label(zone="z1").manifest(),
+        make_node("z2a").capacity(cpu="1").without("ephemeral-storage").label(zone="z2").manifest(),
+        make_pod_group("g", 2),
+        member("m-0", "g", cpu="1", labels={"app": "spread"}, affinity=anti),
+        member("m-1", "g", cpu="1", labels={"app": "spread"}, affinity=anti),
+    ]
     from kubesched.scheduler import groupcycle
 
     outcomes: list[object] = []
@@ -72,7 +84,12 @@ def test_args_are_checked() -> None:
 
 
 def test_without_groups_it_changes_nothing() -> None:
+    from builders import make_node, make_pod
     from unit.simkit import run
 
-    plain = [node("n1"), node("n2"), *(pod(f"p{i}") for i in range(5))]
+    plain = [
+        make_node("n1").without("ephemeral-storage").manifest(),
+        make_node("n2").without("ephemeral-storage").manifest(),
+        *(make_pod(f"p{i}").req(cpu="100m", memory="100Mi").manifest() for i in range(5)),
+    ]
     assert run(plain, JOINT)[0].placements == run(plain)[0].placements

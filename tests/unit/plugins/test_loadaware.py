@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import cache_with
+from builders import cache_with, make_node, make_pod
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.errors import ConfigError
@@ -20,7 +20,7 @@ from kubesched.plugins.loadaware import NO_METRICS, LoadAware, LoadAwareArgs, pa
 from kubesched.scheduler.core import Scheduler
 from kubesched.usage.service import USAGE_UPDATE, UsageService, UsageTransport
 
-from ..simkit import node, pod, profile_config
+from ..simkit import profile_config
 from ..usage.fakeprom import FakePrometheus
 from .usagekit import UsageHandle
 
@@ -77,7 +77,7 @@ class Cluster:
         return record.message if record else ""
 
 
-NODES = [node(n, cpu="16", memory="64Gi") for n in ("a", "b", "c")]
+NODES = [make_node(n).capacity(cpu="16", memory="64Gi").without("ephemeral-storage").manifest() for n in ("a", "b", "c")]
 
 
 async def test_filter_keeps_pods_off_a_hot_node_and_says_why() -> None:
@@ -85,24 +85,27 @@ async def test_filter_keeps_pods_off_a_hot_node_and_says_why() -> None:
     c.prom.set("cpu", a=0.9, b=0.2, c=0.3)
     c.prom.set("memory", a=0.2, b=0.2, c=0.2)
     await c.at(0)
-    await c.create(*(pod(f"p{i}", cpu="100m") for i in range(6)))
+    await c.create(*(make_pod(f"p{i}").req(cpu="100m", memory="100Mi").manifest() for i in range(6)))
     assert "a" not in c.placements().values()
     c.prom.set("cpu", b=0.95, c=0.7)
     await c.at(30)
-    await c.create(pod("late", cpu="100m"))
+    await c.create(make_pod("late").req(cpu="100m", memory="100Mi").manifest())
     assert c.placements()["late"] == ""
     # Usage is resolvable (Unschedulable, as Koordinator's): preemption is tried and finds nothing.
     assert c.message("late").startswith("0/3 nodes are available: 3 node(s) cpu usage exceed threshold. preemption:")
 
 
 async def test_a_node_annotation_raises_its_threshold() -> None:
-    nodes = [node("a", cpu="16", memory="64Gi"), node("b", cpu="16", memory="64Gi")]
+    nodes = [
+        make_node("a").capacity(cpu="16", memory="64Gi").without("ephemeral-storage").manifest(),
+        make_node("b").capacity(cpu="16", memory="64Gi").without("ephemeral-storage").manifest(),
+    ]
     nodes[0]["metadata"]["annotations"] = {"kubesched.io/usage-thresholds": "cpu=95"}
     c = Cluster(nodes, load_aware_config())
     c.prom.set("cpu", a=0.8, b=0.9)
     c.prom.set("memory", a=0.1, b=0.1)
     await c.at(0)
-    await c.create(pod("p", cpu="100m"))
+    await c.create(make_pod("p").req(cpu="100m", memory="100Mi").manifest())
     assert c.placements()["p"] == "a"
 
 
@@ -119,7 +122,7 @@ async def test_score_is_the_weighted_headroom() -> None:
     c.prom.set("cpu", a=0.2, b=0.5, c=0.6)
     c.prom.set("memory", a=0.9, b=0.1, c=0.1)
     await c.at(0)
-    await c.create(pod("p", cpu="0", memory="0"))
+    await c.create(make_pod("p").req(cpu="0", memory="0").manifest())
     record = c.sched.recorder.latest["default/p"]
     # a: (3*80 + 1*10)/4 = 62.5; b: (3*50 + 90)/4 = 60; c: (3*40 + 90)/4 = 52.5 (less the pod's default estimate)
     assert c.placements()["p"] == "a"
@@ -131,7 +134,7 @@ async def test_a_burst_spreads_by_estimates_instead_of_piling_onto_the_coldest_n
     c.prom.set("cpu", a=0.10, b=0.30, c=0.50)
     c.prom.set("memory", a=0.1, b=0.1, c=0.1)
     await c.at(0)
-    await c.create(*(pod(f"p{i}", cpu="1", memory="1Gi") for i in range(24)))
+    await c.create(*(make_pod(f"p{i}").req(cpu="1", memory="1Gi").manifest() for i in range(24)))
     counts = {n: list(c.placements().values()).count(n) for n in "abc"}
     # Each pod is estimated at 0.85 CPU (5.3% of a node): a takes ~4 before it looks like b, then they share.
     assert counts["a"] < 16 and counts["b"] > 3 and counts["c"] > 0, counts
@@ -152,7 +155,7 @@ async def test_fail_open_keeps_scheduling_through_an_outage_and_says_so_once() -
     await c.at(0)
     c.prom.down = "connection refused"
     await c.at(120)  # the last values are 120 s old: stale
-    await c.create(*(pod(f"p{i}", cpu="100m") for i in range(3)))
+    await c.create(*(make_pod(f"p{i}").req(cpu="100m", memory="100Mi").manifest() for i in range(3)))
     assert all(c.placements().values())
     warnings = [e for e in c.sim.events if e.reason == "UsageMetricsUnavailable"]
     assert len(warnings) == 1 and "connection refused" in warnings[0].message and "FailOpen" in warnings[0].message
@@ -163,11 +166,11 @@ async def test_fail_closed_filters_nodes_without_fresh_metrics() -> None:
     c.prom.set("cpu", a=0.1, b=0.1)  # c never reports
     c.prom.set("memory", a=0.1, b=0.1)
     await c.at(0)
-    await c.create(pod("p", cpu="100m"))
+    await c.create(make_pod("p").req(cpu="100m", memory="100Mi").manifest())
     assert c.placements()["p"] in ("a", "b")
     c.prom.down = "timeout"
     await c.at(120)
-    await c.create(pod("q", cpu="100m"))
+    await c.create(make_pod("q").req(cpu="100m", memory="100Mi").manifest())
     assert c.placements()["q"] == ""
     assert c.message("q").startswith(f"0/3 nodes are available: 3 {NO_METRICS}.")
     c.prom.down = ""

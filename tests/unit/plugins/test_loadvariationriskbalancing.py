@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.plugins.loadvariationriskbalancing import (
     LoadVariationRiskBalancing,
     LoadVariationRiskBalancingArgs,
@@ -22,7 +22,7 @@ from .usagekit import UsageHandle, scores
 
 
 def setup(args: dict[str, Any] | None = None) -> tuple[LoadVariationRiskBalancing, UsageHandle]:
-    handle = UsageHandle(cache_with([node(n, cpu="4", memory="4Gi") for n in ("a", "b", "c")]))
+    handle = UsageHandle(cache_with([make_node(n).capacity(cpu="4", memory="4Gi").obj() for n in ("a", "b", "c")]))
     plugin = LoadVariationRiskBalancing(LoadVariationRiskBalancingArgs.model_validate(args or {}), handle)
     # a: cpu 30% +- 10, memory 20% +- 4; b: cpu 20% +- 36, memory 50% +- 0; c has no stddev series.
     handle.prom.set("cpu", {"a": 0.3, "b": 0.2, "c": 0.1})
@@ -32,7 +32,7 @@ def setup(args: dict[str, Any] | None = None) -> tuple[LoadVariationRiskBalancin
     return plugin, handle
 
 
-POD = info(pod("p", cpu="400m"))  # 10% of 4 cores, no memory request
+POD = make_pod("p").req(cpu="400m").info()  # 10% of 4 cores, no memory request
 
 
 def test_defaults() -> None:
@@ -98,13 +98,13 @@ async def test_memory_request_counts_in_mu() -> None:
     plugin, handle = setup()
     await handle.refresh()
     # 2Gi is half of b's memory: (0.5+0.5 + 0)/2 = 0.5 -> 50; a: memory (0.2+0.5 + 0.04)/2 = 0.37, cpu 0.25 -> 63
-    assert scores(plugin, handle, info(pod("p", cpu="400m", memory="2Gi")), ["a", "b"]) == {"a": 63, "b": 50}
+    assert scores(plugin, handle, make_pod("p").req(cpu="400m", memory="2Gi").info(), ["a", "b"]) == {"a": 63, "b": 50}
 
 
 async def test_recently_placed_pods_count_at_their_estimate() -> None:
     plugin, handle = setup()
     await handle.refresh(at=0.0)
-    handle.place(info(pod("new", cpu="1")), "a", at=10.0)
+    handle.place(make_pod("new").req(cpu="1").info(), "a", at=10.0)
     # 1 core at the cpu factor 0.85 is 850m, 21.25%: (0.3+0.2125+0.1 + 0.1)/2 = 0.35625 -> 64
     assert scores(plugin, handle, POD, ["a"]) == {"a": 64}
 

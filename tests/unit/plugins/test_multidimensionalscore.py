@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.objects import Node, Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.cycle_state import CycleState
@@ -79,12 +79,12 @@ def test_without_cpu_or_memory_weight_nothing_is_read_from_prometheus() -> None:
 
 # --- cpu and memory ------------------------------------------------------------------------------
 
-HEADROOM_NODES = [node(n, cpu="4", memory="8Gi") for n in ("a", "b", "c")]
-POD = info(pod("p", cpu="400m", memory="1Gi"))  # estimated 340m (8.5%) and 0.7Gi (8.75%)
+HEADROOM_NODES = [make_node(n).capacity(cpu="4", memory="8Gi").obj() for n in ("a", "b", "c")]
+POD = make_pod("p").req(cpu="400m", memory="1Gi").info()  # estimated 340m (8.5%) and 0.7Gi (8.75%)
 
 
 async def test_headroom_is_100_minus_estimated_utilization() -> None:
-    plugin, handle = make({}, HEADROOM_NODES, [pod("old", cpu="1", memory="2Gi", node_name="c")])
+    plugin, handle = make({}, HEADROOM_NODES, [make_pod("old").req(cpu="1", memory="2Gi").node("c").obj()])
     handle.prom.set("cpu", {"a": 0.2, "b": 0.6})
     handle.prom.set("memory", {"a": 0.5, "b": 0.1})
     await handle.refresh()
@@ -122,7 +122,7 @@ async def test_stale_metrics_fall_back_and_an_outage_is_reported() -> None:
 
 def latency_nodes() -> list[Node]:
     values = {"l0": "0", "l100": "100", "l600": "600", "lms": "12ms", "lbad": "fast"}
-    return [node(n, labels={LATENCY: v}) for n, v in values.items()] + [node("lnone")]
+    return [make_node(n).label({LATENCY: v}).obj() for n, v in values.items()] + [make_node("lnone").obj()]
 
 
 def test_parse_latency() -> None:
@@ -140,13 +140,13 @@ def test_latency_scores_and_missing_labels_score_the_mean() -> None:
 
 def test_max_latency_and_a_custom_label() -> None:
     args = {**only("latency"), "maxLatencyMs": 200, "latencyLabel": "example.com/rtt"}
-    cache = cache_with([node("x", labels={"example.com/rtt": "100"}), node("y", labels={"example.com/rtt": "50"})])
+    cache = cache_with([make_node("x").label({"example.com/rtt": "100"}).obj(), make_node("y").label({"example.com/rtt": "50"}).obj()])
     plugin = MultiDimensionalScore(MultiDimensionalScoreArgs.model_validate(args), UnitHandle(cache))
     assert scores(plugin, UnitHandle(cache), POD) == {"x": 50, "y": 75}
 
 
 def test_no_latency_labels_anywhere_drops_the_dimension() -> None:
-    cache = cache_with([node("x"), node("y")])
+    cache = cache_with([make_node("x").obj(), make_node("y").obj()])
     plugin = MultiDimensionalScore(MultiDimensionalScoreArgs.model_validate(only("latency")), UnitHandle(cache))
     assert dims(plugin, UnitHandle(cache), POD) == {}
     assert scores(plugin, UnitHandle(cache), POD) == {"x": 50, "y": 50}
@@ -157,47 +157,47 @@ def test_no_latency_labels_anywhere_drops_the_dimension() -> None:
 
 def topology_nodes() -> list[Node]:
     return [
-        node("n1", labels={ZONE: "z1", RACK: "r1"}),
-        node("n2", labels={ZONE: "z1", RACK: "r1"}),
-        node("n3", labels={ZONE: "z1", RACK: "r2"}),
-        node("n4", labels={ZONE: "z2", RACK: "r1"}),  # rack r1 of another zone: another rack
-        node("n5", labels={ZONE: "z2"}),
-        node("n6"),
+        make_node("n1").label({ZONE: "z1", RACK: "r1"}).obj(),
+        make_node("n2").label({ZONE: "z1", RACK: "r1"}).obj(),
+        make_node("n3").label({ZONE: "z1", RACK: "r2"}).obj(),
+        make_node("n4").label({ZONE: "z2", RACK: "r1"}).obj(),  # rack r1 of another zone: another rack
+        make_node("n5").label({ZONE: "z2"}).obj(),
+        make_node("n6").obj(),
     ]
 
 
-WEB = info(pod("incoming", labels={INSTANCE: "web"}))
+WEB = make_pod("incoming").label({INSTANCE: "web"}).info()
 
 
 def test_distance_to_the_nearest_peer() -> None:
     pods = [
-        pod("peer", labels={INSTANCE: "web"}, node_name="n1"),
-        pod("stranger", namespace="other", labels={INSTANCE: "web"}, node_name="n5"),  # not a peer: namespace
-        pod("db", labels={INSTANCE: "db"}, node_name="n3"),  # not a peer: another instance
+        make_pod("peer").label({INSTANCE: "web"}).node("n1").obj(),
+        make_pod("stranger").ns("other").label({INSTANCE: "web"}).node("n5").obj(),  # not a peer: namespace
+        make_pod("db").label({INSTANCE: "db"}).node("n3").obj(),  # not a peer: another instance
     ]
     cache = cache_with(topology_nodes(), pods)
     plugin = MultiDimensionalScore(MultiDimensionalScoreArgs.model_validate(only("topology")), UnitHandle(cache))
     # n1 runs a peer (0), n2 shares its rack (1), n3 its zone (2), the rest are farther (3)
     assert scores(plugin, UnitHandle(cache), WEB) == {"n1": 100, "n2": 67, "n3": 33, "n4": 0, "n5": 0, "n6": 0}
-    cache.add_pod(info(pod("peer-2", labels={INSTANCE: "web"}, node_name="n5")))
+    cache.add_pod(make_pod("peer-2").label({INSTANCE: "web"}).node("n5").info())
     assert scores(plugin, UnitHandle(cache), WEB) == {"n1": 100, "n2": 67, "n3": 33, "n4": 33, "n5": 100, "n6": 0}
 
 
 def test_custom_topology_labels() -> None:
-    nodes = [node("a", labels={"dc/row": "1", "dc/room": "x"}), node("b", labels={"dc/row": "1", "dc/room": "x"}),
-             node("c", labels={"dc/row": "2", "dc/room": "x"}), node("d", labels={ZONE: "x"})]
-    cache = cache_with(nodes, [pod("peer", labels={"team/app": "api"}, node_name="a")])
+    nodes = [make_node("a").label({"dc/row": "1", "dc/room": "x"}).obj(), make_node("b").label({"dc/row": "1", "dc/room": "x"}).obj(),
+             make_node("c").label({"dc/row": "2", "dc/room": "x"}).obj(), make_node("d").label({ZONE: "x"}).obj()]
+    cache = cache_with(nodes, [make_pod("peer").label({"team/app": "api"}).node("a").obj()])
     args = {**only("topology"), "rackLabel": "dc/row", "zoneLabel": "dc/room", "peerLabel": "team/app"}
     plugin = MultiDimensionalScore(MultiDimensionalScoreArgs.model_validate(args), UnitHandle(cache))
-    incoming = info(pod("incoming", labels={"team/app": "api"}))
+    incoming = make_pod("incoming").label({"team/app": "api"}).info()
     assert scores(plugin, UnitHandle(cache), incoming) == {"a": 100, "b": 67, "c": 33, "d": 0}
 
 
 def test_no_peers_drops_the_dimension() -> None:
-    cache = cache_with(topology_nodes(), [pod("peer", labels={INSTANCE: "web"}, node_name="n1")])
+    cache = cache_with(topology_nodes(), [make_pod("peer").label({INSTANCE: "web"}).node("n1").obj()])
     plugin = MultiDimensionalScore(MultiDimensionalScoreArgs.model_validate(only("topology")), UnitHandle(cache))
-    assert dims(plugin, UnitHandle(cache), info(pod("loner"))) == {}
-    assert dims(plugin, UnitHandle(cache), info(pod("first", labels={INSTANCE: "new"}))) == {}
+    assert dims(plugin, UnitHandle(cache), make_pod("loner").info()) == {}
+    assert dims(plugin, UnitHandle(cache), make_pod("first").label({INSTANCE: "new"}).info()) == {}
 
 
 # --- all four ------------------------------------------------------------------------------------
@@ -205,14 +205,14 @@ def test_no_peers_drops_the_dimension() -> None:
 
 async def test_weighted_mean_of_all_dimensions() -> None:
     nodes = [
-        node("a", cpu="4", memory="8Gi", labels={LATENCY: "100", ZONE: "z1"}),
-        node("b", cpu="4", memory="8Gi", labels={LATENCY: "0", ZONE: "z2"}),
+        make_node("a").capacity(cpu="4", memory="8Gi").label({LATENCY: "100", ZONE: "z1"}).obj(),
+        make_node("b").capacity(cpu="4", memory="8Gi").label({LATENCY: "0", ZONE: "z2"}).obj(),
     ]
-    plugin, handle = make({}, nodes, [pod("peer", labels={INSTANCE: "web"}, node_name="a")])
+    plugin, handle = make({}, nodes, [make_pod("peer").label({INSTANCE: "web"}).node("a").obj()])
     handle.prom.set("cpu", {"a": 0.2, "b": 0.6})
     handle.prom.set("memory", {"a": 0.5, "b": 0.1})
     await handle.refresh()
-    incoming = info(pod("p", cpu="400m", memory="1Gi", labels={INSTANCE: "web"}))
+    incoming = make_pod("p").req(cpu="400m", memory="1Gi").label({INSTANCE: "web"}).info()
     # a: (0.4*71.5 + 0.3*41.25 + 0.2*80 + 0.3*100) / 1.2 = 72.5 (72.48)
     # b: (0.4*31.5 + 0.3*81.25 + 0.2*100 + 0.3*0) / 1.2 = 47.4
     assert scores(plugin, handle, incoming) == {"a": 72, "b": 47}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
@@ -50,16 +50,16 @@ def affinity_pod(node_affinity: dict[str, Any] | None = None, node_selector: dic
         spec["affinity"] = {"nodeAffinity": node_affinity}
     if node_selector is not None:
         spec["nodeSelector"] = node_selector
-    return info(pod("p", spec=spec))
+    return make_pod("p").spec(**spec).info()
 
 
 def zoned_cache() -> Cache:
     return cache_with(
         [
-            node("a", labels={"zone": "z1", "gen": "10", "ssd": "true"}),
-            node("b", labels={"zone": "z2", "gen": "3"}),
-            node("c", labels={"zone": "z3", "gen": "abc"}),
-            node("d", labels={"gen": "1.5"}),
+            make_node("a").label(zone="z1", gen="10", ssd="true").obj(),
+            make_node("b").label(zone="z2", gen="3").obj(),
+            make_node("c").label(zone="z3", gen="abc").obj(),
+            make_node("d").label(gen="1.5").obj(),
         ]
     )
 
@@ -230,7 +230,7 @@ def test_removed_node_row_is_not_reported() -> None:
     out = verdicts(NodeAffinity(), pi, cache)
     assert out == {"a": None, "c": POD_FAIL, "d": POD_FAIL}
     # When only a tombstoned row (which has no labels left) fails, there is nothing to report.
-    cache2 = cache_with([node("x", labels={"zone": "z"}), node("y", labels={"zone": "z"})])
+    cache2 = cache_with([make_node("x").label(zone="z").obj(), make_node("y").label(zone="z").obj()])
     cache2.remove_node("y")
     assert NodeAffinity().filter(CycleState(), match_one(expr("zone", "Exists")), cache2.table) is None
 
@@ -447,10 +447,10 @@ def test_required_mask_is_shared_read_only_and_follows_table_changes() -> None:
     assert required_node_affinity_mask(table, pi) is first
     with pytest.raises(ValueError):
         first[0] = False
-    cache.update_node(node("b", labels={"zone": "z1"}))
+    cache.update_node(make_node("b").label(zone="z1").obj())
     again = required_node_affinity_mask(table, pi)
     assert set(table.names_of(np.flatnonzero(again))) == {"a", "b"}
-    cache.add_node(node("e", labels={"zone": "z1"}))
+    cache.add_node(make_node("e").label(zone="z1").obj())
     assert set(table.names_of(np.flatnonzero(required_node_affinity_mask(table, pi)))) == {"a", "b", "e"}
 
 
@@ -481,7 +481,7 @@ def test_events_are_kubes() -> None:
 
 def bare(name: str = "n", labels: dict[str, str] | None = None, cpu: str = "4") -> Node:
     """A node carrying only the given labels (no hostname label)."""
-    n = node(name, cpu=cpu)
+    n = make_node(name).capacity(cpu=cpu).obj()
     n.metadata.labels = dict(labels or {})
     return n
 

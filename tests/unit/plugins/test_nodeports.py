@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.podinfo import HostPort, PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
@@ -21,7 +21,7 @@ def with_ports(name: str, *ports: tuple[str, str, int], node_name: str = "") -> 
     """A pod using the given (protocol, hostIP, hostPort)s."""
     containers = [{"name": "c", "image": "app:1",
                    "ports": [{"containerPort": p, "hostPort": p, "protocol": proto} for proto, _, p in ports]}]
-    pi = info(pod(name, containers=containers, node_name=node_name))
+    pi = make_pod(name).node(node_name).containers(*containers).info()
     # Set the host IPs directly so the test covers the conflict rules on their own.
     pi.host_ports = tuple(HostPort(proto, ip, p) for proto, ip, p in ports)
     return pi
@@ -29,7 +29,7 @@ def with_ports(name: str, *ports: tuple[str, str, int], node_name: str = "") -> 
 
 def cluster(*used: tuple[str, str, int]) -> Cache:
     """Node "used" runs a pod holding `used`; node "free" runs nothing."""
-    cache = cache_with([node("used"), node("free")])
+    cache = cache_with([make_node("used").obj(), make_node("free").obj()])
     cache.add_pod(with_ports("holder", *used, node_name="used"))
     return cache
 
@@ -75,18 +75,18 @@ def test_any_conflicting_port_rejects_the_node() -> None:
 
 
 def test_ports_from_the_manifest_default_to_tcp_on_every_ip() -> None:
-    cache = cache_with([node("a"), node("b")])
+    cache = cache_with([make_node("a").obj(), make_node("b").obj()])
     manifest = [{"name": "c", "image": "app:1", "ports": [{"containerPort": 80, "hostPort": 8080}]}]
-    cache.add_pod(info(pod("holder", containers=manifest, node_name="a")))
-    assert rejected(cache, info(pod("p", containers=manifest))) == {"a"}
+    cache.add_pod(make_pod("holder").node("a").containers(*manifest).info())
+    assert rejected(cache, make_pod("p").containers(*manifest).info()) == {"a"}
     # A container port without a host port takes nothing on the host.
     plain = [{"name": "c", "image": "app:1", "ports": [{"containerPort": 8080}]}]
-    status = NodePorts().pre_filter(CycleState(), info(pod("q", containers=plain)))[1]
+    status = NodePorts().pre_filter(CycleState(), make_pod("q").containers(*plain).info())[1]
     assert status is not None and status.code == Code.SKIP
 
 
 def test_pod_without_host_ports_is_skipped() -> None:
-    _, status = NodePorts().pre_filter(CycleState(), info(pod("p", cpu="1")))
+    _, status = NodePorts().pre_filter(CycleState(), make_pod("p").req(cpu="1").info())
     assert status is not None and status.code == Code.SKIP
 
 
@@ -136,7 +136,7 @@ def test_the_row_wise_filter_says_what_the_whole_one_says() -> None:
     choices = [("TCP", "0.0.0.0", 80), ("TCP", "10.0.0.1", 80), ("UDP", "0.0.0.0", 80), ("TCP", "0.0.0.0", 443)]
     checked = 0
     for holders in (5, DENSE_ROWS * 2):
-        cache = cache_with([node(f"n{i}") for i in range(DENSE_ROWS * 3)])
+        cache = cache_with([make_node(f"n{i}").obj() for i in range(DENSE_ROWS * 3)])
         for i in range(holders):
             held = choices[0] if rng.random() < 0.7 else rng.choice(choices)  # TCP 80 on every IP: dense at 128
             cache.add_pod(with_ports(f"h{i}", held, node_name=f"n{rng.randrange(DENSE_ROWS * 3)}"))
@@ -177,7 +177,7 @@ def nominated(pi: PodInfo) -> PodInfo:
     ("deleted", "want"),
     [
         pytest.param(lambda: with_ports("o", ("TCP", "0.0.0.0", 8080)), SKIP, id="unscheduled"),
-        pytest.param(lambda: info(pod("o", node_name="n1")), SKIP, id="no-host-port"),
+        pytest.param(lambda: make_pod("o").node("n1").info(), SKIP, id="no-host-port"),
         pytest.param(lambda: with_ports("o", ("TCP", "0.0.0.0", 8081), node_name="n1"), SKIP, id="unrelated-port"),
         pytest.param(lambda: with_ports("o", ("UDP", "0.0.0.0", 8080), node_name="n1"), SKIP, id="other-protocol"),
         pytest.param(lambda: with_ports("o", ("TCP", "10.0.0.2", 8080), node_name="n1"), Q, id="specific-ip-under-bind-all"),
@@ -200,11 +200,12 @@ def test_hint_uses_the_filters_host_ip_rule() -> None:
 
 def test_hint_reads_ports_as_the_pod_declares_them() -> None:
     # hostNetwork defaults hostPort to containerPort; a regular init container holds no port.
-    host_net = info(pod("o", node_name="n", containers=[{"name": "c", "image": "a", "ports": [{"containerPort": 9000}]}],
-                        spec={"hostNetwork": True}))
-    init_only = info(pod("o", node_name="n", spec={"initContainers": [
-        {"name": "i", "image": "a", "ports": [{"containerPort": 9000, "hostPort": 9000}]}]}))
-    pending = info(pod("p", containers=[{"name": "c", "image": "a", "ports": [{"containerPort": 9000, "hostPort": 9000}]}]))
+    host_net = (
+        make_pod("o").node("n").containers({"name": "c", "image": "a", "ports": [{"containerPort": 9000}]}).spec(hostNetwork=True).info()
+    )
+    init_only = make_pod("o").node("n").spec(initContainers=[
+        {"name": "i", "image": "a", "ports": [{"containerPort": 9000, "hostPort": 9000}]}]).info()
+    pending = make_pod("p").containers({"name": "c", "image": "a", "ports": [{"containerPort": 9000, "hostPort": 9000}]}).info()
     plugin = NodePorts()
     assert plugin.is_schedulable_after_assigned_pod_deleted(pending, host_net, None) == Q
     assert plugin.is_schedulable_after_assigned_pod_deleted(pending, init_only, None) == SKIP

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import UnitHandle, cache_with, info, node, pod
-from kubesched.api.objects import Node, convert
-from kubesched.api.podinfo import PodInfo
+from builders import UnitHandle, cache_with, make_node, make_pod
+from kubesched.api.objects import Node
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, NODE, TARGET_POD, UNSCHEDULED_POD, QueueingHint
@@ -133,49 +133,51 @@ def test_invalid_args_are_refused(args: dict[str, Any], message: str) -> None:
 
 
 def test_pod_that_fits_everywhere_passes() -> None:
-    cache = cache_with([node("n1"), node("n2")])
-    assert run_filter(make(cache), cache, info(pod("p", cpu="1", memory="1Gi"))) is None
+    cache = cache_with([make_node("n1").obj(), make_node("n2").obj()])
+    assert run_filter(make(cache), cache, make_pod("p").req(cpu="1", memory="1Gi").info()) is None
 
 
 def test_insufficient_cpu_counts_pods_already_on_the_node() -> None:
     cache = cache_with(
-        [node("busy", cpu="4"), node("idle", cpu="4")],
-        [pod("old", cpu="3", node_name="busy")],
+        [make_node("busy").capacity(cpu="4").obj(), make_node("idle").capacity(cpu="4").obj()],
+        [make_pod("old").req(cpu="3").node("busy").obj()],
     )
-    result = run_filter(make(cache), cache, info(pod("p", cpu="2")))
+    result = run_filter(make(cache), cache, make_pod("p").req(cpu="2").info())
     assert verdicts(result, cache) == {"busy": (Code.UNSCHEDULABLE, ("Insufficient cpu",)), "idle": None}
 
 
 def test_a_node_short_of_cpu_and_memory_reports_both() -> None:
-    cache = cache_with([node("n", cpu="4", memory="4Gi")], [pod("old", cpu="3", memory="3Gi", node_name="n")])
-    result = run_filter(make(cache), cache, info(pod("p", cpu="2", memory="2Gi")))
+    cache = cache_with([make_node("n").capacity(cpu="4", memory="4Gi").obj()], [make_pod("old").req(cpu="3", memory="3Gi").node("n").obj()])
+    result = run_filter(make(cache), cache, make_pod("p").req(cpu="2", memory="2Gi").info())
     assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE, ("Insufficient cpu", "Insufficient memory"))}
 
 
 def test_exact_fit_passes() -> None:
-    cache = cache_with([node("n", cpu="4", memory="4Gi")], [pod("old", cpu="3", memory="3Gi", node_name="n")])
-    assert run_filter(make(cache), cache, info(pod("p", cpu="1", memory="1Gi"))) is None
+    cache = cache_with([make_node("n").capacity(cpu="4", memory="4Gi").obj()], [make_pod("old").req(cpu="3", memory="3Gi").node("n").obj()])
+    assert run_filter(make(cache), cache, make_pod("p").req(cpu="1", memory="1Gi").info()) is None
 
 
 def test_too_many_pods_even_for_a_pod_without_requests() -> None:
-    cache = cache_with([node("full", pods=2), node("room", pods=3)],
-                       [pod("a", node_name="full"), pod("b", node_name="full"),
-                        pod("c", node_name="room"), pod("d", node_name="room")])
-    result = run_filter(make(cache), cache, info(pod("p")))
+    cache = cache_with([make_node("full").capacity(pods=2).obj(), make_node("room").capacity(pods=3).obj()],
+                       [make_pod("a").node("full").obj(), make_pod("b").node("full").obj(),
+                        make_pod("c").node("room").obj(), make_pod("d").node("room").obj()])
+    result = run_filter(make(cache), cache, make_pod("p").info())
     # Pod count is freed by preemption, so it is never unresolvable.
     assert verdicts(result, cache) == {"full": (Code.UNSCHEDULABLE, ("Too many pods",)), "room": None}
 
 
 def test_insufficient_ephemeral_storage() -> None:
-    cache = cache_with([node("n")], [pod("old", requests={"ephemeral-storage": "60Gi"}, node_name="n")])
-    result = run_filter(make(cache), cache, info(pod("p", requests={"ephemeral-storage": "50Gi"})))
+    cache = cache_with([make_node("n").obj()], [make_pod("old").req({"ephemeral-storage": "60Gi"}).node("n").obj()])
+    result = run_filter(make(cache), cache, make_pod("p").req({"ephemeral-storage": "50Gi"}).info())
     assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE, ("Insufficient ephemeral-storage",))}
 
 
 def test_request_larger_than_the_whole_node_is_unresolvable() -> None:
-    cache = cache_with([node("small", cpu="2"), node("busy", cpu="8"), node("big", cpu="8")],
-                       [pod("old", cpu="7", node_name="busy")])
-    result = run_filter(make(cache), cache, info(pod("p", cpu="4")))
+    cache = cache_with(
+        [make_node("small").capacity(cpu="2").obj(), make_node("busy").capacity(cpu="8").obj(), make_node("big").capacity(cpu="8").obj()],
+        [make_pod("old").req(cpu="7").node("busy").obj()],
+    )
+    result = run_filter(make(cache), cache, make_pod("p").req(cpu="4").info())
     assert verdicts(result, cache) == {
         "small": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",)),
         "busy": (Code.UNSCHEDULABLE, ("Insufficient cpu",)),
@@ -184,8 +186,8 @@ def test_request_larger_than_the_whole_node_is_unresolvable() -> None:
 
 
 def test_unresolvable_resource_makes_the_whole_verdict_unresolvable() -> None:
-    cache = cache_with([node("n", cpu="2", pods=1)], [pod("old", node_name="n")])
-    result = run_filter(make(cache), cache, info(pod("p", cpu="4")))
+    cache = cache_with([make_node("n").capacity(cpu="2", pods=1).obj()], [make_pod("old").node("n").obj()])
+    result = run_filter(make(cache), cache, make_pod("p").req(cpu="4").info())
     assert verdicts(result, cache) == {
         "n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Too many pods", "Insufficient cpu"))
     }
@@ -193,10 +195,14 @@ def test_unresolvable_resource_makes_the_whole_verdict_unresolvable() -> None:
 
 def test_extended_resource_gpu() -> None:
     cache = cache_with(
-        [node("cpu-only"), node("gpu2", extra={"nvidia.com/gpu": 2}), node("gpu4", extra={"nvidia.com/gpu": 4})],
-        [pod("old", requests={"nvidia.com/gpu": 1}, node_name="gpu2")],
+        [
+            make_node("cpu-only").obj(),
+            make_node("gpu2").capacity({"nvidia.com/gpu": 2}).obj(),
+            make_node("gpu4").capacity({"nvidia.com/gpu": 4}).obj(),
+        ],
+        [make_pod("old").req({"nvidia.com/gpu": 1}).node("gpu2").obj()],
     )
-    result = run_filter(make(cache), cache, info(pod("p", requests={"nvidia.com/gpu": 2})))
+    result = run_filter(make(cache), cache, make_pod("p").req({"nvidia.com/gpu": 2}).info())
     assert verdicts(result, cache) == {
         "cpu-only": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient nvidia.com/gpu",)),
         "gpu2": (Code.UNSCHEDULABLE, ("Insufficient nvidia.com/gpu",)),
@@ -205,9 +211,9 @@ def test_extended_resource_gpu() -> None:
 
 
 def test_extended_resource_new_to_the_table_fails_everywhere() -> None:
-    cache = cache_with([node("n1"), node("n2")])
+    cache = cache_with([make_node("n1").obj(), make_node("n2").obj()])
     assert "example.com/fpga" not in cache.table.resource_index
-    result = run_filter(make(cache), cache, info(pod("p", requests={"example.com/fpga": 1})))
+    result = run_filter(make(cache), cache, make_pod("p").req({"example.com/fpga": 1}).info())
     assert set(verdicts(result, cache).values()) == {
         (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient example.com/fpga",))
     }
@@ -218,73 +224,73 @@ def test_extended_resource_new_to_the_table_fails_everywhere() -> None:
     [{"ignoredResources": ["nvidia.com/gpu"]}, {"ignoredResourceGroups": ["nvidia.com"]}],
 )
 def test_ignored_extended_resources_are_not_checked(args: dict[str, Any]) -> None:
-    cache = cache_with([node("n")])
-    pi = info(pod("p", cpu="1", requests={"nvidia.com/gpu": 1}))
+    cache = cache_with([make_node("n").obj()])
+    pi = make_pod("p").req({"nvidia.com/gpu": 1}, cpu="1").info()
     assert run_filter(make(cache, args), cache, pi) is None
     # The same pod is rejected by a plugin that does not ignore the resource.
-    assert run_filter(make(cache), cache, info(pod("q", cpu="1", requests={"nvidia.com/gpu": 1}))) is not None
+    assert run_filter(make(cache), cache, make_pod("q").req({"nvidia.com/gpu": 1}, cpu="1").info()) is not None
 
 
 def test_ignored_group_only_matches_the_prefix() -> None:
-    cache = cache_with([node("n")])
+    cache = cache_with([make_node("n").obj()])
     plugin = make(cache, {"ignoredResourceGroups": ["nvidia.com"]})
-    result = run_filter(plugin, cache, info(pod("p", requests={"nvidia.com/gpu": 1, "example.com/foo": 1})))
+    result = run_filter(plugin, cache, make_pod("p").req({"nvidia.com/gpu": 1, "example.com/foo": 1}).info())
     assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient example.com/foo",))}
 
 
 def test_only_extended_resources_can_be_ignored() -> None:
-    cache = cache_with([node("n", cpu="1", extra={"hugepages-2Mi": "10Mi"})])
+    cache = cache_with([make_node("n").capacity(cpu="1").capacity({"hugepages-2Mi": "10Mi"}).obj()])
     plugin = make(cache, {"ignoredResources": ["cpu", "hugepages-2Mi"]})
-    result = run_filter(plugin, cache, info(pod("p", cpu="2", requests={"hugepages-2Mi": "20Mi"})))
+    result = run_filter(plugin, cache, make_pod("p").req({"hugepages-2Mi": "20Mi"}, cpu="2").info())
     assert verdicts(result, cache) == {
         "n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu", "Insufficient hugepages-2Mi"))
     }
 
 
 def test_init_container_larger_than_app_containers_sets_the_request() -> None:
-    cache = cache_with([node("n", cpu="4")], [pod("old", cpu="2", node_name="n")])
-    p = pod("p", cpu="1", spec={"initContainers": [{"name": "init", "resources": {"requests": {"cpu": "3"}}}]})
-    result = run_filter(make(cache), cache, info(p))
+    cache = cache_with([make_node("n").capacity(cpu="4").obj()], [make_pod("old").req(cpu="2").node("n").obj()])
+    p = make_pod("p").req(cpu="1").spec(initContainers=[{"name": "init", "resources": {"requests": {"cpu": "3"}}}]).obj()
+    result = run_filter(make(cache), cache, make_pod_info(p))
     assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE, ("Insufficient cpu",))}
-    small_init = pod("q", cpu="1", spec={"initContainers": [{"name": "init", "resources": {"requests": {"cpu": "2"}}}]})
-    assert run_filter(make(cache), cache, info(small_init)) is None
+    small_init = make_pod("q").req(cpu="1").spec(initContainers=[{"name": "init", "resources": {"requests": {"cpu": "2"}}}]).obj()
+    assert run_filter(make(cache), cache, make_pod_info(small_init)) is None
 
 
 def test_sidecar_requests_add_to_the_app_containers() -> None:
-    cache = cache_with([node("n", cpu="4")], [pod("old", cpu="2", node_name="n")])
+    cache = cache_with([make_node("n").capacity(cpu="4").obj()], [make_pod("old").req(cpu="2").node("n").obj()])
     sidecar = {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}
-    with_sidecar = pod("p", cpu="1600m", spec={"initContainers": [sidecar]})
-    assert verdicts(run_filter(make(cache), cache, info(with_sidecar)), cache) == {
+    with_sidecar = make_pod("p").req(cpu="1600m").spec(initContainers=[sidecar]).obj()
+    assert verdicts(run_filter(make(cache), cache, make_pod_info(with_sidecar)), cache) == {
         "n": (Code.UNSCHEDULABLE, ("Insufficient cpu",))
     }
-    assert run_filter(make(cache), cache, info(pod("q", cpu="1600m"))) is None
+    assert run_filter(make(cache), cache, make_pod("q").req(cpu="1600m").info()) is None
 
 
 def test_pod_overhead_is_counted() -> None:
-    cache = cache_with([node("n", memory="4Gi")], [pod("old", memory="2Gi", node_name="n")])
-    p = pod("p", memory="1800Mi", spec={"overhead": {"memory": "300Mi"}})
-    assert verdicts(run_filter(make(cache), cache, info(p)), cache) == {
+    cache = cache_with([make_node("n").capacity(memory="4Gi").obj()], [make_pod("old").req(memory="2Gi").node("n").obj()])
+    p = make_pod("p").req(memory="1800Mi").spec(overhead={"memory": "300Mi"}).obj()
+    assert verdicts(run_filter(make(cache), cache, make_pod_info(p)), cache) == {
         "n": (Code.UNSCHEDULABLE, ("Insufficient memory",))
     }
-    assert run_filter(make(cache), cache, info(pod("q", memory="1800Mi"))) is None
+    assert run_filter(make(cache), cache, make_pod("q").req(memory="1800Mi").info()) is None
 
 
 def test_removed_node_rows_are_ignored() -> None:
-    cache = cache_with([node("gone", cpu="1"), node("n", cpu="8")])
+    cache = cache_with([make_node("gone").capacity(cpu="1").obj(), make_node("n").capacity(cpu="8").obj()])
     cache.remove_node("gone")
-    result = run_filter(make(cache), cache, info(pod("p", cpu="2")))
+    result = run_filter(make(cache), cache, make_pod("p").req(cpu="2").info())
     assert result is None
 
 
 def test_no_nodes() -> None:
     cache = Cache()
-    assert run_filter(make(cache), cache, info(pod("p", cpu="1"))) is None
+    assert run_filter(make(cache), cache, make_pod("p").req(cpu="1").info()) is None
 
 
 def test_filter_without_prefilter_state_computes_it() -> None:
-    cache = cache_with([node("n", cpu="1")])
+    cache = cache_with([make_node("n").capacity(cpu="1").obj()])
     plugin = make(cache)
-    result = plugin.filter(CycleState(), info(pod("p", cpu="2")), cache.table)
+    result = plugin.filter(CycleState(), make_pod("p").req(cpu="2").info(), cache.table)
     assert verdicts(result, cache) == {"n": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("Insufficient cpu",))}
 
 
@@ -317,15 +323,14 @@ def test_events_are_kubes() -> None:
 
 def sized(allocatable: dict[str, str] | None = None, pods: int | None = 32) -> Node:
     """A node whose allocatable is exactly the given resources (and `pods`, unless None)."""
-    alloc: dict[str, Any] = dict(allocatable or {})
+    node = make_node("n").exactly(allocatable)
     if pods is not None:
-        alloc["pods"] = pods
-    result: Node = convert({"metadata": {"name": "n"}, "status": {"allocatable": alloc, "capacity": alloc}}, Node, "node n")
-    return result
+        node.capacity(pods=pods)
+    return node.obj()
 
 
 def requesting(requests: dict[str, str] | None = None, name: str = "p", *, node_name: str = "") -> PodInfo:
-    return info(pod(name, node_name=node_name, requests=requests))
+    return make_pod(name).req(requests).node(node_name).info()
 
 
 def nominated(pi: PodInfo) -> PodInfo:
@@ -338,7 +343,7 @@ def nominated(pi: PodInfo) -> PodInfo:
     [
         pytest.param(lambda: requesting({"cpu": "1"}, "o", node_name="fake"), Q, id="queue-on-other-pod-deleted"),
         pytest.param(lambda: requesting({"memory": "1"}, "o", node_name="fake"), Q, id="queue-whatever-it-requested"),
-        pytest.param(lambda: info(pod("o")), SKIP, id="skip-queue-on-unscheduled-pod-deleted"),
+        pytest.param(lambda: make_pod("o").info(), SKIP, id="skip-queue-on-unscheduled-pod-deleted"),
         pytest.param(lambda: nominated(requesting({"cpu": "2"}, "o")), Q, id="queue-on-nominated-pod-deleted"),
     ],
 )
@@ -557,7 +562,12 @@ def test_accounted_requests_leave_out_the_pod_count_zeros_and_untracked_names() 
     ],
 )
 def test_hint_fit_agrees_with_the_filter_on_an_empty_node(pending: PodInfo) -> None:
-    nodes = [node("plain"), node("gpus", extra={GPU_A: 2}), node("full", pods=0), node("huge", extra={"hugepages-2Mi": "4Mi"})]
+    nodes = [
+        make_node("plain").obj(),
+        make_node("gpus").capacity({GPU_A: 2}).obj(),
+        make_node("full").capacity(pods=0).obj(),
+        make_node("huge").capacity({"hugepages-2Mi": "4Mi"}).obj(),
+    ]
     cache = cache_with(nodes)
     plugin = make(cache)
     filtered = verdicts(run_filter(plugin, cache, pending), cache)
@@ -571,13 +581,13 @@ def test_hint_fit_agrees_with_the_filter_on_an_empty_node(pending: PodInfo) -> N
 
 
 def scoring_cache() -> Cache:
-    return cache_with([node("n", cpu="4", memory="10000")])
+    return cache_with([make_node("n").capacity(cpu="4", memory="10000").obj()])
 
 
 def test_least_allocated() -> None:
     cache = scoring_cache()
     # cpu (4000-3000)*100/4000 = 25, memory (10000-5000)*100/10000 = 50, (25+50)/2 = 37 (truncated)
-    assert run_score(make(cache), cache, info(pod("p", cpu="3", memory="5000"))) == [37]
+    assert run_score(make(cache), cache, make_pod("p").req(cpu="3", memory="5000").info()) == [37]
 
 
 def test_least_allocated_weights() -> None:
@@ -585,31 +595,31 @@ def test_least_allocated_weights() -> None:
     args = {"scoringStrategy": {"type": "LeastAllocated",
                                 "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}
     # (25*3 + 50*1) / 4 = 31
-    assert run_score(make(cache, args), cache, info(pod("p", cpu="3", memory="5000"))) == [31]
+    assert run_score(make(cache, args), cache, make_pod("p").req(cpu="3", memory="5000").info()) == [31]
 
 
 def test_least_allocated_counts_existing_pods_and_defaults_for_best_effort() -> None:
     cache = cache_with(
-        [node("empty", cpu="1", memory="1000Mi"), node("used", cpu="1", memory="1000Mi")],
-        [pod("old", node_name="used")],
+        [make_node("empty").capacity(cpu="1", memory="1000Mi").obj(), make_node("used").capacity(cpu="1", memory="1000Mi").obj()],
+        [make_pod("old").node("used").obj()],
     )
     # A best-effort pod counts as 100m / 200Mi. empty: cpu 90, memory 80 -> 85.
     # used (another best-effort pod there): cpu (1000-200)*100/1000 = 80, memory 60 -> 70.
-    assert run_score(make(cache), cache, info(pod("p")), ["empty", "used"]) == [85, 70]
+    assert run_score(make(cache), cache, make_pod("p").info(), ["empty", "used"]) == [85, 70]
 
 
 def test_least_allocated_over_capacity_scores_zero() -> None:
     cache = scoring_cache()
-    assert run_score(make(cache), cache, info(pod("p", cpu="5", memory="20000"))) == [0]
+    assert run_score(make(cache), cache, make_pod("p").req(cpu="5", memory="20000").info()) == [0]
 
 
 def test_most_allocated() -> None:
     cache = scoring_cache()
     args = {"scoringStrategy": {"type": "MostAllocated"}}
     # cpu 3000*100/4000 = 75, memory 50, (75+50)/2 = 62
-    assert run_score(make(cache, args), cache, info(pod("p", cpu="3", memory="5000"))) == [62]
+    assert run_score(make(cache, args), cache, make_pod("p").req(cpu="3", memory="5000").info()) == [62]
     # Requests beyond capacity count as full.
-    assert run_score(make(cache, args), cache, info(pod("q", cpu="8", memory="5000"))) == [75]
+    assert run_score(make(cache, args), cache, make_pod("q").req(cpu="8", memory="5000").info()) == [75]
 
 
 def rtcr(shape: list[tuple[int, int]], resources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -625,72 +635,72 @@ def rtcr(shape: list[tuple[int, int]], resources: list[dict[str, Any]] | None = 
 def test_requested_to_capacity_ratio_rounds_half_away_from_zero() -> None:
     cache = scoring_cache()
     # Shape 0->0, 100->10 scales to utilization itself: cpu 75, memory 50, mean 62.5 -> 63.
-    assert run_score(make(cache, rtcr([(0, 0), (100, 10)])), cache, info(pod("p", cpu="3", memory="5000"))) == [63]
+    assert run_score(make(cache, rtcr([(0, 0), (100, 10)])), cache, make_pod("p").req(cpu="3", memory="5000").info()) == [63]
 
 
 def test_requested_to_capacity_ratio_decreasing_shape() -> None:
     cache = scoring_cache()
     # 0->100, 100->0: cpu 25, memory 50, mean 37.5 -> 38.
-    assert run_score(make(cache, rtcr([(0, 10), (100, 0)])), cache, info(pod("p", cpu="3", memory="5000"))) == [38]
+    assert run_score(make(cache, rtcr([(0, 10), (100, 0)])), cache, make_pod("p").req(cpu="3", memory="5000").info()) == [38]
 
 
 def test_requested_to_capacity_ratio_truncates_segments_toward_zero() -> None:
     cache = scoring_cache()
     args = rtcr([(0, 10), (40, 7)], [{"name": "cpu", "weight": 1}])
     # cpu utilization 25: 100 + (70-100)*25/40 = 100 - 18.75 -> Go truncates to 100 - 18 = 82.
-    assert run_score(make(cache, args), cache, info(pod("p", cpu="1"))) == [82]
+    assert run_score(make(cache, args), cache, make_pod("p").req(cpu="1").info()) == [82]
     # Beyond the last point the last score holds; above capacity counts as 100 %.
-    assert run_score(make(cache, args), cache, info(pod("q", cpu="6"))) == [70]
+    assert run_score(make(cache, args), cache, make_pod("q").req(cpu="6").info()) == [70]
 
 
 def test_requested_to_capacity_ratio_leaves_zero_scores_out_of_the_mean() -> None:
-    cache = cache_with([node("n", cpu="4", memory="1Ti")])
+    cache = cache_with([make_node("n").capacity(cpu="4", memory="1Ti").obj()])
     # memory utilization 200Mi/1Ti rounds to 0 % and scores 0: only cpu (50) counts.
-    assert run_score(make(cache, rtcr([(0, 0), (100, 10)])), cache, info(pod("p", cpu="2"))) == [50]
+    assert run_score(make(cache, rtcr([(0, 0), (100, 10)])), cache, make_pod("p").req(cpu="2").info()) == [50]
 
 
 def test_extended_resource_scored_only_when_requested() -> None:
-    cache = cache_with([node("gpu", cpu="4", memory="10000", extra={"nvidia.com/gpu": 4}),
-                        node("plain", cpu="4", memory="10000")])
+    cache = cache_with([make_node("gpu").capacity(cpu="4", memory="10000").capacity({"nvidia.com/gpu": 4}).obj(),
+                        make_node("plain").capacity(cpu="4", memory="10000").obj()])
     args = {"scoringStrategy": {"type": "MostAllocated", "resources": [
         {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 2}]}}
     plugin = make(cache, args)
     # With gpu: (75 + 50 + 2*75) / 4 = 68; the node without gpus is scored on cpu and memory only.
-    assert run_score(plugin, cache, info(pod("p", cpu="3", memory="5000", requests={"nvidia.com/gpu": 3})),
+    assert run_score(plugin, cache, make_pod("p").req({"nvidia.com/gpu": 3}, cpu="3", memory="5000").info(),
                      ["gpu", "plain"]) == [68, 62]
     # A pod without gpus is scored on cpu and memory on both nodes.
-    assert run_score(plugin, cache, info(pod("q", cpu="3", memory="5000")), ["gpu", "plain"]) == [62, 62]
+    assert run_score(plugin, cache, make_pod("q").req(cpu="3", memory="5000").info(), ["gpu", "plain"]) == [62, 62]
 
 
 def test_ephemeral_storage_is_scored_even_when_not_requested() -> None:
-    cache = cache_with([node("n", cpu="4", memory="10000")],
-                       [pod("old", cpu="1", memory="1000", requests={"ephemeral-storage": "50Gi"}, node_name="n")])
+    cache = cache_with([make_node("n").capacity(cpu="4", memory="10000").obj()],
+                       [make_pod("old").req({"ephemeral-storage": "50Gi"}, cpu="1", memory="1000").node("n").obj()])
     args = {"scoringStrategy": {"type": "MostAllocated", "resources": [
         {"name": "cpu", "weight": 1}, {"name": "ephemeral-storage", "weight": 1}]}}
     # cpu (1000+3000)*100/4000 = 100, ephemeral-storage 50Gi/100Gi = 50 -> 75.
-    assert run_score(make(cache, args), cache, info(pod("p", cpu="3"))) == [75]
+    assert run_score(make(cache, args), cache, make_pod("p").req(cpu="3").info()) == [75]
 
 
 def test_pods_resource_is_never_scored() -> None:
     cache = scoring_cache()
     args = {"scoringStrategy": {"type": "MostAllocated", "resources": [
         {"name": "cpu", "weight": 1}, {"name": "pods", "weight": 1}]}}
-    assert run_score(make(cache, args), cache, info(pod("p", cpu="3"))) == [75]
+    assert run_score(make(cache, args), cache, make_pod("p").req(cpu="3").info()) == [75]
 
 
 def test_zero_allocatable_node_scores_zero() -> None:
-    cache = cache_with([node("n", cpu="0", memory="0")])
-    assert run_score(make(cache), cache, info(pod("p", cpu="1"))) == [0]
+    cache = cache_with([make_node("n").capacity(cpu="0", memory="0").obj()])
+    assert run_score(make(cache), cache, make_pod("p").req(cpu="1").info()) == [0]
 
 
 def test_score_without_prescore_state_and_for_a_subset_of_rows() -> None:
-    cache = cache_with([node("a", cpu="4", memory="10000"), node("b", cpu="8", memory="10000")])
+    cache = cache_with([make_node("a").capacity(cpu="4", memory="10000").obj(), make_node("b").capacity(cpu="8", memory="10000").obj()])
     plugin = make(cache)
     table = cache.table
     rows = np.array([table.row_of("b")], dtype=np.intp)
     # b: cpu (8000-3000)*100/8000 = 62, memory 50 -> 56.
-    assert plugin.score(CycleState(), info(pod("p", cpu="3", memory="5000")), table, rows).tolist() == [56]
-    assert plugin.score(CycleState(), info(pod("q", cpu="3")), table, np.array([], dtype=np.intp)).tolist() == []
+    assert plugin.score(CycleState(), make_pod("p").req(cpu="3", memory="5000").info(), table, rows).tolist() == [56]
+    assert plugin.score(CycleState(), make_pod("q").req(cpu="3").info(), table, np.array([], dtype=np.intp)).tolist() == []
 
 
 def test_null_args_mean_defaults() -> None:
@@ -703,11 +713,11 @@ def test_null_args_mean_defaults() -> None:
 
 
 def test_scoring_a_few_rows_of_a_large_table_matches_scoring_all() -> None:
-    cache = cache_with([node(f"n{i}", cpu=str(2 + i), memory=f"{4 + i}Gi") for i in range(12)],
-                       [pod(f"old{i}", cpu="1", memory="1Gi", node_name=f"n{i}") for i in range(0, 12, 3)])
+    cache = cache_with([make_node(f"n{i}").capacity(cpu=str(2 + i), memory=f"{4 + i}Gi").obj() for i in range(12)],
+                       [make_pod(f"old{i}").req(cpu="1", memory="1Gi").node(f"n{i}").obj() for i in range(0, 12, 3)])
     for strategy in ({"type": "LeastAllocated"}, {"type": "MostAllocated"}):
         plugin = make(cache, {"scoringStrategy": strategy})
-        pi = info(pod("p", cpu="1500m", memory="2Gi"))
+        pi = make_pod("p").req(cpu="1500m", memory="2Gi").info()
         everything = dict(zip(cache.table.index, run_score(plugin, cache, pi), strict=True))
         picked = ["n3", "n10"]
         assert run_score(plugin, cache, pi, picked) == [everything[n] for n in picked]

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
@@ -17,11 +17,11 @@ from unit.plugins.pluginkit import check_coverage
 
 
 def cordoned_cache() -> Cache:
-    return cache_with([node("open"), node("cordoned", unschedulable=True), node("also-open")])
+    return cache_with([make_node("open").obj(), make_node("cordoned").unschedulable().obj(), make_node("also-open").obj()])
 
 
 def tolerating(*tolerations: dict[str, Any]) -> PodInfo:
-    return info(pod("p", spec={"tolerations": list(tolerations)}))
+    return make_pod("p").spec(tolerations=list(tolerations)).info()
 
 
 def rejected(pi: PodInfo, cache: Cache) -> set[str]:
@@ -62,15 +62,15 @@ def test_tolerating_the_unschedulable_taint_admits(toleration: dict[str, Any], a
 
 
 def test_nothing_to_say_without_cordoned_nodes() -> None:
-    assert NodeUnschedulable().filter(CycleState(), tolerating(), cache_with([node("a")]).table) is None
+    assert NodeUnschedulable().filter(CycleState(), tolerating(), cache_with([make_node("a").obj()]).table) is None
     assert NodeUnschedulable().filter(CycleState(), tolerating(), cache_with([]).table) is None
 
 
 def test_uncordon_and_removal_are_seen() -> None:
     cache = cordoned_cache()
-    cache.update_node(node("cordoned"))
+    cache.update_node(make_node("cordoned").obj())
     assert NodeUnschedulable().filter(CycleState(), tolerating(), cache.table) is None
-    cache.update_node(node("open", unschedulable=True))
+    cache.update_node(make_node("open").unschedulable().obj())
     assert rejected(tolerating(), cache) == {"open"}
     cache.remove_node("open")
     assert NodeUnschedulable().filter(CycleState(), tolerating(), cache.table) is None
@@ -109,17 +109,17 @@ NOT_READY = [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]
 @pytest.mark.parametrize(
     ("old", "new", "want"),
     [
-        pytest.param(None, node("n", unschedulable=True), SKIP, id="skip-queue-on-unschedulable-node-added"),
-        pytest.param(None, node("n"), Q, id="queue-on-schedulable-node-added"),
+        pytest.param(None, make_node("n").unschedulable().obj(), SKIP, id="skip-queue-on-unschedulable-node-added"),
+        pytest.param(None, make_node("n").obj(), Q, id="queue-on-schedulable-node-added"),
         pytest.param(
-            node("n", unschedulable=True),
-            node("n", unschedulable=True, taints=NOT_READY),
+            make_node("n").unschedulable().obj(),
+            make_node("n").taints(NOT_READY).unschedulable().obj(),
             SKIP,
             id="skip-unrelated-change-unschedulable-true",
         ),
-        pytest.param(node("n"), node("n", taints=NOT_READY), SKIP, id="skip-unrelated-change-unschedulable-false"),
-        pytest.param(node("n", unschedulable=True), node("n"), Q, id="queue-on-unschedulable-field-change"),
-        pytest.param(node("n"), node("n", unschedulable=True), SKIP, id="skip-on-cordon"),
+        pytest.param(make_node("n").obj(), make_node("n").taints(NOT_READY).obj(), SKIP, id="skip-unrelated-change-unschedulable-false"),
+        pytest.param(make_node("n").unschedulable().obj(), make_node("n").obj(), Q, id="queue-on-unschedulable-field-change"),
+        pytest.param(make_node("n").obj(), make_node("n").unschedulable().obj(), SKIP, id="skip-on-cordon"),
     ],
 )
 def test_hint_after_node_change(old: Node | None, new: Node, want: QueueingHint) -> None:
@@ -148,7 +148,7 @@ def test_hints_refuse_objects_of_the_wrong_kind() -> None:
     with pytest.raises(TypeError):
         plugin.is_schedulable_after_node_change(tolerating(), None, "not-a-node")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        plugin.is_schedulable_after_node_change(tolerating(), "not-a-node", node("n"))  # type: ignore[arg-type]
+        plugin.is_schedulable_after_node_change(tolerating(), "not-a-node", make_node("n").obj())  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         plugin.is_schedulable_after_target_pod_toleration_change(tolerating(), None, "not-a-pod")  # type: ignore[arg-type]
     with pytest.raises(TypeError):

@@ -8,24 +8,13 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod, make_pv, make_pvc, make_storage_class
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.status import Code
 from kubesched.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
-from unit.plugins.storagekit import (
-    add,
-    attachment,
-    claim_pod,
-    csidriver,
-    csinode,
-    fresh,
-    pv,
-    pvc,
-    storage_class,
-    verdicts,
-)
+from unit.plugins.storagekit import add, attachment, claim_pod, csidriver, csinode, fresh, verdicts
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
@@ -36,27 +25,27 @@ def volumes(cache: Cache) -> Cache:
     """kube's getFakeCSIPVLister/PVCLister shapes: csi-<driver>-<i> claims bound to PVs with those
     drivers and handles, csi-4 unbound with the class, csi-5 without class, csi-6 bound to a PV that
     does not exist, csi-kubernetes.io/aws-ebs-<i> bound to in-tree EBS volumes."""
-    objs: list[Any] = [storage_class("csi-sc", provisioner=EBS)]
+    objs: list[Any] = [make_storage_class("csi-sc").provisioner(EBS).obj()]
     for driver in (EBS, GCE):
         for i in range(4):
             name = f"csi-{driver}-{i}"
-            objs.append(pv(f"pv-{name}", csi=(driver, name)))
-            objs.append(pvc(name, volume=f"pv-{name}"))
+            objs.append(make_pv(f"pv-{name}").csi(driver, name).obj())
+            objs.append(make_pvc(name).volume(f"pv-{name}").obj())
     for i in range(3):
         name = f"csi-kubernetes.io/aws-ebs-{i}".replace("/", "-")
-        objs.append(pv(f"pv-{name}", source={"awsElasticBlockStore": {"volumeID": name}}))
-        objs.append(pvc(name, volume=f"pv-{name}"))
-    objs.append(pv("pv-hostpath", source={"hostPath": {"path": "/tmp"}}))
-    objs.append(pvc("csi-hostpath-0", volume="pv-hostpath"))
-    objs.append(pvc("csi-4", cls="csi-sc"))
-    objs.append(pvc("csi-5"))
-    objs.append(pvc("csi-6", volume="missing-pv", cls="csi-sc"))
+        objs.append(make_pv(f"pv-{name}").spec(awsElasticBlockStore={"volumeID": name}).obj())
+        objs.append(make_pvc(name).volume(f"pv-{name}").obj())
+    objs.append(make_pv("pv-hostpath").spec(hostPath={"path": "/tmp"}).obj())
+    objs.append(make_pvc("csi-hostpath-0").volume("pv-hostpath").obj())
+    objs.append(make_pvc("csi-4").cls("csi-sc").obj())
+    objs.append(make_pvc("csi-5").obj())
+    objs.append(make_pvc("csi-6").cls("csi-sc").volume("missing-pv").obj())
     return add(cache, *objs)
 
 
 def run(pi: PodInfo, existing: list[PodInfo] = (), *, limits: dict[str, int | None] | None = None,  # type: ignore[assignment]
         extra: list[Any] = (), csi_node: bool = True) -> Any:  # type: ignore[assignment]
-    cache = volumes(cache_with([node("node-1")]))
+    cache = volumes(cache_with([make_node("node-1").obj()]))
     if csi_node:
         add(cache, csinode("node-1", *(limits or {EBS: 2}).items()))
     add(cache, *extra)
@@ -133,10 +122,10 @@ def test_in_tree_volumes_count_under_their_csi_driver() -> None:
 
 
 def test_inline_in_tree_volumes() -> None:
-    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]).info()
     existing = [on_node(claim_pod("e1", f"csi-{EBS}-1", f"csi-{EBS}-2"))]
     assert run(inline, existing, limits={EBS: 2}) == EXCEEDED
-    same = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": f"csi-{EBS}-1"}}]}))
+    same = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": f"csi-{EBS}-1"}}]).info()
     assert run(same, existing, limits={EBS: 2}) is None
 
 
@@ -145,8 +134,10 @@ def ephemeral_pod(uid: str = "12345", *names: str) -> PodInfo:
 
 
 def ephemeral_claim(volume: str = "xyz", uid: str = "12345", owned: bool = True) -> Any:
-    owner = {"apiVersion": "v1", "kind": "Pod", "name": "abc", "uid": uid, "controller": True} if owned else None
-    return pvc(f"abc-{volume}", namespace="test", cls="csi-sc", owner=owner)
+    claim = make_pvc(f"abc-{volume}").ns("test").cls("csi-sc")
+    if owned:
+        claim.owned_by({"apiVersion": "v1", "kind": "Pod", "name": "abc", "uid": uid, "controller": True})
+    return claim.obj()
 
 
 def test_ephemeral_volumes() -> None:
@@ -170,7 +161,7 @@ def test_nodes_without_csinode_have_no_limits() -> None:
 
 
 def test_prefilter_skips_pods_without_claims() -> None:
-    only_config = info(pod("p", spec={"volumes": [{"name": "c", "configMap": {"name": "x"}}, {"name": "s", "secret": {}}]}))
+    only_config = make_pod("p").spec(volumes=[{"name": "c", "configMap": {"name": "x"}}, {"name": "s", "secret": {}}]).info()
     status = run(only_config)
     assert status is not None and status.code == Code.SKIP
 
@@ -196,8 +187,11 @@ def test_in_tree_volumes_need_no_driver_on_nodes_without_csinode() -> None:
     the in-tree provisioner) does not ask for the CSI driver there, as a CSI volume does."""
     prevent = csidriver(EBS, prevent_if_missing=True)
     bound = claim_pod("p", "csi-kubernetes.io-aws-ebs-0")
-    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]}))
-    unbound = [storage_class("in-tree-sc", provisioner="kubernetes.io/aws-ebs"), pvc("in-tree-unbound", cls="in-tree-sc")]
+    inline = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "aws-inline1"}}]).info()
+    unbound = [
+        make_storage_class("in-tree-sc").provisioner("kubernetes.io/aws-ebs").obj(),
+        make_pvc("in-tree-unbound").cls("in-tree-sc").obj(),
+    ]
     for p, extra in ((bound, []), (inline, []), (claim_pod("p", "in-tree-unbound"), unbound)):
         assert run(p, [], csi_node=False, extra=[prevent, *extra]) is None
         # With a CSINode that does not list the driver, the migrated volume needs it.
@@ -221,27 +215,27 @@ def test_hint_assigned_pod_deleted() -> None:
     hint = NodeVolumeLimits.is_schedulable_after_assigned_pod_deleted
     pi = claim_pod("p", "c")
     assert hint(pi, claim_pod("d", "x", node_name="n"), None) == QueueingHint.Queue
-    inline = info(pod("d", node_name="n", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]}))
+    inline = make_pod("d").node("n").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]).info()
     assert hint(pi, inline, None) == QueueingHint.Queue
-    assert hint(pi, info(pod("d", node_name="n")), None) == QueueingHint.QueueSkip
+    assert hint(pi, make_pod("d").node("n").info(), None) == QueueingHint.QueueSkip
     assert hint(pi, claim_pod("d", "x"), None) == QueueingHint.QueueSkip  # neither bound nor nominated
 
 
 def test_hint_claim_added() -> None:
     hint = NodeVolumeLimits.is_schedulable_after_claim_added
-    assert hint(claim_pod("p", "c"), None, pvc("c", namespace="other")) == QueueingHint.QueueSkip
-    assert hint(claim_pod("p", "c"), None, pvc("c")) == QueueingHint.Queue
+    assert hint(claim_pod("p", "c"), None, make_pvc("c").ns("other").obj()) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", "c"), None, make_pvc("c").obj()) == QueueingHint.Queue
     assert hint(ephemeral_pod(), None, ephemeral_claim()) == QueueingHint.Queue
-    assert hint(claim_pod("p", "c"), None, pvc("d")) == QueueingHint.QueueSkip
-    assert hint(info(pod("p")), None, pvc("d")) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", "c"), None, make_pvc("d").obj()) == QueueingHint.QueueSkip
+    assert hint(make_pod("p").info(), None, make_pvc("d").obj()) == QueueingHint.QueueSkip
 
 
 def test_hint_attachment_deleted() -> None:
     hint = NodeVolumeLimits.is_schedulable_after_attachment_deleted
     va = attachment("va", EBS, "n", "pv")
     assert hint(claim_pod("p", "c"), va, None) == QueueingHint.Queue
-    inline = info(pod("p", spec={"volumes": [{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "a", "awsElasticBlockStore": {"volumeID": "v"}}]).info()
     assert hint(inline, va, None) == QueueingHint.Queue
-    gce_inline = info(pod("p", spec={"volumes": [{"name": "a", "gcePersistentDisk": {"pdName": "v"}}]}))
+    gce_inline = make_pod("p").spec(volumes=[{"name": "a", "gcePersistentDisk": {"pdName": "v"}}]).info()
     assert hint(gce_inline, va, None) == QueueingHint.QueueSkip
-    assert hint(info(pod("p")), va, None) == QueueingHint.QueueSkip
+    assert hint(make_pod("p").info(), va, None) == QueueingHint.QueueSkip

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
 from kubesched.api.objects import LabelSelector
-from kubesched.api.podinfo import PodInfo
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.api.selectors import compile_label_selector
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
@@ -40,15 +40,16 @@ FOO = {"foo": "bar"}
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def zn(name: str, zone: str | None, **kw: Any) -> Any:
-    labels = dict(kw.pop("labels", {}))
+def zn(name: str, zone: str | None, *, labels: dict[str, str] | None = None,
+       taints: list[dict[str, str]] | None = None) -> Any:
+    builder = make_node(name).label(labels or {}).taints(taints)
     if zone is not None:
-        labels[ZONE] = zone
-    return node(name, labels=labels, **kw)
+        builder.zone(zone)
+    return builder.obj()
 
 
-def placed(name: str, on: str, labels: dict[str, str] | None = None, **kw: Any) -> Any:
-    return pod(name, labels=FOO if labels is None else labels, node_name=on, **kw)
+def placed(name: str, on: str, labels: dict[str, str] | None = None, *, namespace: str = "default") -> Any:
+    return make_pod(name).ns(namespace).label(FOO if labels is None else labels).node(on).obj()
 
 
 def constraint(
@@ -68,7 +69,7 @@ def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None,
     body = dict(spec)
     if constraints:
         body["topologySpreadConstraints"] = list(constraints)
-    return info(pod("incoming", labels=FOO if labels is None else labels, spec=body))
+    return make_pod("incoming").label(FOO if labels is None else labels).spec(**body).info()
 
 
 def plugin_for(cache: Cache, args: PodTopologySpreadArgs | None = None) -> PodTopologySpread:
@@ -269,7 +270,7 @@ class TestFilter:
 
     def test_hostname_spread(self) -> None:
         cache = cache_with(
-            [node("n1"), node("n2"), node("n3")],
+            [make_node("n1").obj(), make_node("n2").obj(), make_node("n3").obj()],
             [placed("p1", "n1"), placed("p2", "n1"), placed("p3", "n2")],
         )
         got = verdicts(plugin_for(cache), cache, incoming(constraint(key=HOST)))
@@ -522,7 +523,7 @@ class TestFilter:
 class TestPreFilterExtensions:
     def setup_method(self) -> None:
         # zoneA: a1 (1), a2 (1); zoneB: b1 (1), b2 (0). The pod fits zoneB only.
-        self.victim = info(placed("p1", "a1"))
+        self.victim = make_pod_info(placed("p1", "a1"))
         self.cache = cache_with([zn("a1", "A"), zn("a2", "A"), zn("b1", "B"), zn("b2", "B")], [placed("p2", "a2"), placed("p3", "b1")])
         self.cache.add_pod(self.victim)
         self.pl = plugin_for(self.cache)
@@ -544,15 +545,15 @@ class TestPreFilterExtensions:
 
     def test_add_pod_raises_the_minimum(self) -> None:
         trial = self.state.clone()
-        self.pl.add_pod(trial, self.pi, info(placed("nominated", "b2")), self.cache.table.row_of("b2"))
+        self.pl.add_pod(trial, self.pi, make_pod_info(placed("nominated", "b2")), self.cache.table.row_of("b2"))
         # A: 2, B: 2 -> 2+1-2 fits everywhere.
         assert verdicts(self.pl, self.cache, self.pi, trial) == {}
 
     def test_other_namespace_or_non_matching_pods_change_nothing(self) -> None:
         trial = self.state.clone()
         row = self.cache.table.row_of("b2")
-        self.pl.add_pod(trial, self.pi, info(placed("ns", "b2", namespace="other")), row)
-        self.pl.add_pod(trial, self.pi, info(placed("nm", "b2", labels={"foo": "no"})), row)
+        self.pl.add_pod(trial, self.pi, make_pod_info(placed("ns", "b2", namespace="other")), row)
+        self.pl.add_pod(trial, self.pi, make_pod_info(placed("nm", "b2", labels={"foo": "no"})), row)
         assert set(verdicts(self.pl, self.cache, self.pi, trial)) == {"a1", "a2"}
 
     def test_clone_copies_arrays(self) -> None:
@@ -579,7 +580,7 @@ class TestPreFilterExtensions:
         state = CycleState()
         pl.pre_filter(state, pi)
         # Adding a matching pod on the tainted node must not raise B's count.
-        pl.add_pod(state, pi, info(placed("x", "b2")), cache.table.row_of("b2"))
+        pl.add_pod(state, pi, make_pod_info(placed("x", "b2")), cache.table.row_of("b2"))
         assert set(verdicts(pl, cache, pi, state)) == {"a1"}
 
 
@@ -602,7 +603,7 @@ class TestScore:
 
     def test_hostname_scores_hand_computed(self) -> None:
         cache = cache_with(
-            [node("n1"), node("n2"), node("n3")],
+            [make_node("n1").obj(), make_node("n2").obj(), make_node("n3").obj()],
             [placed("p1", "n1"), placed("p2", "n1"), placed("p3", "n2")],
         )
         pl = plugin_for(cache)
@@ -686,7 +687,7 @@ class TestScore:
 
     def test_system_defaults_need_a_selecting_workload(self) -> None:
         cache = cache_with(
-            [zn("a1", "A"), zn("a2", "A"), node("n3")],
+            [zn("a1", "A"), zn("a2", "A"), make_node("n3").obj()],
             [
                 placed("w1", "a1", labels={"app": "web"}),
                 placed("w2", "n3", labels={"app": "web"}),
@@ -749,7 +750,7 @@ class TestScore:
                 "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"}],
             }
         )
-        cache = cache_with([zn("a1", "A"), node("bare")], [placed("p", "a1")])
+        cache = cache_with([zn("a1", "A"), make_node("bare").obj()], [placed("p", "a1")])
         cache.set_workload_selector("ReplicaSet", "default", "rs", compile_label_selector(LabelSelector(match_labels=FOO)))
         pl = plugin_for(cache, args)
         state = CycleState()
@@ -833,7 +834,7 @@ ZONE_FOO_NODE_BAR = (constraint("zone", selector=EXISTS_FOO), constraint("node",
 
 
 def _node(taints: list[dict[str, str]] | None = None, unschedulable: bool = False, **labels: str) -> Any:
-    return node("node-a", labels=labels, taints=taints, unschedulable=unschedulable)
+    return make_node("node-a").label(labels).taints(taints).unschedulable(unschedulable).obj()
 
 
 TAINT_A = [{"key": "aaa", "value": "bbb", "effect": "NoSchedule"}]
@@ -905,22 +906,22 @@ def test_hint_node_change(constraints: tuple[dict[str, Any], ...], old: Any, new
 
 
 def _on(name: str, labels: dict[str, str], namespace: str = "default") -> PodInfo:
-    return info(pod(name, labels=labels, node_name="fake-node", namespace=namespace))
+    return make_pod(name).ns(namespace).label(labels).node("fake-node").info()
 
 
 def _unscheduled(name: str, labels: dict[str, str]) -> PodInfo:
-    return info(pod(name, labels=labels))
+    return make_pod(name).label(labels).info()
 
 
 def _terminating(name: str, labels: dict[str, str]) -> PodInfo:
-    p = pod(name, labels=labels, node_name="fake-node")
+    p = make_pod(name).label(labels).node("fake-node").obj()
     meta = msgspec.structs.replace(p.metadata, deletion_timestamp="2024-01-01T00:00:00Z")
-    return info(msgspec.structs.replace(p, metadata=meta))
+    return make_pod_info(msgspec.structs.replace(p, metadata=meta))
 
 
 def _nominated(name: str, labels: dict[str, str]) -> PodInfo:
-    p = pod(name, labels=labels)
-    return info(msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="fake-node")))
+    p = make_pod(name).label(labels).obj()
+    return make_pod_info(msgspec.structs.replace(p, status=msgspec.structs.replace(p.status, nominated_node_name="fake-node")))
 
 
 @pytest.mark.parametrize(
@@ -969,8 +970,8 @@ def test_hint_assigned_pod_with_list_default_constraints() -> None:
     assert pl.is_schedulable_after_assigned_pod_change(pending, None, added) == Q
     assert pl.is_schedulable_after_assigned_pod_change(pending, None, _on("x", {"app": "db"})) == SKIP
     # The defaults' topology keys decide for nodes.
-    assert pl.is_schedulable_after_node_change(pending, None, node("n", labels={ZONE: "a"})) == Q
-    assert pl.is_schedulable_after_node_change(pending, None, node("n")) == SKIP
+    assert pl.is_schedulable_after_node_change(pending, None, make_node("n").label({ZONE: "a"}).obj()) == Q
+    assert pl.is_schedulable_after_node_change(pending, None, make_node("n").obj()) == SKIP
 
 
 def test_hint_match_label_keys_narrow_the_selector() -> None:
@@ -985,14 +986,14 @@ def test_hint_unparsable_constraint_queues() -> None:
     bad = {"matchExpressions": [{"key": "foo", "operator": "In", "values": []}]}
     pending = spread(constraint("zone", selector=bad))
     assert pl.is_schedulable_after_assigned_pod_change(pending, None, _on("o", {"x": ""})) == Q
-    assert pl.is_schedulable_after_node_change(pending, None, node("n")) == Q
+    assert pl.is_schedulable_after_node_change(pending, None, make_node("n").obj()) == Q
     assert pl.is_schedulable_after_target_pod_change(pending, pending, pending) == Q
     # The namespace check comes first.
     assert pl.is_schedulable_after_assigned_pod_change(pending, None, _unscheduled("o", {"x": ""})) == SKIP
 
 
 def _target(labels: dict[str, str], tolerations: list[dict[str, Any]] | None = None) -> PodInfo:
-    return info(pod("p", labels=labels, spec={"tolerations": tolerations or []}))
+    return make_pod("p").label(labels).spec(tolerations=tolerations or []).info()
 
 
 UNSCHEDULABLE_TOLERATION = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
@@ -1029,7 +1030,7 @@ def test_hint_agrees_with_filter_when_a_matching_pod_leaves() -> None:
     cache.remove_pod(gone.uid)
     assert verdicts(pl, cache, pi) == {}
     # A pod of another namespace neither counts for Filter nor interests the hint.
-    elsewhere = info(placed("x", "c1", namespace="other"))
+    elsewhere = make_pod_info(placed("x", "c1", namespace="other"))
     assert pl.is_schedulable_after_assigned_pod_change(pi, None, elsewhere) == SKIP
     cache.add_pod(elsewhere)
     assert verdicts(pl, cache, pi) == {}

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builders import info, pod
+from builders import make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.interface import EnqueueExtensions
 from kubesched.plugins.prioritysort import PrioritySort
@@ -15,7 +15,7 @@ class Queued:
 
 
 def queued(name: str, priority: int | None, timestamp: float) -> Queued:
-    return Queued(info(pod(name, priority=priority)), timestamp)
+    return Queued(make_pod(name).priority(priority).info(), timestamp)
 
 
 def order(items: list[Queued]) -> list[str]:

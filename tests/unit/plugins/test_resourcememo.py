@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod
+from kubesched.api.podinfo import make_pod_info
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalancedAllocation
@@ -25,10 +26,14 @@ STRATEGIES = [
 POD = st.tuples(st.integers(0, 4000), st.integers(0, 8), st.integers(0, 2))  # cpu m, memory Gi, gpus
 
 
-def make_pod(name: str, shape: tuple[int, int, int]):
+def shaped_pod(name: str, shape: tuple[int, int, int]):
     cpu, mem, gpus = shape
-    requests = {GPU: gpus} if gpus else {}
-    return pod(name, cpu=f"{cpu}m" if cpu else None, memory=f"{mem}Gi" if mem else None, requests=requests)
+    builder = make_pod(name).req({GPU: gpus} if gpus else {})
+    if cpu:
+        builder.req(cpu=f"{cpu}m")
+    if mem:
+        builder.req(memory=f"{mem}Gi")
+    return builder.obj()
 
 
 def fresh_verdicts(cache: Cache, args, pi) -> tuple[list[int], list[int], list[int]]:
@@ -59,17 +64,17 @@ def answers(fit: NodeResourcesFit, balanced: NodeResourcesBalancedAllocation, ca
     strategy=st.sampled_from(STRATEGIES),
 )
 def test_plugins_kept_across_cycles_answer_as_new_ones(nodes, steps, asked, strategy):
-    cache = cache_with([node(f"n{i}", cpu=str(cpu), extra={GPU: gpus}) for i, (cpu, gpus) in enumerate(nodes)])
+    cache = cache_with([make_node(f"n{i}").capacity(cpu=str(cpu)).capacity({GPU: gpus}).obj() for i, (cpu, gpus) in enumerate(nodes)])
     fit = NodeResourcesFit(NodeResourcesFitArgs.model_validate(strategy) if strategy else None, UnitHandle(cache))
     balanced = NodeResourcesBalancedAllocation(None, UnitHandle(cache))
     placed: list[str] = []
-    pods = [info(make_pod(f"asked{i}", shape)) for i, shape in enumerate(asked)]
+    pods = [make_pod_info(shaped_pod(f"asked{i}", shape)) for i, shape in enumerate(asked)]
     for serial, (kind, which, shape) in enumerate(steps):
         names = sorted(cache.table.index)
         if kind == "place" and names:
-            p = make_pod(f"p{serial}", shape)
+            p = shaped_pod(f"p{serial}", shape)
             p.spec.node_name = names[which % len(names)]
-            cache.add_pod(info(p))
+            cache.add_pod(make_pod_info(p))
             placed.append(p.metadata.uid)
         elif kind == "unplace" and placed:
             cache.remove_pod(placed.pop(which % len(placed)))
@@ -80,7 +85,7 @@ def test_plugins_kept_across_cycles_answer_as_new_ones(nodes, steps, asked, stra
                 placed.remove(uid)
             cache.remove_node(name)
         elif kind == "add_node":
-            cache.add_node(node(f"m{serial}", cpu=str(1 + which % 8), extra={GPU: which % 3}))
+            cache.add_node(make_node(f"m{serial}").capacity(cpu=str(1 + which % 8)).capacity({GPU: which % 3}).obj())
         for pi in pods:  # the kept plugins see every state; the fresh ones only this one
             assert answers(fit, balanced, cache, pi) == fresh_verdicts(cache, strategy, pi)
 
@@ -92,19 +97,21 @@ def test_plugins_kept_across_cycles_answer_as_new_ones(nodes, steps, asked, stra
 def test_one_row_verdict_is_the_table_verdict(nodes, shape, removed):
     """The plain-Python verdict on one row (used for the few rows a cycle changes) agrees with the
     vectorized one on every row, absent rows and nodes without a resource included."""
-    cache = cache_with([node(f"n{i}", cpu=str(cpu), pods=pods, extra={GPU: gpus}) for i, (cpu, gpus, _, pods) in enumerate(nodes)])
+    cache = cache_with(
+        [make_node(f"n{i}").capacity(cpu=str(cpu), pods=pods).capacity({GPU: gpus}).obj() for i, (cpu, gpus, _, pods) in enumerate(nodes)]
+    )
     for i, (_, _, used, _) in enumerate(nodes):
         if used:
-            p = make_pod(f"u{i}", (used, 1, 0))
+            p = shaped_pod(f"u{i}", (used, 1, 0))
             p.spec.node_name = f"n{i}"
-            cache.add_pod(info(p))
+            cache.add_pod(make_pod_info(p))
     if removed < len(nodes):
         for uid in [p.uid for p in cache.table.pods[cache.table.row_of(f"n{removed}")].values()]:
             cache.remove_pod(uid)
         cache.remove_node(f"n{removed}")
     table = cache.table
     fit = NodeResourcesFit(None, UnitHandle(cache))
-    pi = info(make_pod("asked", shape))
+    pi = make_pod_info(shaped_pod("asked", shape))
     checks = fit._checks_of(CycleState(), pi, table)
     whole = fit._codes(checks, table, slice(0, table.size)).tolist()
     assert [fit._row_code(checks, table, r) for r in range(table.size)] == whole
@@ -112,10 +119,10 @@ def test_one_row_verdict_is_the_table_verdict(nodes, shape, removed):
 
 
 def test_pods_requesting_the_same_share_one_set_of_checks():
-    cache = cache_with([node("n0")])
+    cache = cache_with([make_node("n0").obj()])
     fit = NodeResourcesFit(None, UnitHandle(cache))
-    a, b = info(make_pod("a", (100, 1, 1))), info(make_pod("b", (100, 1, 1)))
-    c = info(make_pod("c", (200, 1, 1)))
+    a, b = make_pod_info(shaped_pod("a", (100, 1, 1))), make_pod_info(shaped_pod("b", (100, 1, 1)))
+    c = make_pod_info(shaped_pod("c", (200, 1, 1)))
     assert fit.checks(a) is fit.checks(b)
     assert fit.checks(c) is not fit.checks(a) and fit.checks(c).amounts.tolist() != fit.checks(a).amounts.tolist()
     assert not fit.checks(a).amounts.flags.writeable  # shared, so never changed in place

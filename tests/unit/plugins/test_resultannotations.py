@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from unit.simkit import node, pod, run
+from builders import make_node, make_pod
+from unit.simkit import run
 
 P = "kube-scheduler-simulator.sigs.k8s.io/"
 CONFIG = {
@@ -22,7 +23,12 @@ def annotations_of(sim, name: str) -> dict:  # type: ignore[no-untyped-def]
 
 
 def test_a_scheduled_pod_carries_the_simulators_annotations() -> None:
-    objects = [node("a", cpu="4"), node("b", cpu="8"), node("t", taints=[TAINT]), pod("web", cpu="500m")]
+    objects = [
+        make_node("a").capacity(cpu="4").without("ephemeral-storage").manifest(),
+        make_node("b").capacity(cpu="8").without("ephemeral-storage").manifest(),
+        make_node("t").without("ephemeral-storage").taints([TAINT]).manifest(),
+        make_pod("web").req(cpu="500m", memory="100Mi").manifest(),
+    ]
     result, sim = run(objects, CONFIG)
     chosen = result.placements["default/web"]
     ann = annotations_of(sim, "web")
@@ -42,7 +48,10 @@ def test_a_scheduled_pod_carries_the_simulators_annotations() -> None:
 
 
 def test_a_pending_pod_is_annotated_and_its_message_is_unchanged() -> None:
-    objects = [node("a", cpu="1"), pod("big", cpu="2")]
+    objects = [
+        make_node("a").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("big").req(cpu="2", memory="100Mi").manifest(),
+    ]
     with_plugin, sim = run(objects, CONFIG)
     without, _ = run(objects)
     assert with_plugin.unschedulable == without.unschedulable
@@ -56,5 +65,5 @@ def test_a_pending_pod_is_annotated_and_its_message_is_unchanged() -> None:
 
 
 def test_off_by_default() -> None:
-    _, sim = run([node("a"), pod("web")])
+    _, sim = run([make_node("a").without("ephemeral-storage").manifest(), make_pod("web").req(cpu="100m", memory="100Mi").manifest()])
     assert annotations_of(sim, "web") == {}

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from builders import info, pod
+from builders import make_pod
 from kubesched.framework.events import ASSIGNED_POD, TARGET_POD, UNSCHEDULED_POD, ClusterEvent, QueueingHint
 from kubesched.framework.events import ActionType as A
 from kubesched.framework.status import Code
@@ -8,12 +8,12 @@ from kubesched.plugins.schedulinggates import SchedulingGates
 
 
 def test_ungated_pod_passes() -> None:
-    assert SchedulingGates().pre_enqueue(info(pod("p"))) is None
-    assert SchedulingGates().pre_enqueue(info(pod("p", spec={"schedulingGates": []}))) is None
+    assert SchedulingGates().pre_enqueue(make_pod("p").info()) is None
+    assert SchedulingGates().pre_enqueue(make_pod("p").spec(schedulingGates=[]).info()) is None
 
 
 def test_gated_pod_waits_with_kube_message() -> None:
-    pi = info(pod("p", spec={"schedulingGates": [{"name": "example.com/quota"}, {"name": "second"}]}))
+    pi = make_pod("p").spec(schedulingGates=[{"name": "example.com/quota"}, {"name": "second"}]).info()
     status = SchedulingGates().pre_enqueue(pi)
     assert status is not None
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -21,7 +21,7 @@ def test_gated_pod_waits_with_kube_message() -> None:
 
 
 def test_single_gate_message() -> None:
-    status = SchedulingGates().pre_enqueue(info(pod("p", spec={"schedulingGates": [{"name": "g"}]})))
+    status = SchedulingGates().pre_enqueue(make_pod("p").gate("g").info())
     assert status is not None
     assert status.message() == "waiting for scheduling gates: [g]"
 
@@ -39,6 +39,6 @@ def test_plugin_metadata() -> None:
 
 def test_hint_after_the_gates_are_removed_queues() -> None:
     plugin = SchedulingGates()
-    gated = info(pod("p", spec={"schedulingGates": [{"name": "foo"}]}))
-    released = info(pod("p"))
+    gated = make_pod("p").gate("foo").info()
+    released = make_pod("p").info()
     assert plugin.is_schedulable_after_update_target_pod_scheduling_gates_eliminated(gated, gated, released) == QueueingHint.Queue

@@ -9,14 +9,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from builders import info, pod
+from builders import make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.config.errors import ConfigError
 from kubesched.config.parse import parse_config
 from kubesched.plugins.slaqueuesort import SLAQueueSort, SLAQueueSortArgs
 
-from ..simkit import node as sim_node
-from ..simkit import pod as sim_pod
 from ..simkit import profile_config, run
 
 
@@ -28,7 +26,7 @@ class Queued:
 
 def queued(name: str, sla: str | None, priority: int | None, timestamp: float, key: str = "sla") -> Queued:
     labels = {key: sla} if sla is not None else {}
-    return Queued(info(pod(name, labels=labels, priority=priority)), timestamp)
+    return Queued(make_pod(name).label(labels).priority(priority).info(), timestamp)
 
 
 def order(items: list[Queued], args: dict[str, Any] | None = None) -> list[str]:
@@ -114,8 +112,8 @@ def test_every_profile_must_sort_alike() -> None:
 
 
 def test_gold_gets_the_last_slot_on_the_scheduler() -> None:
-    objects = [sim_node("n1", cpu="1")] + [
-        sim_pod(tier, cpu="1", labels={"sla": tier}) for tier in ("bronze", "silver", "gold")
+    objects = [make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest()] + [
+        make_pod(tier).req(cpu="1", memory="100Mi").label(sla=tier).manifest() for tier in ("bronze", "silver", "gold")
     ]
     by_sla, _ = run(objects, profile_config({"schedulerName": "default-scheduler", "plugins": SLA_SORT}))
     assert by_sla.placements["default/gold"] == "n1"

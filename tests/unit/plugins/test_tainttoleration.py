@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
@@ -34,7 +34,7 @@ def tol(key: str = "", operator: str = "", value: str = "", effect: str = "") ->
 
 
 def tolerating(*tolerations: dict[str, Any]) -> PodInfo:
-    return info(pod("p", spec={"tolerations": list(tolerations)}))
+    return make_pod("p").spec(tolerations=list(tolerations)).info()
 
 
 def filter_view(pi: PodInfo, cache: Cache) -> dict[str, tuple[str, str, str] | None]:
@@ -57,10 +57,10 @@ def filter_view(pi: PodInfo, cache: Cache) -> dict[str, tuple[str, str, str] | N
 def tainted_cache() -> Cache:
     return cache_with(
         [
-            node("plain"),
-            node("gpu", taints=[taint("gpu", "NoSchedule", "nvidia")]),
-            node("evict", taints=[taint("maint", "NoExecute")]),
-            node("soft", taints=[taint("spot", "PreferNoSchedule", "yes")]),
+            make_node("plain").obj(),
+            make_node("gpu").taints([taint("gpu", "NoSchedule", "nvidia")]).obj(),
+            make_node("evict").taints([taint("maint", "NoExecute")]).obj(),
+            make_node("soft").taints([taint("spot", "PreferNoSchedule", "yes")]).obj(),
         ]
     )
 
@@ -113,8 +113,8 @@ def test_toleration_forms(toleration: dict[str, Any], gpu_ok: bool, evict_ok: bo
 def test_reports_the_first_untolerated_taint_in_node_order() -> None:
     cache = cache_with(
         [
-            node("n1", taints=[taint("b", "NoExecute"), taint("a", "NoSchedule")]),
-            node("n2", taints=[taint("a", "NoSchedule"), taint("b", "NoExecute")]),
+            make_node("n1").taints([taint("b", "NoExecute"), taint("a", "NoSchedule")]).obj(),
+            make_node("n2").taints([taint("a", "NoSchedule"), taint("b", "NoExecute")]).obj(),
         ]
     )
     out = filter_view(tolerating(), cache)
@@ -124,7 +124,7 @@ def test_reports_the_first_untolerated_taint_in_node_order() -> None:
 
 
 def test_filter_says_nothing_when_every_taint_is_tolerated_or_absent() -> None:
-    assert TaintToleration().filter(CycleState(), tolerating(), cache_with([node("x"), node("y")]).table) is None
+    assert TaintToleration().filter(CycleState(), tolerating(), cache_with([make_node("x").obj(), make_node("y").obj()]).table) is None
     cache = tainted_cache()
     pi = tolerating(tol(operator="Exists"))
     assert TaintToleration().filter(CycleState(), pi, cache.table) is None
@@ -132,18 +132,18 @@ def test_filter_says_nothing_when_every_taint_is_tolerated_or_absent() -> None:
 
 
 def test_taints_that_appear_later_are_seen_by_a_cached_pod() -> None:
-    cache = cache_with([node("x")])
+    cache = cache_with([make_node("x").obj()])
     pi = tolerating(tol("known", "Exists"))
     plugin = TaintToleration()
     assert plugin.filter(CycleState(), pi, cache.table) is None
-    cache.add_node(node("y", taints=[taint("known", "NoSchedule"), taint("new", "NoSchedule")]))
-    cache.update_node(node("x", taints=[taint("known", "NoSchedule")]))
+    cache.add_node(make_node("y").taints([taint("known", "NoSchedule"), taint("new", "NoSchedule")]).obj())
+    cache.update_node(make_node("x").taints([taint("known", "NoSchedule")]).obj())
     out = filter_view(pi, cache)
     assert out == {"x": None, "y": ("new", "", "NoSchedule")}
 
 
 def test_removed_tainted_node_is_not_reported() -> None:
-    cache = cache_with([node("x"), node("y", taints=[taint("t", "NoSchedule")])])
+    cache = cache_with([make_node("x").obj(), make_node("y").taints([taint("t", "NoSchedule")]).obj()])
     cache.remove_node("y")
     assert TaintToleration().filter(CycleState(), tolerating(), cache.table) is None
 
@@ -158,10 +158,10 @@ def scores(pi: PodInfo, cache: Cache) -> tuple[dict[str, int], dict[str, int]]:
 def soft_cache() -> Cache:
     return cache_with(
         [
-            node("three", taints=[taint("a", "PreferNoSchedule"), taint("b", "PreferNoSchedule", "1"),
-                                  taint("c", "PreferNoSchedule"), taint("hard", "NoSchedule")]),
-            node("one", taints=[taint("a", "PreferNoSchedule")]),
-            node("none", taints=[taint("hard", "NoSchedule")]),
+            make_node("three").taints([taint("a", "PreferNoSchedule"), taint("b", "PreferNoSchedule", "1"),
+                                  taint("c", "PreferNoSchedule"), taint("hard", "NoSchedule")]).obj(),
+            make_node("one").taints([taint("a", "PreferNoSchedule")]).obj(),
+            make_node("none").taints([taint("hard", "NoSchedule")]).obj(),
         ]
     )
 
@@ -193,9 +193,9 @@ def test_score_considers_tolerations_with_prefer_effect_or_no_effect() -> None:
 def test_score_hand_computed_halves() -> None:
     cache = cache_with(
         [
-            node("two", taints=[taint("a", "PreferNoSchedule"), taint("b", "PreferNoSchedule")]),
-            node("one", taints=[taint("b", "PreferNoSchedule")]),
-            node("zero"),
+            make_node("two").taints([taint("a", "PreferNoSchedule"), taint("b", "PreferNoSchedule")]).obj(),
+            make_node("one").taints([taint("b", "PreferNoSchedule")]).obj(),
+            make_node("zero").obj(),
         ]
     )
     raw, norm = scores(tolerating(), cache)
@@ -223,14 +223,14 @@ def test_plugin_metadata() -> None:
 
 
 def test_a_cached_pod_stays_right_when_the_table_renumbers_its_taints() -> None:
-    cache = cache_with([node("keep", taints=[taint("gpu", "NoSchedule")])])
+    cache = cache_with([make_node("keep").taints([taint("gpu", "NoSchedule")]).obj()])
     pi = tolerating(tol("gpu", "Exists"))
     assert filter_view(pi, cache) == {"keep": None}
     before = cache.table.taint_list
     for i in range(200):  # churned taints, then gone: the table compacts its columns
-        cache.add_node(node(f"t{i}", taints=[taint("churn", "NoSchedule", str(i))]))
+        cache.add_node(make_node(f"t{i}").taints([taint("churn", "NoSchedule", str(i))]).obj())
         cache.remove_node(f"t{i}")
-    cache.add_node(node("new", taints=[taint("other", "NoSchedule")]))
+    cache.add_node(make_node("new").taints([taint("other", "NoSchedule")]).obj())
     assert cache.table.taint_list is not before
     assert filter_view(pi, cache) == {"keep": None, "new": ("other", "", "NoSchedule")}
 
@@ -251,7 +251,7 @@ def test_events_are_kubes() -> None:
 
 
 def tainted(*taints: dict[str, str]) -> Node:
-    return node("nodeA", taints=list(taints))
+    return make_node("nodeA").taints(list(taints)).obj()
 
 
 USER2 = tolerating(tol("dedicated", "Equal", "user2", "NoSchedule"))
@@ -328,12 +328,12 @@ def test_hint_refuses_what_is_not_a_node() -> None:
 def test_hint_taints_agree_with_the_filter(pi: PodInfo) -> None:
     nodes = [
         tainted(),
-        node("user1", taints=[taint("dedicated", "NoSchedule", "user1")]),
-        node("user2", taints=[taint("dedicated", "NoSchedule", "user2")]),
-        node("gpu-exec", taints=[taint("gpu", "NoExecute")]),
-        node("gpu-sched", taints=[taint("gpu", "NoSchedule")]),
-        node("soft", taints=[taint("dedicated", "PreferNoSchedule", "user1")]),
-        node("two", taints=[taint("gpu", "NoSchedule"), taint("dedicated", "NoExecute", "user2")]),
+        make_node("user1").taints([taint("dedicated", "NoSchedule", "user1")]).obj(),
+        make_node("user2").taints([taint("dedicated", "NoSchedule", "user2")]).obj(),
+        make_node("gpu-exec").taints([taint("gpu", "NoExecute")]).obj(),
+        make_node("gpu-sched").taints([taint("gpu", "NoSchedule")]).obj(),
+        make_node("soft").taints([taint("dedicated", "PreferNoSchedule", "user1")]).obj(),
+        make_node("two").taints([taint("gpu", "NoSchedule"), taint("dedicated", "NoExecute", "user2")]).obj(),
     ]
     view = filter_view(pi, cache_with(nodes))
     for n in nodes:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.plugins.targetloadpacking import (
     TargetLoadPacking,
@@ -25,14 +25,14 @@ NODES = ["a", "b", "c", "d"]
 
 
 def setup(args: dict[str, Any] | None = None, nodes: list[str] = NODES) -> tuple[TargetLoadPacking, UsageHandle]:
-    handle = UsageHandle(cache_with([node(n, cpu="4") for n in nodes]))
+    handle = UsageHandle(cache_with([make_node(n).capacity(cpu="4").obj() for n in nodes]))
     plugin = TargetLoadPacking(TargetLoadPackingArgs.model_validate(args or {}), handle)
     return plugin, handle
 
 
 def limited(name: str, request: str, limit: str) -> PodInfo:
     c = {"name": "c", "image": "app", "resources": {"requests": {"cpu": request}, "limits": {"cpu": limit}}}
-    return info(pod(name, containers=[c]))
+    return make_pod(name).containers(c).info()
 
 
 def test_defaults_are_trimarans() -> None:
@@ -87,7 +87,7 @@ async def test_score_on_measured_cpu() -> None:
     await handle.refresh()
     # The pod requests 400m: predicted 600m, 15% of 4 cores. U: a 15, b 35, c 65, d 110.
     # a: 60*15/40+40 = 62.5 -> 63; b: 60*35/40+40 = 92.5 -> 93; c: 40*35/60 = 23.3 -> 23; d: 0.
-    assert scores(plugin, handle, info(pod("p", cpu="400m"))) == {"a": 63, "b": 93, "c": 23, "d": 0}
+    assert scores(plugin, handle, make_pod("p").req(cpu="400m").info()) == {"a": 63, "b": 93, "c": 23, "d": 0}
 
 
 async def test_incoming_pod_limit_and_default() -> None:
@@ -96,38 +96,38 @@ async def test_incoming_pod_limit_and_default() -> None:
     await handle.refresh()
     # A 2-core limit is 50%: 40*50/60 = 33.3 -> 33. No request: 1000m, 25%: 60*25/40+40 = 77.5 -> 78.
     assert scores(plugin, handle, limited("p", "500m", "2"), ["a"]) == {"a": 33}
-    assert scores(plugin, handle, info(pod("q")), ["a"]) == {"a": 78}
+    assert scores(plugin, handle, make_pod("q").info(), ["a"]) == {"a": 78}
 
 
 async def test_recently_placed_pods_count_until_sampled() -> None:
     plugin, handle = setup()
     handle.prom.set("cpu", {n: 0.0 for n in NODES})
     await handle.refresh(at=0.0)
-    handle.place(info(pod("old", cpu="2")), "b", at=5.0)
-    handle.place(info(pod("new", cpu="1")), "a", at=10.0)
+    handle.place(make_pod("old").req(cpu="2").info(), "b", at=5.0)
+    handle.place(make_pod("new").req(cpu="1").info(), "a", at=10.0)
     # a: 1000m * 1.5 = 1500m recent + 600m for the pod = 52.5%: 40*47.5/60 = 31.7 -> 32.
     # b: 3000m + 600m = 90%: 40*10/60 = 6.7 -> 7.
-    got = scores(plugin, handle, info(pod("p", cpu="400m")), ["a", "b", "c"])
+    got = scores(plugin, handle, make_pod("p").req(cpu="400m").info(), ["a", "b", "c"])
     assert got == {"a": 32, "b": 7, "c": 63}
     # A sample taken more than settleTime (window 60 s + 90 s) after a placement includes it.
     await handle.refresh(at=160.0)
-    got = scores(plugin, handle, info(pod("p", cpu="400m")), ["a", "b", "c"])
+    got = scores(plugin, handle, make_pod("p").req(cpu="400m").info(), ["a", "b", "c"])
     assert got == {"a": 32, "b": 63, "c": 63}
 
 
 async def test_settle_time_is_configurable() -> None:
     plugin, handle = setup({"settleTime": "10s"})
     handle.prom.set("cpu", {n: 0.0 for n in NODES})
-    handle.place(info(pod("new", cpu="1")), "a", at=0.0)
+    handle.place(make_pod("new").req(cpu="1").info(), "a", at=0.0)
     await handle.refresh(at=30.0)
-    assert scores(plugin, handle, info(pod("p", cpu="400m")), ["a"]) == {"a": 63}
+    assert scores(plugin, handle, make_pod("p").req(cpu="400m").info(), ["a"]) == {"a": 63}
 
 
 async def test_missing_node_fail_open_scores_the_mean() -> None:
     plugin, handle = setup()
     handle.prom.set("cpu", {"a": 0.0, "b": 0.2})  # c and d have no series
     await handle.refresh()
-    got = scores(plugin, handle, info(pod("p", cpu="400m")))
+    got = scores(plugin, handle, make_pod("p").req(cpu="400m").info())
     assert got == {"a": 63, "b": 93, "c": 78, "d": 78}  # (63 + 93) / 2
 
 
@@ -135,7 +135,7 @@ async def test_missing_node_fail_closed_scores_zero() -> None:
     plugin, handle = setup({"missingMetrics": "FailClosed"})
     handle.prom.set("cpu", {"a": 0.0, "b": 0.2})
     await handle.refresh()
-    assert scores(plugin, handle, info(pod("p", cpu="400m"))) == {"a": 63, "b": 93, "c": 0, "d": 0}
+    assert scores(plugin, handle, make_pod("p").req(cpu="400m").info()) == {"a": 63, "b": 93, "c": 0, "d": 0}
 
 
 async def test_stale_values_are_missing_and_an_outage_is_reported() -> None:
@@ -144,16 +144,16 @@ async def test_stale_values_are_missing_and_an_outage_is_reported() -> None:
     await handle.refresh(at=0.0)
     handle.prom.down = "connection refused"
     await handle.refresh(at=100.0)  # fails: the values from t=0 are kept, 100 s old
-    assert set(scores(plugin, handle, info(pod("p", cpu="400m"))).values()) == {93}
+    assert set(scores(plugin, handle, make_pod("p").req(cpu="400m").info()).values()) == {93}
     handle.clock.advance_to(181.0)  # older than staleAfter (180 s)
-    assert set(scores(plugin, handle, info(pod("p", cpu="400m"))).values()) == {0}
+    assert set(scores(plugin, handle, make_pod("p").req(cpu="400m").info()).values()) == {0}
     assert [e[2] for e in handle.events] == ["UsageMetricsUnavailable"]
     assert "connection refused" in handle.events[0][3] and "FailClosed" in handle.events[0][3]
 
 
 async def test_node_without_allocatable_cpu_scores_zero() -> None:
-    handle = UsageHandle(cache_with([node("a", cpu="4"), node("z", cpu="0")]))
+    handle = UsageHandle(cache_with([make_node("a").capacity(cpu="4").obj(), make_node("z").capacity(cpu="0").obj()]))
     plugin = TargetLoadPacking(None, handle)
     handle.prom.set("cpu", {"a": 0.0, "z": 0.0})
     await handle.refresh()
-    assert scores(plugin, handle, info(pod("p", cpu="400m"))) == {"a": 63, "z": 0}
+    assert scores(plugin, handle, make_pod("p").req(cpu="400m").info()) == {"a": 63, "z": 0}

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from builders import make_node, make_pod
 from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.plugins.tenantovercommit import ANNOTATION, PolicyError, parse_policy, stretched
-from unit.plugins.xk8skit import overcommit, pod, quota
-from unit.simkit import node, profile_config, run
+from unit.plugins.xk8skit import overcommit, quota
+from unit.simkit import profile_config, run
 
 ANY = {"cpu": "100", "memory": "100Gi"}
 
@@ -47,9 +48,12 @@ def test_stretching_rounds_down_and_does_not_overflow() -> None:
 
 def test_a_tenant_may_oversell_its_share_and_another_never() -> None:
     # 1900m already requested on a 2-cpu node; 200m more is 105% of allocatable.
-    objs = [node("n1", cpu="2"), *tenants("5%")]
-    objs += [pod("base", cpu="1900m", namespace="other"), pod("a", cpu="200m", namespace="team-a", arrival=1),
-             pod("b", cpu="200m", namespace="team-b", arrival=1)]
+    objs = [make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(), *tenants("5%")]
+    objs += [
+        make_pod("base").ns("other").req(cpu="1900m", memory="100Mi").manifest(),
+        make_pod("a").ns("team-a").req(cpu="200m", memory="100Mi").arrival("1").manifest(),
+        make_pod("b").ns("team-b").req(cpu="200m", memory="100Mi").arrival("1").manifest(),
+    ]
     result, _sim = run(objs, profile_config(overcommit()))
     assert result.placements["team-a/a"] == "n1"
     assert not result.placements["team-b/b"]
@@ -57,9 +61,12 @@ def test_a_tenant_may_oversell_its_share_and_another_never() -> None:
 
 
 def test_beyond_the_stretched_allocatable_the_messages_are_kubes() -> None:
-    objs = [node("n1", cpu="2"), *tenants("5%")]
-    objs += [pod("base", cpu="1900m", namespace="other"), pod("a", cpu="201m", namespace="team-a", arrival=1),
-             pod("huge", cpu="2101m", namespace="team-a", arrival=1)]
+    objs = [make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(), *tenants("5%")]
+    objs += [
+        make_pod("base").ns("other").req(cpu="1900m", memory="100Mi").manifest(),
+        make_pod("a").ns("team-a").req(cpu="201m", memory="100Mi").arrival("1").manifest(),
+        make_pod("huge").ns("team-a").req(cpu="2101m", memory="100Mi").arrival("1").manifest(),
+    ]
     result, _ = run(objs, profile_config(overcommit()))
     assert not result.placements["team-a/a"]
     assert result.unschedulable["team-a/a"].startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes "
@@ -72,9 +79,12 @@ def test_beyond_the_stretched_allocatable_the_messages_are_kubes() -> None:
 
 def test_per_resource_policies_and_resources_never_overcommitted() -> None:
     gpu = {"nvidia.com/gpu": "1"}
-    objs = [node("n1", cpu="2", memory="1Gi", extra=gpu), *tenants("cpu=50%")]
-    objs += [pod("cpu", cpu="3", namespace="team-a"), pod("mem", cpu="100m", memory="1100Mi", namespace="team-a"),
-             pod("gpu", cpu="100m", namespace="team-a", arrival=1)]
+    objs = [make_node("n1").capacity(cpu="2", memory="1Gi").without("ephemeral-storage").capacity(gpu).manifest(), *tenants("cpu=50%")]
+    objs += [
+        make_pod("cpu").ns("team-a").req(cpu="3", memory="100Mi").manifest(),
+        make_pod("mem").ns("team-a").req(cpu="100m", memory="1100Mi").manifest(),
+        make_pod("gpu").ns("team-a").req(cpu="100m", memory="100Mi").arrival("1").manifest(),
+    ]
     resources = objs[-1]["spec"]["containers"][0]["resources"]
     resources["requests"]["nvidia.com/gpu"] = "2"
     resources["limits"] = {"nvidia.com/gpu": "2"}
@@ -86,22 +96,31 @@ def test_per_resource_policies_and_resources_never_overcommitted() -> None:
 
 
 def test_pods_without_a_quota_get_the_plain_fit_check() -> None:
-    objs = [node("n1", cpu="2"), *tenants("50%"), pod("free", cpu="2500m", namespace="other")]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        *tenants("50%"),
+        make_pod("free").ns("other").req(cpu="2500m", memory="100Mi").manifest(),
+    ]
     result, _ = run(objs, profile_config(overcommit()))
     assert not result.placements["other/free"]
 
 
 def test_a_bad_annotation_is_refused_naming_the_quota_and_field() -> None:
-    objs = [node("n1"), *tenants("lots")]
+    objs = [make_node("n1").without("ephemeral-storage").manifest(), *tenants("lots")]
     with pytest.raises(ManifestError, match=r"ElasticQuota team-a/quota: metadata.annotations\[kubesched.io/overcommit\]: "
                                              r"invalid value 'lots': 'lots' is not a percentage"):
         run(objs, profile_config(overcommit()))
 
 
 def test_with_capacity_scheduling_both_apply() -> None:
+    from builders import make_node, make_pod
     from unit.plugins.xk8skit import capacity
 
-    objs = [node("n1", cpu="2"), quota("team-a", ANY, ANY, annotations={ANNOTATION: "10%"}), quota("team-b", ANY, ANY)]
-    objs += [pod(f"a{i}", cpu="550m", namespace="team-a") for i in range(4)]
+    objs = [
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        quota("team-a", ANY, ANY, annotations={ANNOTATION: "10%"}),
+        quota("team-b", ANY, ANY),
+    ]
+    objs += [make_pod(f"a{i}").ns("team-a").req(cpu="550m", memory="100Mi").manifest() for i in range(4)]
     result, _ = run(objs, profile_config(capacity(overcommit=True)))
     assert sum(1 for v in result.placements.values() if v) == 4  # 2200m on 2 cpu: the 10% allowance

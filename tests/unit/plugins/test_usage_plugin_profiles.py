@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from builders import make_node, make_pod
 from kubesched.config.errors import ConfigError
 from kubesched.config.parse import parse_config
 from kubesched.scheduler.configload import load_config
 
-from ..simkit import node, pod, run
+from ..simkit import run
 
 PROFILE = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -100,10 +101,16 @@ def test_bad_args_name_the_field(plugin: str, args: dict, message: str) -> None:
 
 
 def test_the_profile_schedules_on_the_simulator() -> None:
-    objects = [node(f"n{i}", cpu="8", labels={"example.com/rack": f"r{i % 2}", "example.com/rtt-ms": str(10 * i)})
-               for i in range(4)]
-    objects += [pod(f"p{i}", cpu="500m", labels={"tier": "gold" if i % 3 == 0 else "bronze",
-                                                 "app.kubernetes.io/instance": "web"}) for i in range(12)]
+    objects = [
+        make_node(f"n{i}")
+        .capacity(cpu="8")
+        .without("ephemeral-storage")
+        .label({"example.com/rack": f"r{i % 2}", "example.com/rtt-ms": str(10 * i)})
+        .manifest()
+        for i in range(4)
+    ]
+    objects += [make_pod(f"p{i}").req(cpu="500m", memory="100Mi").label({"tier": "gold" if i % 3 == 0 else "bronze",
+                                                 "app.kubernetes.io/instance": "web"}).manifest() for i in range(12)]
     result, sim = run(objects, yaml.safe_load(PROFILE))
     assert result.pods_scheduled == 12
     # The usage-based plugins asked the simulated Prometheus for the mean and the deviation.

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod, make_pvc
 from kubesched.api.podinfo import PodInfo
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.status import Code
@@ -16,7 +16,7 @@ from kubesched.plugins.volumerestrictions import (
     ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,
     VolumeRestrictions,
 )
-from unit.plugins.storagekit import add, claim_pod, fresh, pvc, verdicts
+from unit.plugins.storagekit import add, claim_pod, fresh, verdicts
 
 DISK = (Code.UNSCHEDULABLE, (ERR_REASON_DISK_CONFLICT,))
 RWOP = (Code.UNSCHEDULABLE, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))
@@ -24,7 +24,7 @@ RWOP = (Code.UNSCHEDULABLE, (ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT,))
 
 def disk_pod(name: str, *volumes: dict[str, Any], node_name: str = "", namespace: str = "default") -> PodInfo:
     vols = [{"name": f"d{i}", **v} for i, v in enumerate(volumes)]
-    return info(pod(name, namespace=namespace, node_name=node_name, spec={"volumes": vols}))
+    return make_pod(name).ns(namespace).node(node_name).spec(volumes=vols).info()
 
 
 def gce(pd: str, read_only: bool = False) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def iscsi(iqn: str, read_only: bool = False) -> dict[str, Any]:
 
 
 def run(pi: PodInfo, existing: list[PodInfo], claims: list[Any] = ()) -> tuple[Any, Any]:  # type: ignore[assignment]
-    cache = cache_with([node("node-1"), node("node-2")])
+    cache = cache_with([make_node("node-1").obj(), make_node("node-2").obj()])
     add(cache, *claims)
     for e in existing:
         cache.add_pod(e)
@@ -81,13 +81,13 @@ def test_disk_conflicts(name: str, volume: dict[str, Any], existing: dict[str, A
 def test_pod_without_restricted_volumes_skips() -> None:
     status, _ = run(disk_pod("p", {"emptyDir": {}}), [disk_pod("e", gce("foo"), node_name="node-1")])
     assert status is not None and status.code == Code.SKIP
-    status, _ = run(info(pod("p")), [])
+    status, _ = run(make_pod("p").info(), [])
     assert status is not None and status.code == Code.SKIP
 
 
-RWOP_1 = pvc("claim-with-rwop-1", modes=("ReadWriteOncePod",))
-RWOP_2 = pvc("claim-with-rwop-2", modes=("ReadWriteOncePod",))
-RWX = pvc("claim-with-rwx", modes=("ReadWriteMany",))
+RWOP_1 = make_pvc("claim-with-rwop-1").modes("ReadWriteOncePod").obj()
+RWOP_2 = make_pvc("claim-with-rwop-2").modes("ReadWriteOncePod").obj()
+RWX = make_pvc("claim-with-rwx").modes("ReadWriteMany").obj()
 
 
 def test_failed_to_get_pvc() -> None:
@@ -112,7 +112,7 @@ def test_access_mode_conflict_everywhere(claims: tuple[str, ...]) -> None:
 
 
 def test_preemption_extensions_count_the_claims_users() -> None:
-    cache = cache_with([node("node-1")])
+    cache = cache_with([make_node("node-1").obj()])
     add(cache, RWOP_1)
     user = claim_pod("user", "claim-with-rwop-1", node_name="node-1")
     cache.add_pod(user)
@@ -129,7 +129,7 @@ def test_preemption_extensions_count_the_claims_users() -> None:
 
 
 def test_assumed_pods_count_and_forgotten_ones_do_not() -> None:
-    cache = cache_with([node("node-1")])
+    cache = cache_with([make_node("node-1").obj()])
     add(cache, RWOP_1)
     user = claim_pod("user", "claim-with-rwop-1")
     cache.assume(user, "node-1")
@@ -139,7 +139,7 @@ def test_assumed_pods_count_and_forgotten_ones_do_not() -> None:
 
 
 def test_disk_conflict_of_a_victim_is_gone_in_a_preemption_trial() -> None:
-    cache = cache_with([node("node-1")])
+    cache = cache_with([make_node("node-1").obj()])
     victim = disk_pod("victim", gce("foo"), node_name="node-1")
     cache.add_pod(victim)
     plugin = VolumeRestrictions(handle=UnitHandle(cache))  # type: ignore[arg-type]
@@ -159,7 +159,7 @@ def test_hint_claim_added() -> None:
     pi = claim_pod("p", "claim-with-rwop-1")
     assert hint(pi, None, RWOP_1) == QueueingHint.Queue
     assert hint(pi, None, RWOP_2) == QueueingHint.QueueSkip
-    assert hint(pi, None, pvc("claim-with-rwop-1", namespace="other")) == QueueingHint.QueueSkip
+    assert hint(pi, None, make_pvc("claim-with-rwop-1").ns("other").obj()) == QueueingHint.QueueSkip
 
 
 def test_hint_assigned_pod_deleted() -> None:

@@ -5,24 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from builders import UnitHandle, cache_with, info, node, pod
+from builders import UnitHandle, cache_with, make_node, make_pod, make_pv, make_pvc, make_storage_class
 from kubesched.cache.cache import Cache
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.status import Code
 from kubesched.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
-from unit.plugins.storagekit import (
-    BETA_REGION,
-    BETA_ZONE,
-    REGION,
-    ZONE,
-    add,
-    claim_pod,
-    fresh,
-    pv,
-    pvc,
-    storage_class,
-    verdicts,
-)
+from unit.plugins.storagekit import BETA_REGION, BETA_ZONE, REGION, ZONE, add, claim_pod, fresh, verdicts
 
 CONFLICT = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_CONFLICT,))
 
@@ -30,30 +18,30 @@ CONFLICT = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_CONFLICT,))
 def single_zone_volumes(cache: Cache) -> Cache:
     return add(
         cache,
-        pv("Vol_1", labels={BETA_ZONE: "us-west1-a"}),
-        pv("Vol_2", labels={BETA_REGION: "us-west1", "uselessLabel": "none"}),
-        pv("Vol_3", labels={BETA_REGION: "us-west1"}),
-        pv("Vol_Stable_1", labels={ZONE: "us-west1-a"}),
-        pv("Vol_Stable_2", labels={REGION: "us-west1", "uselessLabel": "none"}),
-        pv("Vol_Stable_3", labels={ZONE: "us-west1-a", REGION: "us-west1-a"}),
-        pv("Vol_M1", labels={BETA_ZONE: "us-west1-c__us-west1-a"}),
-        pv("Vol_M2", labels={ZONE: "us-west1-c__us-west1-a"}),
-        pvc("PVC_1", volume="Vol_1"),
-        pvc("PVC_2", volume="Vol_2"),
-        pvc("PVC_3", volume="Vol_3"),
-        pvc("PVC_4", volume="Vol_not_exist"),
-        pvc("PVC_Stable_1", volume="Vol_Stable_1"),
-        pvc("PVC_Stable_2", volume="Vol_Stable_2"),
-        pvc("PVC_Stable_3", volume="Vol_Stable_3"),
-        pvc("PVC_M1", volume="Vol_M1"),
-        pvc("PVC_M2", volume="Vol_M2"),
+        make_pv("Vol_1").label({BETA_ZONE: "us-west1-a"}).obj(),
+        make_pv("Vol_2").label({BETA_REGION: "us-west1", "uselessLabel": "none"}).obj(),
+        make_pv("Vol_3").label({BETA_REGION: "us-west1"}).obj(),
+        make_pv("Vol_Stable_1").label({ZONE: "us-west1-a"}).obj(),
+        make_pv("Vol_Stable_2").label({REGION: "us-west1", "uselessLabel": "none"}).obj(),
+        make_pv("Vol_Stable_3").label({ZONE: "us-west1-a", REGION: "us-west1-a"}).obj(),
+        make_pv("Vol_M1").label({BETA_ZONE: "us-west1-c__us-west1-a"}).obj(),
+        make_pv("Vol_M2").label({ZONE: "us-west1-c__us-west1-a"}).obj(),
+        make_pvc("PVC_1").volume("Vol_1").obj(),
+        make_pvc("PVC_2").volume("Vol_2").obj(),
+        make_pvc("PVC_3").volume("Vol_3").obj(),
+        make_pvc("PVC_4").volume("Vol_not_exist").obj(),
+        make_pvc("PVC_Stable_1").volume("Vol_Stable_1").obj(),
+        make_pvc("PVC_Stable_2").volume("Vol_Stable_2").obj(),
+        make_pvc("PVC_Stable_3").volume("Vol_Stable_3").obj(),
+        make_pvc("PVC_M1").volume("Vol_M1").obj(),
+        make_pvc("PVC_M2").volume("Vol_M2").obj(),
     )
 
 
 def run(claim: str | None, labels: dict[str, str], cache_fn=single_zone_volumes):  # type: ignore[no-untyped-def]
-    cache = cache_fn(cache_with([node("host1", labels=labels)]))
+    cache = cache_fn(cache_with([make_node("host1").label(labels).obj()]))
     plugin = VolumeZone(handle=UnitHandle(cache))  # type: ignore[arg-type]
-    pi = claim_pod("pod_1", claim) if claim else info(pod("pod_1"))
+    pi = claim_pod("pod_1", claim) if claim else make_pod("pod_1").info()
     state = fresh()
     _, status = plugin.pre_filter(state, pi)
     if status is not None:
@@ -111,14 +99,14 @@ def test_missing_claim() -> None:
 def binding_volumes(cache: Cache) -> Cache:
     return add(
         cache,
-        storage_class("Class_Immediate", mode=None),  # kube's test leaves the mode unset
-        storage_class("Class_Wait", mode="WaitForFirstConsumer"),
-        pv("Vol_1", labels={BETA_ZONE: "us-west1-a"}),
-        pvc("PVC_1", volume="Vol_1"),
-        pvc("PVC_NoSC", cls="Class_0"),
-        pvc("PVC_EmptySC"),
-        pvc("PVC_WaitSC", cls="Class_Wait"),
-        pvc("PVC_ImmediateSC", cls="Class_Immediate"),
+        make_storage_class("Class_Immediate").mode(None).obj(),  # kube's test leaves the mode unset
+        make_storage_class("Class_Wait").mode("WaitForFirstConsumer").obj(),
+        make_pv("Vol_1").label({BETA_ZONE: "us-west1-a"}).obj(),
+        make_pvc("PVC_1").volume("Vol_1").obj(),
+        make_pvc("PVC_NoSC").cls("Class_0").obj(),
+        make_pvc("PVC_EmptySC").obj(),
+        make_pvc("PVC_WaitSC").cls("Class_Wait").obj(),
+        make_pvc("PVC_ImmediateSC").cls("Class_Immediate").obj(),
     )
 
 
@@ -139,8 +127,8 @@ def test_with_binding(claim: str, want: object) -> None:
 
 def test_filter_over_many_nodes() -> None:
     cache = single_zone_volumes(cache_with([
-        node("a", labels={ZONE: "us-west1-a"}), node("b", labels={ZONE: "us-west1-b"}), node("c"),
-        node("d", labels={BETA_ZONE: "us-west1-a"}),
+        make_node("a").label({ZONE: "us-west1-a"}).obj(), make_node("b").label({ZONE: "us-west1-b"}).obj(), make_node("c").obj(),
+        make_node("d").label({BETA_ZONE: "us-west1-a"}).obj(),
     ]))
     plugin = VolumeZone(handle=UnitHandle(cache))  # type: ignore[arg-type]
     pi = claim_pod("p", "PVC_1")
@@ -155,29 +143,29 @@ def test_filter_over_many_nodes() -> None:
 def test_hint_claim_change() -> None:
     hint = VolumeZone.is_schedulable_after_claim_change
     pi = claim_pod("pod_1", "PVC_1")
-    assert hint(pi, None, pvc("PVC_1")) == QueueingHint.Queue
-    assert hint(info(pod("pod_1")), None, pvc("PVC_1")) == QueueingHint.QueueSkip
-    assert hint(pi, None, pvc("PVC_2")) == QueueingHint.QueueSkip
-    assert hint(pi, None, pvc("PVC_1", namespace="other")) == QueueingHint.QueueSkip
-    assert hint(pi, pvc("PVC_1"), pvc("PVC_1", volume="Vol_1")) == QueueingHint.Queue
+    assert hint(pi, None, make_pvc("PVC_1").obj()) == QueueingHint.Queue
+    assert hint(make_pod("pod_1").info(), None, make_pvc("PVC_1").obj()) == QueueingHint.QueueSkip
+    assert hint(pi, None, make_pvc("PVC_2").obj()) == QueueingHint.QueueSkip
+    assert hint(pi, None, make_pvc("PVC_1").ns("other").obj()) == QueueingHint.QueueSkip
+    assert hint(pi, make_pvc("PVC_1").obj(), make_pvc("PVC_1").volume("Vol_1").obj()) == QueueingHint.Queue
 
 
 def test_hint_storage_class_added() -> None:
     hint = VolumeZone.is_schedulable_after_storage_class_added
     pi = claim_pod("pod_1", "PVC_1")
-    assert hint(pi, None, storage_class("wait", mode="WaitForFirstConsumer")) == QueueingHint.Queue
-    assert hint(pi, None, storage_class("immediate")) == QueueingHint.QueueSkip
-    assert hint(pi, None, storage_class("unset", mode=None)) == QueueingHint.QueueSkip
+    assert hint(pi, None, make_storage_class("wait").mode("WaitForFirstConsumer").obj()) == QueueingHint.Queue
+    assert hint(pi, None, make_storage_class("immediate").obj()) == QueueingHint.QueueSkip
+    assert hint(pi, None, make_storage_class("unset").mode(None).obj()) == QueueingHint.QueueSkip
 
 
 def test_hint_volume_change() -> None:
     hint = VolumeZone.is_schedulable_after_volume_change
     pi = claim_pod("pod_1", "PVC_1")
-    zoned = pv("Vol_1", labels={ZONE: "us-west1-a"})
+    zoned = make_pv("Vol_1").label({ZONE: "us-west1-a"}).obj()
     assert hint(pi, None, zoned) == QueueingHint.Queue
-    assert hint(pi, zoned, pv("Vol_1", labels={ZONE: "us-west1-b"})) == QueueingHint.Queue
-    assert hint(pi, zoned, pv("Vol_1", labels={ZONE: "us-west1-a", "other": "x"})) == QueueingHint.QueueSkip
-    assert hint(pi, zoned, pv("Vol_1", labels={ZONE: "us-west1-a", REGION: "us-west1"})) == QueueingHint.Queue
+    assert hint(pi, zoned, make_pv("Vol_1").label({ZONE: "us-west1-b"}).obj()) == QueueingHint.Queue
+    assert hint(pi, zoned, make_pv("Vol_1").label({ZONE: "us-west1-a", "other": "x"}).obj()) == QueueingHint.QueueSkip
+    assert hint(pi, zoned, make_pv("Vol_1").label({ZONE: "us-west1-a", REGION: "us-west1"}).obj()) == QueueingHint.Queue
 
 
 def test_events() -> None:

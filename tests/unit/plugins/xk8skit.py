@@ -1,19 +1,12 @@
-"""Manifests and profiles for tests of scheduler-plugins' Coscheduling and CapacityScheduling (and
-TenantOvercommit): simulated clusters written as dicts, run by the real scheduler (unit.simkit)."""
+"""Profiles, ElasticQuotas and events for tests of scheduler-plugins' Coscheduling and
+CapacityScheduling (and TenantOvercommit) on simulated clusters run by the real scheduler
+(unit.simkit); pods and PodGroups come from the builders (make_pod(...).xk8s_group(name))."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from unit.simkit import pod as _pod
-
 API = "scheduling.x-k8s.io/v1alpha1"
-LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-def pod_group(name: str, min_member: int, namespace: str = "default", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": API, "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"minMember": min_member, **spec}}
 
 
 def quota(namespace: str, low: dict[str, str] | None, high: dict[str, str] | None, *, name: str = "quota",
@@ -25,19 +18,6 @@ def quota(namespace: str, low: dict[str, str] | None, high: dict[str, str] | Non
         spec["max"] = high
     return {"apiVersion": API, "kind": "ElasticQuota",
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}}, "spec": spec}
-
-
-def pod(name: str, cpu: str = "1", *, namespace: str = "default", group: str | None = None, arrival: float | None = None,
-        memory: str = "100Mi", **kw: Any) -> dict[str, Any]:
-    annotations = dict(kw.pop("annotations", None) or {})
-    if arrival is not None:
-        annotations["sim.kubesched.io/arrival"] = str(arrival)
-    labels = dict(kw.pop("labels", None) or {})
-    if group is not None:
-        labels[LABEL] = group
-    out = _pod(name, cpu=cpu, memory=memory, labels=labels, annotations=annotations, **kw)
-    out["metadata"]["namespace"] = namespace
-    return out
 
 
 def coscheduling(args: dict[str, Any] | None = None, name: str = "default-scheduler") -> dict[str, Any]:

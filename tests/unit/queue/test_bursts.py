@@ -1,17 +1,21 @@
 """The queue's side of bursts (queue.bursts): activeQ's index of each burst's pods, taking a
 burst whole, and new pods gathering for their siblings within a window."""
 
-from builders import info, pod
+from builders import make_pod
 from kubesched.api.objects import OwnerReference
+from kubesched.api.podinfo import make_pod_info
 from kubesched.queue.bursts import BurstPolicy, burst_key
 from unit.queue.test_scheduling_queue import make, tick
 
 
-def owned(name, owner="web", cpu="1", **kw):
-    p = pod(name, cpu=cpu, **kw)
+def owned(name, owner="web", cpu="1", priority=None):
+    builder = make_pod(name).req(cpu=cpu)
+    if priority is not None:
+        builder.priority(priority)
+    p = builder.obj()
     p.metadata.owner_references = [OwnerReference(api_version="apps/v1", kind="ReplicaSet", name=owner,
                                                   uid=f"uid-{owner}", controller=True)]
-    return info(p)
+    return make_pod_info(p)
 
 
 def name(qpi):
@@ -30,7 +34,7 @@ def test_one_owner_and_shape_is_one_burst():
     assert burst_key(owned("a")) != burst_key(owned("b", owner="other"))
     assert burst_key(owned("a")) != burst_key(owned("b", cpu="2"))
     assert burst_key(owned("a")) != burst_key(owned("b", priority=5))
-    assert burst_key(info(pod("bare"))) is None
+    assert burst_key(make_pod("bare").info()) is None
 
 
 def test_the_rest_of_a_burst_is_taken_with_the_pod_popped():

@@ -1,4 +1,5 @@
-from builders import info, pod
+from builders import make_node, make_pod
+from kubesched.api.podinfo import make_pod_info
 from kubesched.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -48,12 +49,6 @@ def make(clock=None, gate=None, registrations=None, **kw):
     return clock, q
 
 
-def node(name, **labels):
-    from kubesched.api.objects import Node, ObjectMeta
-
-    return Node(metadata=ObjectMeta(name=name, labels=labels))
-
-
 def fail(q, plugins, clock=None):
     qpi = q.pop()
     q.add_unschedulable(qpi, plugins, q.scheduling_cycle)
@@ -67,17 +62,17 @@ def tick(clock, to):
 
 def test_pops_by_priority_then_arrival():
     clock, q = make()
-    q.add(info(pod("low", priority=1)))
+    q.add(make_pod("low").priority(1).info())
     clock.advance_to(1)
-    q.add(info(pod("high", priority=10)))
-    q.add(info(pod("low2", priority=1)))
+    q.add(make_pod("high").priority(10).info())
+    q.add(make_pod("low2").priority(1).info())
     assert [q.pop().pi.key for _ in range(3)] == ["default/high", "default/low", "default/low2"]
     assert q.pop() is None
 
 
 def test_backoff_doubles_and_caps_counting_failures():
     _clock, q = make(initial_backoff=1, max_backoff=10)
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     durations = []
     for _ in range(6):
         qpi = fail(q, ["NodeResourcesFit"])
@@ -90,7 +85,7 @@ def test_backoff_doubles_and_caps_counting_failures():
 def test_backoff_expiry_is_rounded_down_to_the_window_and_flushed_on_the_next_tick():
     clock, q = make(initial_backoff=1)
     tick(clock, 10.3)
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     qpi = fail(q, [])  # an error: error backoff, which no idle pop takes early
     assert qpi.backoff_expiry is None or qpi.backoff_expiry == 11.0
     assert q.counts().backoff == 1 and q.pop() is None
@@ -102,8 +97,8 @@ def test_backoff_expiry_is_rounded_down_to_the_window_and_flushed_on_the_next_ti
 
 def test_an_idle_queue_pops_from_backoff_but_never_an_error_retry():
     _clock, q = make(initial_backoff=5)
-    q.add(info(pod("err")))
-    q.add(info(pod("rejected")))
+    q.add(make_pod("err").info())
+    q.add(make_pod("rejected").info())
     err = fail(q, [])
     rejected = fail(q, ["NodeResourcesFit"])
     q.move_on_event(NODE_ADD)  # the rejected pod's backoff starts
@@ -115,7 +110,7 @@ def test_an_idle_queue_pops_from_backoff_but_never_an_error_retry():
 
 def test_pool_moves_only_on_registered_events():
     clock, q = make(initial_backoff=1)
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     qpi = fail(q, ["TaintToleration"])
     assert q.counts().unschedulable == 1
     assert q.move_on_event(ASSIGNED_POD_DELETE) == 0
@@ -126,10 +121,10 @@ def test_pool_moves_only_on_registered_events():
 
 def test_hints_decide_which_events_move_a_pod():
     _clock, q = make()
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     qpi = fail(q, ["Picky"])
-    assert q.move_on_event(NODE_ADD, None, node("n1", size="small")) == 0
-    assert q.move_on_event(NODE_LABEL, node("n1"), node("n1", size="big")) == 1
+    assert q.move_on_event(NODE_ADD, None, make_node("n1").label(size="small").obj()) == 0
+    assert q.move_on_event(NODE_LABEL, make_node("n1").obj(), make_node("n1").label(size="big").obj()) == 1
     assert qpi.where in ("active", "backoff")
 
 
@@ -138,16 +133,16 @@ def test_a_failing_hint_counts_as_queue(caplog):
         raise RuntimeError("boom")
 
     _clock, q = make(registrations={"Broken": [ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add), broken)]})
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     fail(q, ["Broken"])
-    assert q.move_on_event(NODE_ADD, None, node("n")) == 1
+    assert q.move_on_event(NODE_ADD, None, make_node("n").obj()) == 1
     assert "queueing hint of plugin Broken failed" in caplog.text
 
 
 def test_moved_during_backoff_waits_in_backoff():
     _clock, q = make(initial_backoff=4)
-    q.add(info(pod("p")))
-    q.add(info(pod("busy")))
+    q.add(make_pod("p").info())
+    q.add(make_pod("busy").info())
     fail(q, ["NodeResourcesFit"])
     q.move_on_event(NODE_ADD)
     assert q.counts().backoff == 1
@@ -156,14 +151,14 @@ def test_moved_during_backoff_waits_in_backoff():
 
 def test_event_during_cycle_sends_pod_to_backoff_only_if_its_hint_says_so():
     _clock, q = make()
-    q.add(info(pod("a")))
-    q.add(info(pod("b")))
+    q.add(make_pod("a").info())
+    q.add(make_pod("b").info())
     a = q.pop()
-    q.move_on_event(NODE_ADD, None, node("n", size="small"))  # arrives while a is being scheduled
+    q.move_on_event(NODE_ADD, None, make_node("n").label(size="small").obj())  # arrives while a is being scheduled
     q.add_unschedulable(a, ["Picky"], q.scheduling_cycle)
     assert a.where == "unschedulable"  # Picky's hint: a small node does not help
     b = q.pop()
-    q.move_on_event(NODE_ADD, None, node("n2", size="big"))
+    q.move_on_event(NODE_ADD, None, make_node("n2").label(size="big").obj())
     q.add_unschedulable(b, ["Picky"], q.scheduling_cycle)
     assert b.where == "backoff"
     assert q._events == [] and q._in_flight == {}  # nothing in flight: the events are dropped
@@ -171,10 +166,10 @@ def test_event_during_cycle_sends_pod_to_backoff_only_if_its_hint_says_so():
 
 def test_events_before_a_pod_was_popped_do_not_count_for_it():
     _clock, q = make()
-    q.add(info(pod("a")))
-    q.add(info(pod("b")))
+    q.add(make_pod("a").info())
+    q.add(make_pod("b").info())
     a = q.pop()
-    q.move_on_event(NODE_ADD, None, node("n", size="big"))
+    q.move_on_event(NODE_ADD, None, make_node("n").label(size="big").obj())
     b = q.pop()
     q.add_unschedulable(b, ["Picky"], q.scheduling_cycle)
     assert b.where == "unschedulable"
@@ -184,8 +179,8 @@ def test_events_before_a_pod_was_popped_do_not_count_for_it():
 
 def test_pre_check_limits_the_pods_an_event_reaches():
     _clock, q = make()
-    q.add(info(pod("low", priority=1)))
-    q.add(info(pod("high", priority=100)))
+    q.add(make_pod("low").priority(1).info())
+    q.add(make_pod("high").priority(100).info())
     high = fail(q, ["NodeResourcesFit"])
     low = fail(q, ["NodeResourcesFit"])
     moved = q.move_on_event(ASSIGNED_POD_DELETE, None, None, lambda pi: pi.priority <= 10)
@@ -194,7 +189,7 @@ def test_pre_check_limits_the_pods_an_event_reaches():
 
 def test_pool_flushes_after_max_time():
     clock, q = make(max_in_unschedulable=300)
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     qpi = fail(q, ["TaintToleration"])
     tick(clock, 299)
     assert q.pop() is None
@@ -204,10 +199,10 @@ def test_pool_flushes_after_max_time():
 
 def test_pooled_pod_update_moves_it_only_if_a_hint_says_so():
     _clock, q = make()
-    p = pod("p", labels={"a": "1"})
-    q.add(info(p))
+    p = make_pod("p").label(a="1").obj()
+    q.add(make_pod_info(p))
     qpi = fail(q, ["NodeResourcesFit"])
-    relabelled = info(pod("p", labels={"a": "2"}))
+    relabelled = make_pod("p").label(a="2").info()
     relabelled.uid = qpi.pi.uid
     q.update(relabelled)  # NodeResourcesFit registered no pod update: it stays
     assert qpi.where == "unschedulable" and qpi.pi is relabelled
@@ -218,14 +213,14 @@ def test_gated_pods_wait_until_their_gates_are_gone():
         return Status.unresolvable("waiting for scheduling gates: [g]", plugin="SchedulingGates") if pi.gated else None
 
     _clock, q = make(gate=gate)
-    gated = info(pod("p", labels={"v": "1"}, spec={"schedulingGates": [{"name": "g"}]}))
+    gated = make_pod("p").label(v="1").gate("g").info()
     q.add(gated)
     assert q.counts().gated == 1 and q.pop() is None
-    relabelled = info(pod("p", labels={"v": "2"}, spec={"schedulingGates": [{"name": "g"}]}))
+    relabelled = make_pod("p").label(v="2").gate("g").info()
     relabelled.uid = gated.uid
     q.update(relabelled)
     assert q.counts().gated == 1
-    released = info(pod("p"))
+    released = make_pod("p").info()
     released.uid = gated.uid
     q.update(released)
     assert q.counts().gated == 0
@@ -242,9 +237,9 @@ def test_a_gated_pod_is_moved_only_by_its_gating_plugins_events_or_an_activation
         return Status.unresolvable("waiting", plugin="SchedulingGates") if held["on"] else None
 
     _clock, q = make(gate=gate)
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     assert q.counts().gated == 1 and asked == ["p"]
-    q.move_on_event(NODE_ADD, None, node("n"))  # NodeResourcesFit's and others', not the gate's
+    q.move_on_event(NODE_ADD, None, make_node("n").obj())  # NodeResourcesFit's and others', not the gate's
     assert asked == ["p"] and q.counts().gated == 1
     q.activate(list(q.pods))
     assert asked == ["p", "p"] and q.counts().gated == 1
@@ -255,7 +250,7 @@ def test_a_gated_pod_is_moved_only_by_its_gating_plugins_events_or_an_activation
 
 def test_delete_removes_everywhere():
     _clock, q = make()
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     uid = q.pending()[0].pi.uid
     q.delete(uid)
     assert q.pop() is None and not q.contains(uid)
@@ -264,7 +259,7 @@ def test_delete_removes_everywhere():
 
 def test_deleted_while_in_flight_is_not_requeued():
     _clock, q = make()
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     qpi = q.pop()
     q.delete(qpi.pi.uid)
     q.add_unschedulable(qpi, [], q.scheduling_cycle)
@@ -276,7 +271,7 @@ def test_churn_leaves_no_stale_entries_behind():
     passed, the queue holds nothing of them (heaps included), so a long run does not grow."""
     clock, q = make(initial_backoff=1, max_backoff=10)
     for round_ in range(50):
-        pis = [info(pod(f"r{round_}-{i}")) for i in range(40)]
+        pis = [make_pod(f"r{round_}-{i}").info() for i in range(40)]
         for pi in pis:
             q.add(pi)
         for i in range(30):  # ten stay active
@@ -299,7 +294,7 @@ def test_churn_leaves_no_stale_entries_behind():
 
 def test_requeue_brings_back_a_pod_whose_binding_failed_after_it_left_the_queue():
     clock, q = make(initial_backoff=1)
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     qpi = q.pop()
     q.assumed(qpi.pi.uid)  # out of the pending pods, binding in the background
     assert not q.contains(qpi.pi.uid)
@@ -311,7 +306,7 @@ def test_requeue_brings_back_a_pod_whose_binding_failed_after_it_left_the_queue(
 
 def test_requeue_keeps_an_entry_that_came_back_meanwhile():
     _clock, q = make()
-    q.add(info(pod("p")))
+    q.add(make_pod("p").info())
     stale = q.pop()
     q.assumed(stale.pi.uid)
     q.add(stale.pi)  # the pod came back (an update) while its binding ran

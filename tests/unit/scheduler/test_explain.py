@@ -7,10 +7,11 @@ import json
 
 from rich.console import Console
 
+from builders import make_node, make_pod, make_priority_class
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.observe.explainview import render
 from kubesched.scheduler.explain import explain_pod
-from unit.simkit import node, pod, run
+from unit.simkit import run
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
@@ -18,11 +19,11 @@ GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 def three_reasons() -> list[dict]:
     """`web` (1 cpu) is kept off n1 by cpu, off n2 by a taint, off n3 by its node selector."""
     return [
-        node("n1", cpu="1"),
-        node("n2", cpu="8", labels={"disk": "hdd"}, taints=[GPU_TAINT]),
-        node("n3", cpu="8", labels={"disk": "hdd"}),
-        pod("filler", cpu="700m", node_name="n1"),
-        pod("web", cpu="1", nodeSelector={"disk": "hdd"}, tolerations=[]),
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="8").without("ephemeral-storage").label(disk="hdd").taints([GPU_TAINT]).manifest(),
+        make_node("n3").capacity(cpu="8").without("ephemeral-storage").label(disk="hdd").manifest(),
+        make_pod("filler").req(cpu="700m", memory="100Mi").node("n1").manifest(),
+        make_pod("web").req(cpu="1", memory="100Mi").spec(nodeSelector={"disk": "hdd"}, tolerations=[]).manifest(),
     ]
 
 
@@ -70,14 +71,14 @@ def test_three_reasons_on_three_nodes_and_the_nearest_miss() -> None:
 
 def test_preemption_preview_names_the_victims_and_evicts_nothing() -> None:
     objects = [
-        node("n1", cpu="2"),
-        pod("low", cpu="1500m", node_name="n1", priority=1),
-        pod("other", cpu="100m", node_name="n1", priority=1000),
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_pod("low").req(cpu="1500m", memory="100Mi").priority(1).node("n1").manifest(),
+        make_pod("other").req(cpu="100m", memory="100Mi").priority(1000).node("n1").manifest(),
     ]
     _, sim = run(objects)
     sched = sim.scheduler
-    priority = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "priority-100"}, "value": 100}
-    big = load_objects([priority, pod("big", cpu="1", priority=100)]).pods[0].pod
+    priority = make_priority_class("priority-100", 100)
+    big = load_objects([priority, make_pod("big").req(cpu="1", memory="100Mi").priority(100).manifest()]).pods[0].pod
     sched.queue.add(sched._pod_info(big))
     state_before = sched.rng.bit_generator.state
     deletions_before = dict(sim.cluster.event_counts)
@@ -90,8 +91,13 @@ def test_preemption_preview_names_the_victims_and_evicts_nothing() -> None:
 
 
 def test_a_scheduled_pod_shows_the_scores_that_chose_its_node() -> None:
-    objects = [node("a", cpu="4"), node("b", cpu="8"), node("c", cpu="2"),
-               pod("busy", cpu="1", node_name="a"), pod("web", cpu="500m", memory="1Gi")]
+    objects = [
+        make_node("a").capacity(cpu="4").without("ephemeral-storage").manifest(),
+        make_node("b").capacity(cpu="8").without("ephemeral-storage").manifest(),
+        make_node("c").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_pod("busy").req(cpu="1", memory="100Mi").node("a").manifest(),
+        make_pod("web").req(cpu="500m", memory="1Gi").manifest(),
+    ]
     result, sim = run(objects)
     e = sim.scheduler.explain("default", "web")
     scores = e["scores"]
@@ -113,7 +119,9 @@ def test_a_scheduled_pod_shows_the_scores_that_chose_its_node() -> None:
 
 
 def test_the_dry_run_scores_every_feasible_node_and_counts_nothing() -> None:
-    objects = [node(f"n{i}", cpu=str(2 + i)) for i in range(4)] + [pod("web", cpu="100m", schedulingGates=[{"name": "hold"}])]
+    objects = [make_node(f"n{i}").capacity(cpu=str(2 + i)).without("ephemeral-storage").manifest() for i in range(4)] + [
+        make_pod("web").req(cpu="100m", memory="100Mi").gate("hold").manifest()
+    ]
     _, sim = run(objects)
     sched = sim.scheduler
     attempts = dict(sched.metrics.attempts.values)
@@ -151,8 +159,11 @@ def test_rendering_never_reads_cluster_text_as_markup() -> None:
 
 
 def test_node_affinity_says_which_label_is_missing() -> None:
-    objects = [node("n1", labels={"disk": "ssd"}), node("n2"),
-               pod("web", nodeSelector={"disk": "hdd", "zone": "a"})]
+    objects = [
+        make_node("n1").without("ephemeral-storage").label(disk="ssd").manifest(),
+        make_node("n2").without("ephemeral-storage").manifest(),
+        make_pod("web").req(cpu="100m", memory="100Mi").spec(nodeSelector={"disk": "hdd", "zone": "a"}).manifest(),
+    ]
     _, sim = run(objects)
     nearest = {m["node"]: m["failed"][0]["detail"] for m in sim.scheduler.explain("default", "web")["filter"]["nearest"]}
     assert nearest == {"n1": "needs label disk=hdd (node has disk=ssd), label zone=a", "n2": "needs label disk=hdd, label zone=a"}

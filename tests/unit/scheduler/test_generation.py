@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from builders import make_node, make_pod
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.dump import configuration_digest
@@ -16,7 +17,7 @@ from kubesched.scheduler.core import Scheduler
 from kubesched.scheduler.generation import retire
 from kubesched.usage.service import UsageService, UsageTransport
 from unit.sample_plugins import Closing
-from unit.simkit import config_text, node, pod
+from unit.simkit import config_text
 
 
 def scheduler(text: str, objects: list[dict] | None = None) -> tuple[Scheduler, SimCluster]:
@@ -111,7 +112,13 @@ def test_retire_closes_what_no_kept_generation_holds() -> None:
 
 def test_activation_keeps_the_queue_and_retries_pooled_pods_under_the_new_configuration() -> None:
     # Nothing fits the node selector: the pod waits in the unschedulable pool.
-    sched, _ = scheduler(config_text({}), [node("n1", labels={"disk": "hdd"}), pod("p", nodeSelector={"disk": "ssd"})])
+    sched, _ = scheduler(
+        config_text({}),
+        [
+            make_node("n1").without("ephemeral-storage").label(disk="hdd").manifest(),
+            make_pod("p").req(cpu="100m", memory="100Mi").spec(nodeSelector={"disk": "ssd"}).manifest(),
+        ],
+    )
     drain(sched)
     assert sched.queue.counts().unschedulable == 1
     # A profile without NodeAffinity places it: the change itself moved it back.
@@ -125,15 +132,21 @@ def test_activation_keeps_the_queue_and_retries_pooled_pods_under_the_new_config
 
 def test_pods_of_a_dropped_profile_leave_the_queue() -> None:
     text = config_text({"schedulerName": "a"}, {"schedulerName": "b"})
-    sched, _ = scheduler(text, [pod("pa", scheduler="a"), pod("pb", scheduler="b")])
+    sched, _ = scheduler(
+        text,
+        [
+            make_pod("pa").req(cpu="100m", memory="100Mi").scheduler("a").manifest(),
+            make_pod("pb").req(cpu="100m", memory="100Mi").scheduler("b").manifest(),
+        ],
+    )
     assert len(sched.queue.pods) == 2
     swap(sched, config_text({"schedulerName": "a"}))
     assert [q.pi.pod.metadata.name for q in sched.queue.pods.values()] == ["pa"]
-    assert not sched.responsible_for(load_objects([pod("x", scheduler="b")]).pods[0].pod)
+    assert not sched.responsible_for(load_objects([make_pod("x").req(cpu="100m", memory="100Mi").scheduler("b").manifest()]).pods[0].pod)
 
 
 def test_a_new_queue_sort_reorders_the_pods_waiting() -> None:
-    objects = [pod(f"p{i}", priority=i) for i in range(5)]
+    objects = [make_pod(f"p{i}").req(cpu="100m", memory="100Mi").priority(i).manifest() for i in range(5)]
     from unit.simkit import priority_classes
 
     sched, _ = scheduler(config_text({}), priority_classes(objects) + objects)

@@ -11,22 +11,25 @@ from typing import Any
 import numpy as np
 import pytest
 
+from builders import make_node, make_pod, make_pod_group, make_priority_class
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.infra import features
 from kubesched.plugins.defaultpreemption import DefaultPreemption
-from unit.simkit import node, pod, run
+from unit.simkit import run
 
 NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 
 
-def group(name: str, min_count: int | None = 3, **extra: Any) -> dict[str, Any]:
-    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name, **extra.pop("metadata", {})},
-            "spec": {"schedulingPolicy": policy, **extra}}
-
-
-def member(name: str, group_name: str, cpu: str = "500m", **kw: Any) -> dict[str, Any]:
-    return pod(name, cpu=cpu, schedulingGroup={"podGroupName": group_name}, **kw)
+def member(name: str, group_name: str, cpu: str = "500m", *, labels: dict[str, str] | None = None,
+           annotations: dict[str, str] | None = None, priority_class: str | None = None,
+           affinity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A member of a scheduling.k8s.io PodGroup (as the simulated pods: 100Mi of memory)."""
+    builder = make_pod(name).req(cpu=cpu, memory="100Mi").label(labels or {}).annotation(annotations or {}).group(group_name)
+    if priority_class is not None:
+        builder.priority_class(priority_class)
+    if affinity is not None:
+        builder.spec(affinity=affinity)
+    return builder.manifest()
 
 
 def run_groups(objects: list[dict[str, Any]], **kw: Any) -> Any:
@@ -47,11 +50,14 @@ def first_messages(sim: Any) -> dict[str, str]:
     return out
 
 
-NODES = [node("n1", cpu="4"), node("n2", cpu="4")]
+NODES = [
+    make_node("n1").capacity(cpu="4").without("ephemeral-storage").manifest(),
+    make_node("n2").capacity(cpu="4").without("ephemeral-storage").manifest(),
+]
 
 
 def test_a_gang_that_fits_is_placed_whole_in_one_group_cycle() -> None:
-    result, sim = run_groups([*NODES, group("ga"), *(member(f"ga-{i}", "ga") for i in range(3))])
+    result, sim = run_groups([*NODES, make_pod_group("ga"), *(member(f"ga-{i}", "ga") for i in range(3))])
     assert result.pods_scheduled == 3 and not result.unschedulable
     assert conditions(sim, "ga") == [("True", "Scheduled", "")]
     assert sim.scheduler.metrics.group_attempts.get(("scheduled", "default-scheduler")) == 1
@@ -61,7 +67,7 @@ def test_a_gang_that_fits_is_placed_whole_in_one_group_cycle() -> None:
 
 
 def test_a_gang_that_cannot_fit_is_placed_nowhere_with_kube_messages() -> None:
-    result, sim = run_groups([*NODES, group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
+    result, sim = run_groups([*NODES, make_pod_group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
     assert result.pods_scheduled == 0 and not sim.scheduler.cache.placed
     message = f"minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, {NO_VICTIMS}"
     assert first_messages(sim) == {
@@ -79,7 +85,7 @@ def test_a_gang_that_cannot_fit_is_placed_nowhere_with_kube_messages() -> None:
 
 
 def test_a_group_that_cannot_fit_retries_on_its_backoff_alone() -> None:
-    _result, sim = run_groups([*NODES, group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
+    _result, sim = run_groups([*NODES, make_pod_group("gb"), *(member(f"gb-{i}", "gb", cpu="3") for i in range(3))])
     times = sorted({e.time for e in sim.cluster.events if e.pod == "default/gb-2"})
     gaps = [b - a for a, b in itertools.pairwise(times)]
     # 1, 2, 4, 8, 16 s doubling, in 1-second windows, capped at 10 x sqrt(3) = 17.3 s.
@@ -88,7 +94,7 @@ def test_a_group_that_cannot_fit_retries_on_its_backoff_alone() -> None:
 
 
 def test_members_never_tried_get_the_group_message_without_preemption() -> None:
-    _result, sim = run_groups([*NODES, group("gc"), *(member(f"gc-{i}", "gc", cpu="8") for i in range(3))])
+    _result, sim = run_groups([*NODES, make_pod_group("gc"), *(member(f"gc-{i}", "gc", cpu="8") for i in range(3))])
     assert first_messages(sim) == {
         "gc-0": "0/2 nodes are available: 2 Insufficient cpu.",
         "gc-1": "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
@@ -99,12 +105,12 @@ def test_members_never_tried_get_the_group_message_without_preemption() -> None:
 
 
 def test_a_basic_group_places_every_member_that_fits() -> None:
-    objects = [*NODES, group("basic", None), member("b-0", "basic", cpu="3"), member("b-1", "basic", cpu="3"),
+    objects = [*NODES, make_pod_group("basic", None), member("b-0", "basic", cpu="3"), member("b-1", "basic", cpu="3"),
                member("b-2", "basic", cpu="3")]
     result, sim = run_groups(objects)
     assert result.pods_scheduled == 2
     assert conditions(sim, "basic") == [("True", "Scheduled", "")]
-    _nothing, sim2 = run_groups([*NODES, group("none", None), member("x-0", "none", cpu="8")])
+    _nothing, sim2 = run_groups([*NODES, make_pod_group("none", None), member("x-0", "none", cpu="8")])
     assert first_messages(sim2) == {"x-0": "0/2 nodes are available: 2 Insufficient cpu."}
     assert conditions(sim2, "none") == [
         ("False", "Unschedulable", f"minCount (1) cannot be satisfied: 0 scheduled, 0 remaining, {NO_VICTIMS}")]
@@ -112,7 +118,7 @@ def test_a_basic_group_places_every_member_that_fits() -> None:
 
 def test_a_gang_waits_silently_for_its_last_member_and_then_goes_at_once() -> None:
     late = member("g-2", "g", annotations={"sim.kubesched.io/arrival": "30s"})
-    result, sim = run_groups([*NODES, group("g"), member("g-0", "g"), member("g-1", "g"), late])
+    result, sim = run_groups([*NODES, make_pod_group("g"), member("g-0", "g"), member("g-1", "g"), late])
     assert result.pods_scheduled == 3
     assert {sim.cluster.bound_at[p.metadata.uid] for p in sim.cluster.pods.values()} == {30.0}
     assert not [e for e in sim.cluster.events if e.reason == "FailedScheduling"]  # gated: no event, no condition
@@ -120,7 +126,7 @@ def test_a_gang_waits_silently_for_its_last_member_and_then_goes_at_once() -> No
 
 
 def test_members_wait_for_their_pod_group_to_appear() -> None:
-    pg = group("later", metadata={"annotations": {"sim.kubesched.io/arrival": "20s"}})
+    pg = make_pod_group("later", metadata={"annotations": {"sim.kubesched.io/arrival": "20s"}})
     result, sim = run_groups([*NODES, pg, *(member(f"l-{i}", "later") for i in range(3))])
     assert result.pods_scheduled == 3
     assert {sim.cluster.bound_at[p.metadata.uid] for p in sim.cluster.pods.values()} == {20.0}
@@ -128,8 +134,8 @@ def test_members_wait_for_their_pod_group_to_appear() -> None:
 
 
 def test_a_member_whose_priority_is_not_the_groups_fails_the_group_with_a_scheduler_error() -> None:
-    objects = [*NODES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
-               group("gp", priorityClassName="high"), *(member(f"gp-{i}", "gp") for i in range(3))]
+    objects = [*NODES, make_priority_class("high", 1000),
+               make_pod_group("gp", priorityClassName="high"), *(member(f"gp-{i}", "gp") for i in range(3))]
     result, sim = run_groups(objects)
     message = "all pods in a single pod group should have the same priority as the pod group's priority, got 0 and 1000"
     assert result.pods_scheduled == 0 and set(first_messages(sim).values()) == {message}
@@ -139,7 +145,7 @@ def test_a_member_whose_priority_is_not_the_groups_fails_the_group_with_a_schedu
 
 
 def test_min_count_below_the_size_binds_the_members_that_fit() -> None:
-    objects = [*NODES, group("gm", 2), *(member(f"gm-{i}", "gm", cpu="3") for i in range(3))]
+    objects = [*NODES, make_pod_group("gm", 2), *(member(f"gm-{i}", "gm", cpu="3") for i in range(3))]
     result, sim = run_groups(objects)
     assert result.pods_scheduled == 2
     assert conditions(sim, "gm") == [("True", "Scheduled", "")]
@@ -171,10 +177,10 @@ def test_pod_groups_the_api_server_refuses_are_refused(spec: dict[str, Any], mes
 
 
 def test_a_higher_priority_gang_preempts_what_stands_in_its_way() -> None:
-    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
-    low = [pod(f"low-{i}", cpu="3", node_name=f"n{i + 1}") for i in range(2)]
-    gang = [group("gh", 2, priorityClassName="high"),
-            *(member(f"gh-{i}", "gh", cpu="3", priorityClassName="high", annotations={"sim.kubesched.io/arrival": "1s"})
+    high = make_priority_class("high", 1000)
+    low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i + 1}").manifest() for i in range(2)]
+    gang = [make_pod_group("gh", 2, priorityClassName="high"),
+            *(member(f"gh-{i}", "gh", cpu="3", priority_class="high", annotations={"sim.kubesched.io/arrival": "1s"})
               for i in range(2))]
     result, sim = run_groups([high, *NODES, *low, *gang])
     assert {result.placements[f"default/gh-{i}"] for i in range(2)} == {"n1", "n2"}
@@ -188,10 +194,10 @@ def test_a_higher_priority_gang_preempts_what_stands_in_its_way() -> None:
 
 def gang_preemption() -> list[dict[str, Any]]:
     """A gang of two that fits only once both low pods (one per node) are gone."""
-    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
-    low = [pod(f"low-{i}", cpu="3", node_name=f"n{i + 1}") for i in range(2)]
-    gang = [group("gh", 2, priorityClassName="high"),
-            *(member(f"gh-{i}", "gh", cpu="3", priorityClassName="high", annotations={"sim.kubesched.io/arrival": "1s"})
+    high = make_priority_class("high", 1000)
+    low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i + 1}").manifest() for i in range(2)]
+    gang = [make_pod_group("gh", 2, priorityClassName="high"),
+            *(member(f"gh-{i}", "gh", cpu="3", priority_class="high", annotations={"sim.kubesched.io/arrival": "1s"})
               for i in range(2))]
     return [high, *NODES, *low, *gang]
 
@@ -262,15 +268,18 @@ def test_a_gang_preempts_a_pod_elsewhere_in_its_zone_that_its_anti_affinity_refu
     # pod on n2 kept the zone closed and no placement was found (kube preempts both; the kube
     # integration test compares).
     zone = "topology.kubernetes.io/zone"
-    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
-    nodes = [node(f"n{i}", cpu="4", labels={zone: "z0"}) for i in (1, 2)]
-    low = [pod("low-full", cpu="3", node_name="n1"), pod("low-near", cpu="100m", labels={"app": "noisy"}, node_name="n2")]
+    high = make_priority_class("high", 1000)
+    nodes = [make_node(f"n{i}").capacity(cpu="4").without("ephemeral-storage").label({zone: "z0"}).manifest() for i in (1, 2)]
+    low = [
+        make_pod("low-full").req(cpu="3", memory="100Mi").node("n1").manifest(),
+        make_pod("low-near").req(cpu="100m", memory="100Mi").label(app="noisy").node("n2").manifest(),
+    ]
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                     {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}},
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": {"app": "noisy"}}, "topologyKey": zone}]}}
-    gang = [group("ga", 1, priorityClassName="high"),
-            member("ga-0", "ga", cpu="2", priorityClassName="high", affinity=affinity,
+    gang = [make_pod_group("ga", 1, priorityClassName="high"),
+            member("ga-0", "ga", cpu="2", priority_class="high", affinity=affinity,
                    annotations={"sim.kubesched.io/arrival": "1s"})]
     result, _ = run_groups([high, *nodes, *low, *gang])
     assert result.placements["default/ga-0"] == "n1"
@@ -286,10 +295,15 @@ def test_a_gang_undone_on_its_nominated_nodes_leaves_them_as_they_were() -> None
     members = [member(name, "g", cpu="3") for name in ("a", "b", "c")]
     for m in members[:2]:
         m["status"] = {"nominatedNodeName": nominated[m["metadata"]["name"]]}
-    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
-    later = pod("later", cpu="3", priorityClassName="high", nodeSelector={"kubernetes.io/hostname": "n1"},
-                annotations={"sim.kubesched.io/arrival": "60s"})
-    result, sim = run_groups([high, *NODES, group("g"), *members, later])
+    high = make_priority_class("high", 1000)
+    later = (
+        make_pod("later")
+        .req(cpu="3", memory="100Mi")
+        .arrival("60s")
+        .spec(priorityClassName="high", nodeSelector={"kubernetes.io/hostname": "n1"})
+        .manifest()
+    )
+    result, sim = run_groups([high, *NODES, make_pod_group("g"), *members, later])
     # c fits nowhere: the group is undone every time. A pod that outranks the members' nominations
     # then finds n1 as empty as it is.
     assert [result.placements[f"default/{m}"] for m in "abc"] == [None, None, None]
@@ -303,11 +317,10 @@ def test_a_gang_undone_on_its_nominated_nodes_leaves_them_as_they_were() -> None
 
 
 def test_a_gang_whose_members_may_not_preempt_says_so() -> None:
-    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high-never"}, "value": 1000,
-            "preemptionPolicy": "Never"}
-    low = [pod(f"low-{i}", cpu="3", node_name=f"n{i + 1}") for i in range(2)]
-    gang = [group("gn", 2, priorityClassName="high-never"),
-            *(member(f"gn-{i}", "gn", cpu="3", priorityClassName="high-never") for i in range(2))]
+    high = make_priority_class("high-never", 1000, preemptionPolicy="Never")
+    low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i + 1}").manifest() for i in range(2)]
+    gang = [make_pod_group("gn", 2, priorityClassName="high-never"),
+            *(member(f"gn-{i}", "gn", cpu="3", priority_class="high-never") for i in range(2))]
     result, sim = run_groups([high, *NODES, *low, *gang])
     assert result.pods_scheduled == 0 and not result.preempted
     assert conditions(sim, "gn") == [("False", "Unschedulable", "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "

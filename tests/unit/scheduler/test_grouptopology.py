@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import make_node, make_pod, make_pod_group
 from kubesched.infra import features
-from unit.scheduler.test_groupcycle import NO_VICTIMS, conditions, first_messages, group, member
-from unit.simkit import node, pod, run
+from unit.scheduler.test_groupcycle import NO_VICTIMS, conditions, first_messages, member
+from unit.simkit import run
 
 
 def run_tas(objects: list[dict[str, Any]]) -> Any:
@@ -17,16 +18,18 @@ def run_tas(objects: list[dict[str, Any]]) -> Any:
 
 
 def racks(cpu: str = "4", per_rack: int = 2, names: tuple[str, ...] = ("a", "b")) -> list[dict[str, Any]]:
-    return [node(f"{r}{i}", cpu=cpu, labels={"rack": r}) for r in names for i in range(per_rack)]
+    return [
+        make_node(f"{r}{i}").capacity(cpu=cpu).without("ephemeral-storage").label(rack=r).manifest() for r in names for i in range(per_rack)
+    ]
 
 
 def in_rack(name: str, min_count: int = 3) -> dict[str, Any]:
-    return group(name, min_count, schedulingConstraints={"topology": [{"key": "rack"}]})
+    return make_pod_group(name, min_count, schedulingConstraints={"topology": [{"key": "rack"}]})
 
 
 def test_a_gang_that_asks_for_one_rack_lands_in_one_rack() -> None:
     # Rack a is half full: only rack b holds four 1500m members; spread over both they would fit too.
-    busy = [pod(f"busy-{i}", cpu="2500m", node_name=f"a{i}") for i in range(2)]
+    busy = [make_pod(f"busy-{i}").req(cpu="2500m", memory="100Mi").node(f"a{i}").manifest() for i in range(2)]
     result, sim = run_tas([*racks(), *busy, in_rack("g", 4), *(member(f"g-{i}", "g", cpu="1500m") for i in range(4))])
     placed = {result.placements[f"default/g-{i}"] for i in range(4)}
     assert placed == {"b0", "b1"}
@@ -35,7 +38,7 @@ def test_a_gang_that_asks_for_one_rack_lands_in_one_rack() -> None:
 
 def test_the_fullest_rack_wins_among_those_that_fit() -> None:
     # Both racks fit the gang; NodeResourcesFit scores placements bin-packed: rack a, fuller, wins.
-    busy = [pod("busy", cpu="1", node_name="a0")]
+    busy = [make_pod("busy").req(cpu="1", memory="100Mi").node("a0").manifest()]
     result, _ = run_tas([*racks(), *busy, in_rack("g", 2), *(member(f"g-{i}", "g", cpu="1") for i in range(2))])
     assert {result.placements[f"default/g-{i}"] for i in range(2)} <= {"a0", "a1"}
 
@@ -53,8 +56,11 @@ def test_no_rack_holds_the_gang() -> None:
 
 def test_a_group_without_a_constraint_goes_through_one_placement() -> None:
     # Observed from kube-scheduler v1.37.2 with both gates (podgroups-upstream.md 10.3, item 13).
-    two = [node("n1", cpu="4"), node("n2", cpu="4")]
-    result, sim = run_tas([*two, group("g", 3), *(member(f"g-{i}", "g", cpu="3") for i in range(3))])
+    two = [
+        make_node("n1").capacity(cpu="4").without("ephemeral-storage").manifest(),
+        make_node("n2").capacity(cpu="4").without("ephemeral-storage").manifest(),
+    ]
+    result, sim = run_tas([*two, make_pod_group("g", 3), *(member(f"g-{i}", "g", cpu="3") for i in range(3))])
     message = ("pod group is unschedulable, 0/1 placements are available, first placement status: "
                "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")
     assert result.pods_scheduled == 0
@@ -63,7 +69,7 @@ def test_a_group_without_a_constraint_goes_through_one_placement() -> None:
 
 
 def test_a_key_no_node_carries_has_no_placement() -> None:
-    pg = group("g", 2, schedulingConstraints={"topology": [{"key": "zone"}]})
+    pg = make_pod_group("g", 2, schedulingConstraints={"topology": [{"key": "zone"}]})
     _result, sim = run_tas([*racks(), pg, *(member(f"g-{i}", "g") for i in range(2))])
     assert set(first_messages(sim).values()) == {"no feasible placements found"}
     assert conditions(sim, "g") == [("False", "Unschedulable", f"no feasible placements found, {NO_VICTIMS}")]

@@ -13,17 +13,21 @@ from typing import Any
 
 import pytest
 
+from builders import make_node, make_pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.infra import features
 from kubesched.scheduler import groupcycle
 from kubesched.scheduler.reprieve import ReprieveCheck
-from unit.simkit import node, pod, run
+from unit.simkit import run
 
 ZONE = "topology.kubernetes.io/zone"
 
 
 def _scenario(rng: random.Random) -> list[dict[str, Any]]:
-    nodes = [node(f"n{i}", cpu="4", labels={ZONE: f"z{i % 3}"}) for i in range(rng.randint(3, 7))]
+    nodes = [
+        make_node(f"n{i}").capacity(cpu="4").without("ephemeral-storage").label({ZONE: f"z{i % 3}"}).manifest()
+        for i in range(rng.randint(3, 7))
+    ]
     shape = rng.randrange(5)
     # Shape 3: members without constraints of their own, some victims refusing them in their zone.
     refusing = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -31,11 +35,11 @@ def _scenario(rng: random.Random) -> list[dict[str, Any]]:
     # Shape 2: some victims count in the members' spreading. Shape 4: members wanting, by zone, pods
     # of their team, which they and some victims are in (the first member relies on matching its
     # own term while no other pod does).
-    low = [pod(f"low-{i}", cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m",
-               labels={"app": "gang" if shape == 2 and rng.random() < 0.4 else f"l{rng.randrange(3)}",
-                       **({"team": "x"} if shape == 4 and rng.random() < 0.3 else {})},
-               priority=rng.choice([0, 10]), node_name=f"n{rng.randrange(len(nodes))}",
-               **(refusing if shape == 3 and rng.random() < 0.3 else {})) for i in range(rng.randint(4, 14))]
+    low = [make_pod(f"low-{i}").req(cpu=f"{rng.choice([300, 700, 1000, 1500, 2500])}m", memory="100Mi")
+           .label({"app": "gang" if shape == 2 and rng.random() < 0.4 else f"l{rng.randrange(3)}",
+                   **({"team": "x"} if shape == 4 and rng.random() < 0.3 else {})})
+           .priority(rng.choice([0, 10])).node(f"n{rng.randrange(len(nodes))}")
+           .spec(**(refusing if shape == 3 and rng.random() < 0.3 else {})).manifest() for i in range(rng.randint(4, 14))]
     size = rng.randint(2, min(4, len(nodes)))
     spec: dict[str, Any] = {}
     if shape == 1:
@@ -49,8 +53,8 @@ def _scenario(rng: random.Random) -> list[dict[str, Any]]:
                                               "labelSelector": {"matchLabels": {"app": "gang"}}}]
     gang = [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
              "spec": {"schedulingPolicy": {"gang": {"minCount": size}}, "priorityClassName": "priority-1000"}}]
-    gang += [pod(f"g-{i}", cpu=f"{rng.choice([1000, 2000, 3000])}m", priority=1000, labels={"app": "gang", "team": "x"},
-                 annotations={"sim.kubesched.io/arrival": "1s"}, schedulingGroup={"podGroupName": "g"}, **spec)
+    gang += [make_pod(f"g-{i}").req(cpu=f"{rng.choice([1000, 2000, 3000])}m", memory="100Mi").priority(1000)
+             .label(app="gang", team="x").arrival("1s").group("g").spec(**spec).manifest()
              for i in range(size)]
     return [*nodes, *low, *gang]
 
@@ -93,12 +97,19 @@ def test_the_shortened_check_answers_as_the_ordered_check(monkeypatch: pytest.Mo
 def test_a_unit_on_a_members_node_that_must_go_is_answered_with_one_filter_run(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     members = 6
-    objects = [node(f"n{i}", cpu="4") for i in range(members)]
-    objects += [pod(f"low-{i}", cpu="1", node_name=f"n{i % members}") for i in range(4 * members)]
+    objects = [make_node(f"n{i}").capacity(cpu="4").without("ephemeral-storage").manifest() for i in range(members)]
+    objects += [make_pod(f"low-{i}").req(cpu="1", memory="100Mi").node(f"n{i % members}").manifest() for i in range(4 * members)]
     objects += [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
                  "spec": {"schedulingPolicy": {"gang": {"minCount": members}}, "priorityClassName": "priority-1000"}}]
-    objects += [pod(f"g-{i}", cpu="3500m", priority=1000, annotations={"sim.kubesched.io/arrival": "1s"},
-                    schedulingGroup={"podGroupName": "g"}) for i in range(members)]
+    objects += [
+        make_pod(f"g-{i}")
+        .req(cpu="3500m", memory="100Mi")
+        .arrival("1s")
+        .priority(1000)
+        .group("g")
+        .manifest()
+        for i in range(members)
+    ]
 
     class Counted(ReprieveCheck):
         def __call__(self, proposed: Sequence[tuple[PodInfo, str]], added: Sequence[tuple[int, PodInfo]]) -> bool:
@@ -150,17 +161,30 @@ def test_a_member_elsewhere_that_satisfies_a_members_affinity_is_assumed(monkeyp
     monkeypatch.setattr(groupcycle, "ReprieveCheck", _compared(answers))
     wants_x = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"team": "x"}}, "topologyKey": ZONE}]}}}
-    objects = [node("n0", cpu="4", labels={ZONE: "z0"}), node("n1", cpu="4", labels={ZONE: "z0"}),
-               node("n2", cpu="4", labels={ZONE: "z1"}),
-               pod("full-x", cpu="3900m", priority=2000, labels={"team": "x"}, node_name="n2")]
-    objects += [pod(f"{size}-{n}", cpu=cpu, priority=0, node_name=n) for n in ("n0", "n1")
+    objects = [
+        make_node("n0").capacity(cpu="4").without("ephemeral-storage").label({ZONE: "z0"}).manifest(),
+        make_node("n1").capacity(cpu="4").without("ephemeral-storage").label({ZONE: "z0"}).manifest(),
+        make_node("n2").capacity(cpu="4").without("ephemeral-storage").label({ZONE: "z1"}).manifest(),
+        make_pod("full-x").req(cpu="3900m", memory="100Mi").label(team="x").priority(2000).node("n2").manifest(),
+    ]
+    objects += [make_pod(f"{size}-{n}").req(cpu=cpu, memory="100Mi").priority(0).node(n).manifest() for n in ("n0", "n1")
                 for size, cpu in (("small", "300m"), ("big", "1"))]
-    objects += [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
-                 "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "priority-1000"}},
-                pod("g-0", cpu="3500m", priority=1000, labels={"team": "x"}, annotations={"sim.kubesched.io/arrival": "1s"},
-                    schedulingGroup={"podGroupName": "g"}),
-                pod("g-1", cpu="3500m", priority=1000, annotations={"sim.kubesched.io/arrival": "1s"},
-                    schedulingGroup={"podGroupName": "g"}, **wants_x)]
+    objects += [
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "priority-1000"},
+        },
+        make_pod("g-0")
+        .req(cpu="3500m", memory="100Mi")
+        .label(team="x")
+        .arrival("1s")
+        .priority(1000)
+        .group("g")
+        .manifest(),
+        make_pod("g-1").req(cpu="3500m", memory="100Mi").priority(1000).arrival("1s").group("g").spec(**wants_x).manifest(),
+    ]
     with features.gates(generic_workload=True):
         result, _ = run(objects)
     assert result.pods_scheduled == 2

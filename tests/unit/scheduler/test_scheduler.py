@@ -5,13 +5,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import make_node, make_pod, make_priority_class
 from kubesched.scheduler.observer import _best_few
 from unit.sample_plugins import HoldAtPermit
-from unit.simkit import node, pod, profile_config, run
+from unit.simkit import profile_config, run
 
 
 def test_places_pods_and_posts_scheduled_events():
-    result, sim = run([node("n1"), node("n2"), pod("a"), pod("b")])
+    result, sim = run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_node("n2").without("ephemeral-storage").manifest(),
+            make_pod("a").req(cpu="100m", memory="100Mi").manifest(),
+            make_pod("b").req(cpu="100m", memory="100Mi").manifest(),
+        ]
+    )
     assert result.pods_scheduled == 2 and result.pods_unschedulable == 0
     scheduled = [e for e in sim.cluster.events if e.reason == "Scheduled"]
     assert {e.message for e in scheduled} == {
@@ -21,11 +29,11 @@ def test_places_pods_and_posts_scheduled_events():
 
 def test_kube_format_failure_message_event_and_condition():
     objects = [
-        node("small", cpu="2"),
-        node("gpu", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
-        node("cordoned", unschedulable=True),
-        pod("resident", cpu="1500m", node_name="small"),
-        pod("big", cpu="1"),
+        make_node("small").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_node("gpu").without("ephemeral-storage").taints([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]).manifest(),
+        make_node("cordoned").without("ephemeral-storage").unschedulable().manifest(),
+        make_pod("resident").req(cpu="1500m", memory="100Mi").node("small").manifest(),
+        make_pod("big").req(cpu="1", memory="100Mi").manifest(),
     ]
     result, sim = run(objects)
     message = result.unschedulable["default/big"]
@@ -45,15 +53,15 @@ def test_kube_format_failure_message_event_and_condition():
 
 
 def test_no_nodes():
-    result, _ = run([pod("a")])
+    result, _ = run([make_pod("a").req(cpu="100m", memory="100Mi").manifest()])
     assert result.unschedulable["default/a"] == "no nodes available to schedule pods"
 
 
 def test_pod_waits_until_a_completing_pod_frees_the_node():
     objects = [
-        node("n1", cpu="1"),
-        pod("first", cpu="1", annotations={"sim.kubesched.io/duration": "60s"}),
-        pod("second", cpu="1", annotations={"sim.kubesched.io/arrival": "1s"}),
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("first").req(cpu="1", memory="100Mi").duration("60s").manifest(),
+        make_pod("second").req(cpu="1", memory="100Mi").arrival("1s").manifest(),
     ]
     result, sim = run(objects)
     assert result.placements == {"default/first": "n1", "default/second": "n1"}
@@ -63,10 +71,10 @@ def test_pod_waits_until_a_completing_pod_frees_the_node():
 
 def test_preemption_evicts_lower_priority_and_places_preemptor():
     objects = [
-        node("n1", cpu="2"),
-        pod("low-1", cpu="1", priority=1),
-        pod("low-2", cpu="1", priority=1),
-        pod("high", cpu="1", priority=100, annotations={"sim.kubesched.io/arrival": "5s"}),
+        make_node("n1").capacity(cpu="2").without("ephemeral-storage").manifest(),
+        make_pod("low-1").req(cpu="1", memory="100Mi").priority(1).manifest(),
+        make_pod("low-2").req(cpu="1", memory="100Mi").priority(1).manifest(),
+        make_pod("high").req(cpu="1", memory="100Mi").arrival("5s").priority(100).manifest(),
     ]
     result, sim = run(objects)
     assert result.placements["default/high"] == "n1"
@@ -76,13 +84,12 @@ def test_preemption_evicts_lower_priority_and_places_preemptor():
 
 
 def test_preemption_policy_never_does_not_evict():
-    never = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "polite"},
-             "value": 100, "preemptionPolicy": "Never"}
+    never = make_priority_class("polite", 100, preemptionPolicy="Never")
     objects = [
         never,
-        node("n1", cpu="1"),
-        pod("low", cpu="1", priority=1),
-        pod("high", cpu="1", priorityClassName="polite", annotations={"sim.kubesched.io/arrival": "5s"}),
+        make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+        make_pod("low").req(cpu="1", memory="100Mi").priority(1).manifest(),
+        make_pod("high").req(cpu="1", memory="100Mi").arrival("5s").priority_class("polite").manifest(),
     ]
     result, _ = run(objects)
     assert result.preempted == [] and result.placements["default/high"] is None
@@ -91,11 +98,11 @@ def test_preemption_policy_never_does_not_evict():
 
 def test_other_schedulers_pods_and_gated_pods_are_left_alone():
     objects = [
-        node("n1"),
-        pod("mine"),
-        pod("theirs", scheduler="other-scheduler"),
-        pod("gated", schedulingGates=[{"name": "example.com/wait"}]),
-        pod("prebound", node_name="n1"),
+        make_node("n1").without("ephemeral-storage").manifest(),
+        make_pod("mine").req(cpu="100m", memory="100Mi").manifest(),
+        make_pod("theirs").req(cpu="100m", memory="100Mi").scheduler("other-scheduler").manifest(),
+        make_pod("gated").req(cpu="100m", memory="100Mi").gate("example.com/wait").manifest(),
+        make_pod("prebound").req(cpu="100m", memory="100Mi").node("n1").manifest(),
     ]
     result, sim = run(objects)
     assert set(result.placements) == {"default/mine", "default/gated"}
@@ -117,12 +124,23 @@ def test_two_profiles_each_schedule_their_own_pods():
             "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}],
         },
     )
-    objects = [node("n1"), node("n2"), node("n3")]
-    objects += [pod(f"pack-{i}", cpu="500m", scheduler="bin-packer") for i in range(4)]
+    objects = [
+        make_node("n1").without("ephemeral-storage").manifest(),
+        make_node("n2").without("ephemeral-storage").manifest(),
+        make_node("n3").without("ephemeral-storage").manifest(),
+    ]
+    objects += [make_pod(f"pack-{i}").req(cpu="500m", memory="100Mi").scheduler("bin-packer").manifest() for i in range(4)]
     result, _ = run(objects, config)
     nodes = {result.placements[f"default/pack-{i}"] for i in range(4)}
     assert len(nodes) == 1  # MostAllocated packs onto one node
-    spread, _ = run([node("n1"), node("n2"), node("n3")] + [pod(f"p-{i}", cpu="500m") for i in range(3)])
+    spread, _ = run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_node("n2").without("ephemeral-storage").manifest(),
+            make_node("n3").without("ephemeral-storage").manifest(),
+        ]
+        + [make_pod(f"p-{i}").req(cpu="500m", memory="100Mi").manifest() for i in range(3)]
+    )
     assert len(set(spread.placements.values())) == 3  # LeastAllocated spreads
 
 
@@ -136,7 +154,9 @@ def test_user_plugins_by_module_path_in_per_node_form():
             },
         }
     )
-    objects = [node(f"n{i}") for i in range(1, 9)] + [pod("a")]
+    objects = [make_node(f"n{i}").without("ephemeral-storage").manifest() for i in range(1, 9)] + [
+        make_pod("a").req(cpu="100m", memory="100Mi").manifest()
+    ]
     result, sim = run(objects, config)
     assert result.placements["default/a"] == "n8"
     record = sim.scheduler.recorder.latest["default/a"]
@@ -155,7 +175,14 @@ def test_permit_wait_times_out_then_unreserves_and_retries():
             },
         }
     )
-    result, sim = run([node("n1"), pod("waiter", labels={"permit": "wait"}), pod("ok")], config)
+    result, sim = run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_pod("waiter").req(cpu="100m", memory="100Mi").label(permit="wait").manifest(),
+            make_pod("ok").req(cpu="100m", memory="100Mi").manifest(),
+        ],
+        config,
+    )
     assert result.placements["default/ok"] == "n1"
     assert result.placements["default/waiter"] is None
     assert HoldAtPermit.unreserved.count("default/waiter") >= 1
@@ -176,7 +203,14 @@ def test_reserve_and_permit_rejections_unreserve():
             },
         }
     )
-    result, sim = run([node("n1"), pod("r", labels={"reserve": "fail"}), pod("d", labels={"permit": "deny"})], config)
+    result, sim = run(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            make_pod("r").req(cpu="100m", memory="100Mi").label(reserve="fail").manifest(),
+            make_pod("d").req(cpu="100m", memory="100Mi").label(permit="deny").manifest(),
+        ],
+        config,
+    )
     # kube reports both as a FitError over the node the pod was assumed on.
     assert result.unschedulable["default/r"] == "0/1 nodes are available: 1 reserve refused."
     assert result.unschedulable["default/d"] == "0/1 nodes are available: 1 denied at permit."
@@ -198,7 +232,13 @@ def test_failed_bind_is_forgotten_and_retried_never_bound_twice(monkeypatch):
         return await original(self, pi, node)
 
     monkeypatch.setattr(SimCluster, "bind", flaky)
-    result, sim = run([node("n1", cpu="1"), pod("a", cpu="600m"), pod("b", cpu="600m")])
+    result, sim = run(
+        [
+            make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+            make_pod("a").req(cpu="600m", memory="100Mi").manifest(),
+            make_pod("b").req(cpu="600m", memory="100Mi").manifest(),
+        ]
+    )
     assert calls["default/a"] == 2
     assert sum(1 for v in result.placements.values() if v) == 1
     assert sim.cluster.binds == 1
@@ -223,7 +263,7 @@ def test_a_failed_bind_is_reported_like_any_failed_attempt(monkeypatch):
         return await original(self, pi, node)
 
     monkeypatch.setattr(SimCluster, "bind", flaky)
-    result, sim = run([node("n1"), pod("a")])
+    result, sim = run([make_node("n1").without("ephemeral-storage").manifest(), make_pod("a").req(cpu="100m", memory="100Mi").manifest()])
     assert result.placements == {"default/a": "n1"}
     message = 'running Bind plugin "DefaultBinder": Internal error occurred: etcd timeout'
     assert [(e.reason, e.message) for e in sim.cluster.events] == [
@@ -247,7 +287,9 @@ def test_bind_of_a_deleted_pod_is_not_requeued():
     original = cluster_mod.SimCluster.bind
     try:
         cluster_mod.SimCluster.bind = vanish  # type: ignore[method-assign]
-        _result, sim = run([node("n1"), pod("a")])
+        _result, sim = run(
+            [make_node("n1").without("ephemeral-storage").manifest(), make_pod("a").req(cpu="100m", memory="100Mi").manifest()]
+        )
     finally:
         cluster_mod.SimCluster.bind = original  # type: ignore[method-assign]
     assert not sim.scheduler.queue.pods
@@ -256,14 +298,18 @@ def test_bind_of_a_deleted_pod_is_not_requeued():
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_same_seed_same_placements(seed):
-    objects = [node(f"n{i}") for i in range(20)] + [pod(f"p{i}") for i in range(60)]
+    objects = [make_node(f"n{i}").without("ephemeral-storage").manifest() for i in range(20)] + [
+        make_pod(f"p{i}").req(cpu="100m", memory="100Mi").manifest() for i in range(60)
+    ]
     first, _ = run(objects, seed=seed)
     second, _ = run(objects, seed=seed)
     assert first.placements == second.placements
 
 
 def test_ties_are_broken_by_the_seed():
-    objects = [node(f"n{i}") for i in range(20)] + [pod("p")]
+    objects = [make_node(f"n{i}").without("ephemeral-storage").manifest() for i in range(20)] + [
+        make_pod("p").req(cpu="100m", memory="100Mi").manifest()
+    ]
     chosen = {run(objects, seed=s)[0].placements["default/p"] for s in range(10)}
     assert len(chosen) > 1
 
@@ -283,6 +329,7 @@ async def test_the_loop_is_paced_after_each_cycle_and_stops_while_paced():
     no pod is popped while it waits, and stopping ends the loop."""
     import asyncio
 
+    from builders import make_node, make_pod
     from kubesched.backends.sim.cluster import SimCluster
     from kubesched.backends.sim.manifests import load_objects
     from kubesched.config.parse import parse_config_text
@@ -294,7 +341,12 @@ async def test_the_loop_is_paced_after_each_cycle_and_stops_while_paced():
     sim = SimCluster(clock)
     sched = Scheduler(parse_config_text(config_text(), "config.yaml"), sim, clock, seed=1)
     sim.scheduler = sched
-    loaded = load_objects([node("n1"), *(pod(f"p{i}") for i in range(4))])
+    loaded = load_objects(
+        [
+            make_node("n1").without("ephemeral-storage").manifest(),
+            *(make_pod(f"p{i}").req(cpu="100m", memory="100Mi").manifest() for i in range(4)),
+        ]
+    )
     for n in loaded.nodes:
         sched.on_node_add(n)
     for sp in loaded.pods:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import make_node, make_pod
 from kubesched.scheduler.shadow import BOTH_UNSCHEDULABLE, DIFFERENT, SAME, SHADOW_UNSCHEDULABLE
-from unit.simkit import config_text, node, pod, run, stream
+from unit.simkit import config_text, run, stream
 
 # Nodes of distinct sizes, so that scores seldom tie.
-NODES = [node(f"n{i}", cpu=str(4 + 2 * i), memory=f"{16 + 8 * i}Gi") for i in range(6)]
+NODES = [
+    make_node(f"n{i}").capacity(cpu=str(4 + 2 * i), memory=f"{16 + 8 * i}Gi").without("ephemeral-storage").manifest() for i in range(6)
+]
 
 
 def shadowed(shadow_profile: dict[str, Any], **settings: Any) -> str:
@@ -53,7 +56,10 @@ def test_a_shadow_that_places_nowhere_reports_its_own_fit_error() -> None:
     strict = {"pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}}}]}
-    result, sim = run([*NODES, pod("p", cpu="1"), pod("huge", cpu="100")], shadowed(strict))
+    result, sim = run(
+        [*NODES, make_pod("p").req(cpu="1", memory="100Mi").manifest(), make_pod("huge").req(cpu="100", memory="100Mi").manifest()],
+        shadowed(strict),
+    )
     assert result.shadows["candidate"][SHADOW_UNSCHEDULABLE] >= 1
     assert result.shadows["candidate"][BOTH_UNSCHEDULABLE] >= 1  # the huge pod fits neither
     d = next(d for r in sim.scheduler.recorder.recent for d in r.shadow if d.outcome == SHADOW_UNSCHEDULABLE)
@@ -85,7 +91,8 @@ def test_a_pod_nominated_in_memory_only_is_decided_alike_by_an_identical_shadow(
     from unit.scheduler.test_generation import drain, scheduler
 
     # The nominated node is the fullest one, so scoring alone would pick another.
-    objects = [*NODES, pod("resident", cpu="3", node_name="n0"), pod("p", cpu="500m")]
+    objects = [*NODES, make_pod("resident").req(cpu="3", memory="100Mi").node("n0").manifest(),
+               make_pod("p").req(cpu="500m", memory="100Mi").manifest()]
     sched, _ = scheduler(shadowed({}), objects)
     (qpi,) = sched.queue.pods.values()
     assert not qpi.pi.pod.status.nominated_node_name

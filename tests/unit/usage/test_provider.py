@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kubesched.api.objects import Node, NodeAddress, NodeStatus, ObjectMeta
+from builders import make_node
 from kubesched.cache.nodetable import NodeTable
 from kubesched.infra.clock import VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics
@@ -25,8 +25,8 @@ from .fakeprom import FakePrometheus
 def table_of(*names: str, ips: dict[str, str] | None = None) -> NodeTable:
     t = NodeTable()
     for n in names:
-        addresses = [NodeAddress(type="InternalIP", address=(ips or {})[n])] if n in (ips or {}) else []
-        t.upsert_node(Node(metadata=ObjectMeta(name=n), status=NodeStatus(addresses=addresses, allocatable={"cpu": "4"})))
+        addresses = [{"type": "InternalIP", "address": (ips or {})[n]}] if n in (ips or {}) else []
+        t.upsert_node(make_node(n).exactly(cpu="4").status(addresses=addresses).obj())
     return t
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.kubesched import kubesched_config, run_kubesched
@@ -41,7 +42,7 @@ def _placements(kube: Kube, ns: str, timeout: float = 60.0) -> list[str]:
 
 def _batch(kube: Kube, scheduler: str) -> str:
     ns = f"batch-{secrets.token_hex(3)}"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.create("/api/v1/namespaces", make_namespace(ns))
     for i in range(PODS):
         create_pod(kube, f"p{i:02d}", ns, cpu="10", memory="64Mi", scheduler_name=scheduler)
     return ns

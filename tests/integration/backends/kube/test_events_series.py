@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.kubesched import kubesched_config, run_kubesched
@@ -40,7 +41,7 @@ def _series(kube: Kube, node: str, label: dict[str, str], scheduler: str) -> lis
     """A pod that fits nowhere fails four times (each deletion of a small pod beside it sends it
     back); the FailedScheduling event objects about it, oldest first: (note, series count)."""
     ns = f"ev-{secrets.token_hex(4)}"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.create("/api/v1/namespaces", make_namespace(ns))
     try:
         create_pod(kube, "big-neighbour", ns, cpu="2", node_name=node)
         for i in range(3):

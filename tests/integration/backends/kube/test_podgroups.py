@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from builders import make_namespace, make_priority_class
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.kubesched import kubesched_config, run_kubesched
@@ -101,7 +102,7 @@ def _compare(kube: Kube, build: Callable[[str, str], int], *, settle: bool = Tru
     outcomes = {}
     for scheduler in ("default-scheduler", KUBESCHED):
         ns = f"pg-{secrets.token_hex(4)}"
-        kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        kube.create("/api/v1/namespaces", make_namespace(ns))
         try:
             expect = build(ns, scheduler)
             deadline = time.monotonic() + wait
@@ -216,8 +217,7 @@ def test_members_created_before_their_pod_group_wait_for_it(kube: Kube, nodes: l
 
 @pytest.mark.usefixtures("schedulers")
 def test_a_member_of_another_priority_fails_the_group_alike(kube: Kube, nodes: list[str]) -> None:
-    kube.apply_manifest({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pg-high"},
-                         "value": 1000})
+    kube.apply_manifest(make_priority_class("pg-high", 1000))
 
     def build(ns: str, scheduler: str) -> int:
         _group(kube, ns, "gp", 2, priorityClassName="pg-high")
@@ -253,8 +253,7 @@ def _cleanup_groups(kube: Kube, ns: str) -> None:
 
 @pytest.mark.usefixtures("schedulers")
 def test_a_higher_priority_gang_preempts_alike(kube: Kube, nodes: list[str]) -> None:
-    kube.apply_manifest({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pg-preemptor"},
-                         "value": 1000})
+    kube.apply_manifest(make_priority_class("pg-preemptor", 1000))
     preempted: dict[str, list[str]] = {}
 
     def build(ns: str, scheduler: str) -> int:
@@ -287,8 +286,7 @@ def test_a_gang_whose_anti_affinity_a_victim_elsewhere_in_its_zone_breaks_preemp
     """Group preemption takes every candidate off before placing the group: a low-priority pod on
     another node of the member's zone, which its required anti-affinity refuses, is a victim too
     (a what-if that left it in the pod index found no placement at all)."""
-    kube.apply_manifest({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pg-preemptor"},
-                         "value": 1000})
+    kube.apply_manifest(make_priority_class("pg-preemptor", 1000))
     zone = f"z-{secrets.token_hex(3)}"
     here, there = (make_node(cpu="4", labels={"pg-zone": zone})["metadata"]["name"] for _ in range(2))
     preempted: dict[str, list[str]] = {}

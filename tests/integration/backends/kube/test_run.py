@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from builders import make_namespace, make_priority_class
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.kubesched import kubesched_config, run_kubesched
@@ -161,7 +162,7 @@ def test_watch_survives_compaction_and_apiserver_restart(fresh_control_plane: Co
     for i in range(4):
         create_ready_node(kube, f"node-{i}", cpu="1", memory="8Gi")
     ns = "survive"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kube.create("/api/v1/namespaces", make_namespace(ns))
     with run_kubesched(tmp_path, kubesched_config(cp.admin_kubeconfig)) as ks:
         for i in range(20):
             create_pod(kube, f"a-{i}", ns, cpu="150m", scheduler_name=SCHEDULER)
@@ -292,7 +293,7 @@ def test_runs_with_only_the_deploy_rbac(
 def _priority(kube: Kube, name: str, value: int) -> str:
     full = f"kubesched-test-{name}-{secrets.token_hex(2)}"
     kube.create("/apis/scheduling.k8s.io/v1/priorityclasses",
-                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": full}, "value": value})
+                make_priority_class(full, value))
     return full
 
 

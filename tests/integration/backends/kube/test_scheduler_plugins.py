@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import make_namespace, make_xk8s_pod_group
 from integration.harness.controlplane import ControlPlane
 from integration.harness.crds import delete_custom_objects, install_crds
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
@@ -82,9 +83,7 @@ def ns(kube: Kube, namespace: str) -> Iterator[str]:
 
 
 def _pod_group(kube: Kube, ns: str, name: str, min_member: int, **spec: Any) -> None:
-    kube.create(PODGROUPS.format(ns=ns), {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                                          "metadata": {"name": name, "namespace": ns},
-                                          "spec": {"minMember": min_member, **spec}})
+    kube.create(PODGROUPS.format(ns=ns), make_xk8s_pod_group(name, min_member, ns, **spec))
 
 
 def _pod(kube: Kube, ns: str, name: str, scheduler: str, token: str, cpu: str, group: str | None = None) -> None:
@@ -218,7 +217,7 @@ def _elastic_quota(kube: Kube, ns: str, low: str, high: str) -> None:
 @pytest.fixture
 def tenant_b(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     name = f"tenant-b-{secrets.token_hex(3)}"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    kube.create("/api/v1/namespaces", make_namespace(name))
     try:
         yield name
     finally:

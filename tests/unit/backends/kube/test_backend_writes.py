@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from builders import info, pod
+from builders import make_pod
 from kubesched.api.objects import PodCondition
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.kube.backend import KubeBackend
@@ -46,7 +46,7 @@ def messages(client: FakeClient) -> list[str]:
 
 
 def pending(name: str = "p") -> PodInfo:
-    return info(pod(name))
+    return make_pod(name).info()
 
 
 async def settle() -> None:

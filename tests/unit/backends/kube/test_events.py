@@ -25,8 +25,8 @@ def test_the_limit_counts_bytes_as_go_does() -> None:
 import asyncio  # noqa: E402
 from typing import Any  # noqa: E402
 
-from builders import info, pod  # noqa: E402
-from kubesched.api.podinfo import PodInfo  # noqa: E402
+from builders import make_pod  # noqa: E402
+from kubesched.api.podinfo import PodInfo, make_pod_info  # noqa: E402
 from kubesched.backends.kube.events import SERIES_WINDOW, EventRecorder  # noqa: E402
 
 
@@ -51,9 +51,9 @@ class FakeClient:
 
 
 def at_version(rv: str) -> PodInfo:
-    p = pod("p")
+    p = make_pod("p").obj()
     p.metadata.uid, p.metadata.resource_version = "uid-p", rv
-    return info(p)
+    return make_pod_info(p)
 
 
 def writes(client: FakeClient) -> list[str]:

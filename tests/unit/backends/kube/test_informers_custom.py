@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import make_node
 from kubesched.api.xk8s import ELASTICQUOTAS, PODGROUPS
 from kubesched.backends.kube.informers import CustomObjectHandler, build_informers
 from unit.plugins.xk8skit import capacity, coscheduling
-from unit.simkit import node, profile_config, run
+from unit.simkit import profile_config, run
 
 
 def reflectors(config: dict[str, Any] | None) -> dict[str, Any]:
-    _, sim = run([node("n1")], config)
+    _, sim = run([make_node("n1").without("ephemeral-storage").manifest()], config)
     client: Any = object()  # reflectors are built, not started
     return {r.name: r for r in build_informers(client, sim.scheduler).reflectors}
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builders import cache_with, info, node, pod
+from builders import cache_with, make_node, make_pod
 from kubesched.cache.nodetable import NodeTable
 from kubesched.plugins.cel.env import CompileError
 from kubesched.plugins.cel.rules import Outcome, Rule, RuleSet, compile_rule
@@ -108,10 +108,17 @@ def tables(draw: st.DrawFn) -> tuple[NodeTable, dict[str, np.ndarray]]:
         extra = draw(st.dictionaries(st.just("nvidia.com/gpu"), st.integers(0, 8), max_size=1))
         cpu = draw(st.sampled_from(["1", "4", "250m", "9223372036854775"]))
         taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if draw(st.booleans()) else []
-        nodes.append(node(f"n{i}", cpu=cpu, memory=draw(st.sampled_from(["1Gi", "32Gi", "0"])), labels=labels, extra=extra,
-                          taints=taints, unschedulable=draw(st.booleans())))
+        nodes.append(
+            make_node(f"n{i}")
+            .capacity(cpu=cpu, memory=draw(st.sampled_from(["1Gi", "32Gi", "0"])))
+            .capacity(extra)
+            .label(labels)
+            .taints(taints)
+            .unschedulable(draw(st.booleans()))
+            .obj()
+        )
         if draw(st.booleans()):
-            placed.append(pod(f"on{i}", cpu="500m", memory="1Gi", node_name=f"n{i}"))
+            placed.append(make_pod(f"on{i}").req(cpu="500m", memory="1Gi").node(f"n{i}").obj())
     table = cache_with(nodes, placed).table
     usage = {}
     for r in ("cpu", "memory"):
@@ -121,7 +128,7 @@ def tables(draw: st.DrawFn) -> tuple[NodeTable, dict[str, np.ndarray]]:
     return table, usage
 
 
-POD = info(pod("p", cpu="1", memory="1Gi", labels={"zone": "a", "gpu": "1", "tier": ""}, priority=5))
+POD = make_pod("p").req(cpu="1", memory="1Gi").label(zone="a", gpu="1", tier="").priority(5).info()
 
 
 def both(source: str, table: NodeTable, usage: dict[str, np.ndarray]) -> tuple[Rule, Outcome, Outcome]:
@@ -169,9 +176,9 @@ def test_the_generator_mostly_stays_in_the_subset() -> None:
 
 
 SMALL = cache_with(
-    [node("n0", labels={"zone": "a", "gpu": "1"}), node("n1", labels={"zone": "b"}, extra={"nvidia.com/gpu": 2}),
-     node("n2", cpu="9223372036854775")],
-    [pod("x", cpu="1", node_name="n1")],
+    [make_node("n0").label(zone="a", gpu="1").obj(), make_node("n1").capacity({"nvidia.com/gpu": 2}).label(zone="b").obj(),
+     make_node("n2").capacity(cpu="9223372036854775").obj()],
+    [make_pod("x").req(cpu="1").node("n1").obj()],
 ).table
 
 

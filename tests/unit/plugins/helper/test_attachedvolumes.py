@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from builders import UnitHandle, cache_with, node
+from builders import UnitHandle, cache_with, make_node, make_pv, make_pvc, make_storage_class
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import (
     CSI_NODE,
@@ -21,7 +21,7 @@ from kubesched.api.storage import (
 )
 from kubesched.cache.cache import Cache
 from kubesched.plugins.nodevolumelimits import NodeVolumeLimits
-from unit.plugins.storagekit import add, attachment, claim_pod, csidriver, csinode, fresh, pv, pvc, storage_class, verdicts
+from unit.plugins.storagekit import add, attachment, claim_pod, csidriver, csinode, fresh, verdicts
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
@@ -34,23 +34,23 @@ def claim_objects(rng: random.Random, i: int) -> list[Any]:
     name = f"c{i}"
     if shape == 0:  # bound to a CSI volume
         driver = rng.choice((EBS, GCE))
-        return [pv(f"pv-{name}", csi=(driver, f"h-{name}")), pvc(name, volume=f"pv-{name}")]
+        return [make_pv(f"pv-{name}").csi(driver, f"h-{name}").obj(), make_pvc(name).volume(f"pv-{name}").obj()]
     if shape == 1:  # bound to an in-tree EBS volume (migrated)
-        return [pv(f"pv-{name}", source={"awsElasticBlockStore": {"volumeID": f"aws://z/{name}"}}),
-                pvc(name, volume=f"pv-{name}")]
+        return [make_pv(f"pv-{name}").spec(awsElasticBlockStore={"volumeID": f"aws://z/{name}"}).obj(),
+                make_pvc(name).volume(f"pv-{name}").obj()]
     if shape == 2:  # unbound, counted by its class's provisioner
-        return [pvc(name, cls=rng.choice(("sc-ebs", "sc-gce", "sc-missing")))]
+        return [make_pvc(name).cls(rng.choice(("sc-ebs", "sc-gce", "sc-missing"))).obj()]
     if shape == 3:  # bound to a volume that does not exist (yet)
-        return [pvc(name, volume=f"pv-{name}", cls="sc-ebs")]
-    return [pv(f"pv-{name}", csi=(EBS, "shared")), pvc(name, volume=f"pv-{name}")]  # a volume two claims share
+        return [make_pvc(name).cls("sc-ebs").volume(f"pv-{name}").obj()]
+    return [make_pv(f"pv-{name}").csi(EBS, "shared").obj(), make_pvc(name).volume(f"pv-{name}").obj()]  # a volume two claims share
 
 
 class World:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.nodes = [f"n{i}" for i in range(6)]
-        self.cache: Cache = cache_with([node(n) for n in self.nodes])
-        add(self.cache, storage_class("sc-ebs", provisioner=EBS), storage_class("sc-gce", provisioner=GCE),
+        self.cache: Cache = cache_with([make_node(n).obj() for n in self.nodes])
+        add(self.cache, make_storage_class("sc-ebs").provisioner(EBS).obj(), make_storage_class("sc-gce").provisioner(GCE).obj(),
             csidriver(GCE, prevent_if_missing=True))
         for i in range(CLAIMS):
             add(self.cache, *claim_objects(self.rng, i))
@@ -108,7 +108,7 @@ class World:
             if name in cache.table.index:
                 cache.remove_node(name)
             else:
-                cache.add_node(node(name))
+                cache.add_node(make_node(name).obj())
 
     def judge(self, pi: PodInfo) -> tuple[Any, Any]:
         afresh = NodeVolumeLimits(handle=UnitHandle(self.cache))  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from builders import node
+from builders import make_node
 from kubesched.api.objects import NodeSelector, NodeSelectorTerm
 from kubesched.api.storage import TopologySelectorTerm
 from kubesched.cache.nodetable import NodeTable
@@ -33,7 +33,7 @@ NODES = {
 def table() -> NodeTable:
     t = NodeTable()
     for name, labels in NODES.items():
-        t.upsert_node(node(name, labels=labels))
+        t.upsert_node(make_node(name).label(labels).obj())
     return t
 
 
@@ -83,7 +83,7 @@ def test_term_mask_and_one_node_agree(raw: dict[str, Any], by_name: bool, want: 
     for name, labels in NODES.items():
         assert term_matches(parsed, labels, name if by_name else "") is (name in want)
         if by_name:
-            assert term_matches_node(parsed, node(name, labels=labels)) is (name in want)
+            assert term_matches_node(parsed, make_node(name).label(labels).obj()) is (name in want)
 
 
 def test_parse_errors_name_the_field() -> None:

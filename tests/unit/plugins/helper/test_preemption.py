@@ -3,8 +3,8 @@ one node's trial removals told to the PreFilter extensions."""
 
 from __future__ import annotations
 
-from builders import info, node, pod
-from kubesched.api.podinfo import PodInfo
+from builders import make_node, make_pod
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.nodetable import NodeTable
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Status
@@ -19,9 +19,9 @@ from kubesched.plugins.helper.preemption import (
 
 
 def _pi(name: str, priority: int, start: str | None = None) -> PodInfo:
-    p = pod(name, "1", priority=priority)
+    p = make_pod(name).req(cpu="1").priority(priority).obj()
     p.status.start_time = start
-    return info(p)
+    return make_pod_info(p)
 
 
 def test_pick_one_node_criteria_in_order() -> None:
@@ -90,7 +90,7 @@ class _Extensions:
 
 def test_a_node_trial_tells_the_extensions_and_stops_at_their_first_error() -> None:
     table = NodeTable()
-    row = table.upsert_node(node("n"))
+    row = table.upsert_node(make_node("n").obj())
     a, b = _pi("a", 1), _pi("b", 1)
     for p in (a, b):
         table.add_pod(row, p)

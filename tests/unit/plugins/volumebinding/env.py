@@ -6,21 +6,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from builders import cache_with, node
+from builders import cache_with, make_node, make_storage_class
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code
 from kubesched.infra.clock import VirtualClock
 from kubesched.plugins.volumebinding import VolumeBinding
-from unit.plugins.storagekit import StorageHandle, add, csidriver, storage_class, verdicts
+from unit.plugins.storagekit import StorageHandle, add, csidriver, verdicts
 
 HOSTNAME = "kubernetes.io/hostname"
-IMMEDIATE = storage_class("immediate-sc", mode="Immediate")
-WAIT = storage_class("wait-sc", mode="WaitForFirstConsumer", provisioner="")
-WAIT_PROVISION = storage_class("wait-provision", mode="WaitForFirstConsumer", provisioner="csi.example.com")
-WAIT_CAPACITY = storage_class("wait-sc-with-storage-capacity", mode="WaitForFirstConsumer",
-                              provisioner="driver-with-storage-capacity")
+IMMEDIATE = make_storage_class("immediate-sc").mode("Immediate").obj()
+WAIT = make_storage_class("wait-sc").mode("WaitForFirstConsumer").provisioner("").obj()
+WAIT_PROVISION = make_storage_class("wait-provision").mode("WaitForFirstConsumer").provisioner("csi.example.com").obj()
+WAIT_CAPACITY = (
+    make_storage_class("wait-sc-with-storage-capacity").mode("WaitForFirstConsumer").provisioner("driver-with-storage-capacity").obj()
+)
 DRIVER_WITH_CAPACITY = csidriver("driver-with-storage-capacity", storage_capacity=True)
 CLASSES = (IMMEDIATE, WAIT, WAIT_PROVISION, WAIT_CAPACITY, DRIVER_WITH_CAPACITY)
 
@@ -65,4 +66,4 @@ class Env:
 
 
 def nodes(*names: str, **labels: dict[str, str]) -> list[Any]:
-    return [node(n, labels=labels.get(n.replace("-", "_"), {})) for n in names]
+    return [make_node(n).label(labels.get(n.replace("-", "_"), {})).obj() for n in names]

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import node
+from builders import make_node, make_pv, make_pvc, make_storage_class
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import default_config
 from kubesched.framework.status import Code
 from kubesched.plugins.volumebinding import ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT, ERR_UNBOUND_IMMEDIATE
-from unit.plugins.storagekit import claim_pod, pv, pvc, storage_class
+from unit.plugins.storagekit import claim_pod
 from unit.plugins.volumebinding.env import Env
 
 DEFAULT = {"storageclass.kubernetes.io/is-default-class": "true"}
@@ -30,7 +30,7 @@ def prefilter_detail(env: Env, claims: tuple[str, ...] = ("data",)) -> str:
 
 
 def test_claim_without_a_class_and_no_default_class() -> None:
-    env = Env([node("n1")], pvc("data"))
+    env = Env([make_node("n1").obj()], make_pvc("data").obj())
     assert prefilter_detail(env) == (
         "PersistentVolumeClaim default/data is unbound: it names no storageClassName and there is no default "
         'StorageClass (none is annotated storageclass.kubernetes.io/is-default-class: "true"); without a class only '
@@ -39,7 +39,7 @@ def test_claim_without_a_class_and_no_default_class() -> None:
 
 
 def test_claim_without_a_class_while_a_default_exists() -> None:
-    env = Env([node("n1")], storage_class("standard", mode="Immediate", annotations=DEFAULT), pvc("data"))
+    env = Env([make_node("n1").obj()], make_storage_class("standard").mode("Immediate").annotation(DEFAULT).obj(), make_pvc("data").obj())
     assert prefilter_detail(env) == (
         "PersistentVolumeClaim default/data is unbound and has no class: waiting for the PV controller to bind it to "
         "an available PersistentVolume without a class"
@@ -47,31 +47,32 @@ def test_claim_without_a_class_while_a_default_exists() -> None:
 
 
 def test_claim_asking_for_no_class() -> None:
-    env = Env([node("n1")], pvc("data", cls=""))
+    env = Env([make_node("n1").obj()], make_pvc("data").cls("").obj())
     assert prefilter_detail(env).startswith("PersistentVolumeClaim default/data is unbound and has no class:")
 
 
 @pytest.mark.parametrize(("claim", "detail"), [
-    (pvc("data", cls="fast"), 'PersistentVolumeClaim default/data is unbound: its StorageClass "fast" does not exist'),
-    (pvc("data", cls="immediate-sc"),
+    (make_pvc("data").cls("fast").obj(), 'PersistentVolumeClaim default/data is unbound: its StorageClass "fast" does not exist'),
+    (make_pvc("data").cls("immediate-sc").obj(),
      'PersistentVolumeClaim default/data is unbound: its StorageClass "immediate-sc" binds Immediate, so the PV '
      "controller binds or provisions it before the pod is scheduled"),
-    (pvc("data", cls="wait-sc", volume="pv-a", bound=False),
+    (make_pvc("data").cls("wait-sc").volume("pv-a").bound(False).obj(),
      'PersistentVolumeClaim default/data is pre-bound to PersistentVolume "pv-a": waiting for the PV controller to '
      "bind them"),
 ])
 def test_other_unbound_claims(claim: Any, detail: str) -> None:
-    assert prefilter_detail(Env([node("n1")], claim)) == detail
+    assert prefilter_detail(Env([make_node("n1").obj()], claim)) == detail
 
 
 def test_only_the_unbound_immediate_claims_are_named() -> None:
-    env = Env([node("n1")], pvc("ready", cls="wait-sc"), pvc("data", cls="fast"), pv("pv-r", cls="wait-sc"))
+    env = Env([make_node("n1").obj()], make_pvc("ready").cls("wait-sc").obj(), make_pvc("data").cls("fast").obj(),
+              make_pv("pv-r").cls("wait-sc").obj())
     assert prefilter_detail(env, ("ready", "data")) == (
         'PersistentVolumeClaim default/data is unbound: its StorageClass "fast" does not exist')
 
 
 def test_other_prefilter_rejections_get_nothing_more() -> None:
-    env = Env([node("n1")])
+    env = Env([make_node("n1").obj()])
     pi = claim_pod("web", "missing")
     status = env.pre_filter(pi)
     assert status is not None and env.plugin.pre_filter_detail(env.state, pi, status) == ""
@@ -87,7 +88,7 @@ def filter_details(env: Env, pi: Any) -> dict[str, str]:
 
 
 def test_node_detail_names_the_claim_and_the_class() -> None:
-    env = Env([node("n1")], pvc("data", cls="wait-sc"))
+    env = Env([make_node("n1").obj()], make_pvc("data").cls("wait-sc").obj())
     pi = claim_pod("web", "data")
     assert filter_details(env, pi) == {"n1": (
         'PersistentVolumeClaim default/data cannot be bound on this node: no available PersistentVolume of class '
@@ -97,11 +98,11 @@ def test_node_detail_names_the_claim_and_the_class() -> None:
 
 
 def test_node_detail_for_topology_and_bound_volumes() -> None:
-    zoned = storage_class("zoned", mode="WaitForFirstConsumer", provisioner="csi.example.com",
-                          topologies=[{"topology.kubernetes.io/zone": ["z1"]}])
-    env = Env([node("n1", labels={"topology.kubernetes.io/zone": "z1"}), node("n2", labels={"topology.kubernetes.io/zone": "z2"})],
-              zoned, pvc("data", cls="zoned"), pvc("logs", cls="wait-sc", volume="pv-logs"),
-              pv("pv-logs", cls="wait-sc", zones=("z1",), claim=pvc("logs", cls="wait-sc", volume="pv-logs")))
+    zoned = (make_storage_class("zoned").mode("WaitForFirstConsumer").provisioner("csi.example.com")
+             .topologies({"topology.kubernetes.io/zone": ["z1"]}).obj())
+    env = Env([make_node("n1").zone("z1").obj(), make_node("n2").zone("z2").obj()],
+              zoned, make_pvc("data").cls("zoned").obj(), make_pvc("logs").cls("wait-sc").volume("pv-logs").obj(),
+              make_pv("pv-logs").cls("wait-sc").zones("z1").claim(make_pvc("logs").cls("wait-sc").volume("pv-logs").obj()).obj())
     pi = claim_pod("web", "data", "logs")
     assert filter_details(env, pi) == {"n2": (
         'PersistentVolumeClaim default/logs is bound to PersistentVolume "pv-logs", whose node affinity excludes this '

@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from builders import info, node, pod
+from builders import make_node, make_pod, make_pv, make_pvc, make_storage_class
 from kubesched.api.storage import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
@@ -33,34 +33,15 @@ from kubesched.plugins.volumebinding import (
     VolumeBinding,
     VolumeBindingArgs,
 )
-from unit.plugins.storagekit import (
-    REGION,
-    ZONE,
-    add,
-    capacity,
-    claim_pod,
-    csidriver,
-    csinode,
-    pv,
-    pvc,
-    storage_class,
-)
-from unit.plugins.volumebinding.env import (
-    HOSTNAME,
-    WAIT,
-    WAIT_CAPACITY,
-    WAIT_PROVISION,
-    Env,
-    nodes,
-    unresolvable,
-)
+from unit.plugins.storagekit import REGION, ZONE, add, capacity, claim_pod, csidriver, csinode
+from unit.plugins.volumebinding.env import HOSTNAME, WAIT, WAIT_CAPACITY, WAIT_PROVISION, Env, nodes, unresolvable
 
 # --- PreFilter ---------------------------------------------------------------------------------------
 
 
 def test_pod_without_claims_skips_and_reserves_nothing() -> None:
     env = Env(nodes("node-a"))
-    pi = info(pod("pod-a"))
+    pi = make_pod("pod-a").info()
     status = env.pre_filter(pi)
     assert status is not None and status.code == Code.SKIP
     assert env.schedule(pi, "node-a") is None
@@ -69,23 +50,23 @@ def test_pod_without_claims_skips_and_reserves_nothing() -> None:
 
 def test_pod_with_other_volumes_skips() -> None:
     env = Env(nodes("node-a"))
-    pi = info(pod("p", spec={"volumes": [{"name": "c", "configMap": {"name": "x"}}, {"name": "e", "emptyDir": {}}]}))
+    pi = make_pod("p").spec(volumes=[{"name": "c", "configMap": {"name": "x"}}, {"name": "e", "emptyDir": {}}]).info()
     status = env.pre_filter(pi)
     assert status is not None and status.code == Code.SKIP
 
 
 @pytest.mark.parametrize(("claims", "objects", "reason"), [
     (("pvc-a",), [], 'persistentvolumeclaim "pvc-a" not found'),
-    (("pvc-a", "pvc-b"), [pvc("pvc-a", cls="wait-sc", volume="pv-a")], 'persistentvolumeclaim "pvc-b" not found'),
-    (("pvc-a",), [pvc("pvc-a", cls="immediate-sc")], ERR_UNBOUND_IMMEDIATE),
-    (("pvc-a",), [pvc("pvc-a", cls="wait-sc", volume="pv-a", phase="Lost")],
+    (("pvc-a", "pvc-b"), [make_pvc("pvc-a").cls("wait-sc").volume("pv-a").obj()], 'persistentvolumeclaim "pvc-b" not found'),
+    (("pvc-a",), [make_pvc("pvc-a").cls("immediate-sc").obj()], ERR_UNBOUND_IMMEDIATE),
+    (("pvc-a",), [make_pvc("pvc-a").cls("wait-sc").volume("pv-a").phase("Lost").obj()],
      'persistentvolumeclaim "pvc-a" bound to non-existent persistentvolume "pv-a"'),
-    (("pvc-a",), [pvc("pvc-a", cls="wait-sc", deleting=True)], 'persistentvolumeclaim "pvc-a" is being deleted'),
+    (("pvc-a",), [make_pvc("pvc-a").cls("wait-sc").deleting().obj()], 'persistentvolumeclaim "pvc-a" is being deleted'),
     # A claim naming a volume the PV controller has not bound yet is immediate (pre-bound).
-    (("pvc-a",), [pvc("pvc-a", cls="wait-sc", volume="pv-a", bound=False)], ERR_UNBOUND_IMMEDIATE),
+    (("pvc-a",), [make_pvc("pvc-a").cls("wait-sc").volume("pv-a").bound(False).obj()], ERR_UNBOUND_IMMEDIATE),
     # No class, or one that does not exist: immediate.
-    (("pvc-a",), [pvc("pvc-a")], ERR_UNBOUND_IMMEDIATE),
-    (("pvc-a",), [pvc("pvc-a", cls="no-such-class")], ERR_UNBOUND_IMMEDIATE),
+    (("pvc-a",), [make_pvc("pvc-a").obj()], ERR_UNBOUND_IMMEDIATE),
+    (("pvc-a",), [make_pvc("pvc-a").cls("no-such-class").obj()], ERR_UNBOUND_IMMEDIATE),
 ])
 def test_prefilter_rejections(claims: tuple[str, ...], objects: list[Any], reason: str) -> None:
     env = Env(nodes("node-a"), *objects)
@@ -94,7 +75,7 @@ def test_prefilter_rejections(claims: tuple[str, ...], objects: list[Any], reaso
 
 
 def test_class_without_binding_mode_is_an_error() -> None:
-    env = Env(nodes("node-a"), storage_class("unset", mode=None), pvc("pvc-a", cls="unset"))
+    env = Env(nodes("node-a"), make_storage_class("unset").mode(None).obj(), make_pvc("pvc-a").cls("unset").obj())
     status = env.pre_filter(claim_pod("pod-a", "pvc-a"))
     assert status is not None and (status.code, status.reasons) == (Code.ERROR, ('VolumeBindingMode not set for StorageClass "unset"',))
 
@@ -106,10 +87,10 @@ def test_ephemeral_volumes() -> None:
     status = env.pre_filter(pi)
     assert status is not None and status.reasons == (
         'waiting for ephemeral volume controller to create the persistentvolumeclaim "pod-a-data"',)
-    env = Env(nodes("node-a"), pvc("pod-a-data", cls="wait-sc", volume="pv", bound=True))
+    env = Env(nodes("node-a"), make_pvc("pod-a-data").cls("wait-sc").volume("pv").bound(True).obj())
     status = env.pre_filter(pi)
     assert status is not None and status.reasons == ("PVC default/pod-a-data was not created for pod default/pod-a (pod is not owner)",)
-    env = Env(nodes("node-a"), pvc("pod-a-data", cls="wait-sc", volume="pv", owner=owner), pv("pv", cls="wait-sc"))
+    env = Env(nodes("node-a"), make_pvc("pod-a-data").cls("wait-sc").volume("pv").owned_by(owner).obj(), make_pv("pv").cls("wait-sc").obj())
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": None}
 
@@ -118,8 +99,8 @@ def test_ephemeral_volumes() -> None:
 
 
 def test_all_bound() -> None:
-    env = Env(nodes("node-a", "node-b", node_a={"foo": "bar"}), pvc("pvc-a", cls="wait-sc", volume="pv-a"),
-              pv("pv-a", cls="wait-sc", affinity=[{"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar"]}]}]))
+    env = Env(nodes("node-a", "node-b", node_a={"foo": "bar"}), make_pvc("pvc-a").cls("wait-sc").volume("pv-a").obj(),
+              make_pv("pv-a").cls("wait-sc").affinity({"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar"]}]}).obj())
     pi = claim_pod("pod-a", "pvc-a")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": None, "node-b": unresolvable(ERR_REASON_NODE_CONFLICT)}
@@ -129,7 +110,7 @@ def test_all_bound() -> None:
 
 
 def test_unbound_claims_no_matches() -> None:
-    env = Env(nodes("node-a"), pvc("pvc-a", cls="wait-sc"))
+    env = Env(nodes("node-a"), make_pvc("pvc-a").cls("wait-sc").obj())
     pi = claim_pod("pod-a", "pvc-a")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT)}
@@ -137,23 +118,27 @@ def test_unbound_claims_no_matches() -> None:
 
 def test_bound_and_unbound_unsatisfied() -> None:
     affinity = [{"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar"]}]}]
-    env = Env(nodes("node-a", node_a={"foo": "barbar"}), pvc("pvc-a", cls="wait-sc", volume="pv-a"),
-              pvc("pvc-b", cls="wait-sc"), pv("pv-a", cls="wait-sc", affinity=affinity))
+    env = Env(nodes("node-a", node_a={"foo": "barbar"}), make_pvc("pvc-a").cls("wait-sc").volume("pv-a").obj(),
+              make_pvc("pvc-b").cls("wait-sc").obj(), make_pv("pv-a").cls("wait-sc").affinity(*affinity).obj())
     pi = claim_pod("pod-a", "pvc-a", "pvc-b")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_NODE_CONFLICT, ERR_REASON_BIND_CONFLICT)}
 
 
 def test_pv_not_found() -> None:
-    env = Env(nodes("node-a"), pvc("pvc-a", cls="wait-sc", volume="pv-a"))
+    env = Env(nodes("node-a"), make_pvc("pvc-a").cls("wait-sc").volume("pv-a").obj())
     pi = claim_pod("pod-a", "pvc-a")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_PV_NOT_EXIST)}
 
 
 def test_missing_pv_after_a_mismatch_reports_the_mismatch_only() -> None:
-    env = Env(nodes("node-a", "node-b"), pvc("pvc-a", cls="wait-sc", volume="pv-a"), pvc("pvc-b", cls="wait-sc", volume="gone"),
-              pv("pv-a", cls="wait-sc", affinity=[{"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["node-a"]}]}]))
+    env = Env(
+        nodes("node-a", "node-b"),
+        make_pvc("pvc-a").cls("wait-sc").volume("pv-a").obj(),
+        make_pvc("pvc-b").cls("wait-sc").volume("gone").obj(),
+        make_pv("pv-a").cls("wait-sc").affinity({"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["node-a"]}]}).obj(),
+    )
     pi = claim_pod("pod-a", "pvc-a", "pvc-b")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_PV_NOT_EXIST), "node-b": unresolvable(ERR_REASON_NODE_CONFLICT)}
@@ -161,8 +146,8 @@ def test_missing_pv_after_a_mismatch_reports_the_mismatch_only() -> None:
 
 def test_pv_affinity_ignores_node_name_fields() -> None:
     """kube checks a PV's affinity against the node's labels alone: matchFields never match a name."""
-    env = Env(nodes("node-a"), pvc("pvc-a", cls="wait-sc", volume="pv-a"),
-              pv("pv-a", affinity=[{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}]))
+    env = Env(nodes("node-a"), make_pvc("pvc-a").cls("wait-sc").volume("pv-a").obj(),
+              make_pv("pv-a").affinity({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}).obj())
     pi = claim_pod("pod-a", "pvc-a")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_NODE_CONFLICT)}
@@ -170,14 +155,14 @@ def test_pv_affinity_ignores_node_name_fields() -> None:
 
 def local_pvs() -> list[Any]:
     def local(name: str, size: str, host: str) -> Any:
-        return pv(name, cls="wait-sc", size=size, affinity=[{"matchExpressions": [{"key": HOSTNAME, "operator": "In",
-                                                                                    "values": [host]}]}])
+        return make_pv(name).cls("wait-sc").size(size).affinity({"matchExpressions": [{"key": HOSTNAME, "operator": "In",
+                                                                                    "values": [host]}]}).obj()
     return [local("pv-a-0", "200Gi", "node-a"), local("pv-a-1", "200Gi", "node-a"), local("pv-b-0", "100Gi", "node-b"),
             local("pv-b-1", "100Gi", "node-b")]
 
 
 def test_local_volumes_with_close_capacity_are_preferred() -> None:
-    env = Env(nodes("node-a", "node-b", "node-c"), pvc("pvc-a", cls="wait-sc", size="50Gi"), *local_pvs())
+    env = Env(nodes("node-a", "node-b", "node-c"), make_pvc("pvc-a").cls("wait-sc").size("50Gi").obj(), *local_pvs())
     pi = claim_pod("pod-a", "pvc-a")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": None, "node-b": None, "node-c": unresolvable(ERR_REASON_BIND_CONFLICT)}
@@ -185,8 +170,8 @@ def test_local_volumes_with_close_capacity_are_preferred() -> None:
 
 
 def test_local_volumes_with_multiple_claims() -> None:
-    env = Env(nodes("node-a", "node-b", "node-c"), pvc("pvc-0", cls="wait-sc", size="50Gi"),
-              pvc("pvc-1", cls="wait-sc", size="100Gi"), *local_pvs())
+    env = Env(nodes("node-a", "node-b", "node-c"), make_pvc("pvc-0").cls("wait-sc").size("50Gi").obj(),
+              make_pvc("pvc-1").cls("wait-sc").size("100Gi").obj(), *local_pvs())
     pi = claim_pod("pod-a", "pvc-0", "pvc-1")
     assert env.pre_filter(pi) is None
     assert env.filter(pi) == {"node-a": None, "node-b": None, "node-c": unresolvable(ERR_REASON_BIND_CONFLICT)}
@@ -195,14 +180,14 @@ def test_local_volumes_with_multiple_claims() -> None:
 
 
 def zonal() -> tuple[list[Any], list[Any]]:
-    node_list = [node(f"zone-{z}-node-{n}", labels={REGION: f"region-{z}", ZONE: f"zone-{z}"})
+    node_list = [make_node(f"zone-{z}-node-{n}").label({REGION: f"region-{z}", ZONE: f"zone-{z}"}).obj()
                  for z in "abc" for n in "ab"]
     affinity = [{"matchExpressions": [{"key": REGION, "operator": "In", "values": ["region-{}"]},
                                       {"key": ZONE, "operator": "In", "values": ["zone-{}"]}]}]
 
     def zoned(name: str, size: str, z: str) -> Any:
         terms = msgspec.json.decode(msgspec.json.encode(affinity).replace(b"{}", z.encode()))
-        return pv(name, cls="wait-sc", size=size, affinity=terms)
+        return make_pv(name).cls("wait-sc").size(size).affinity(*terms).obj()
 
     volumes = [zoned("pv-a-0", "200Gi", "a"), zoned("pv-a-1", "200Gi", "a"), zoned("pv-b-0", "100Gi", "b"),
                zoned("pv-b-1", "100Gi", "b")]
@@ -211,7 +196,7 @@ def zonal() -> tuple[list[Any], list[Any]]:
 
 def test_zonal_volumes_with_close_capacity_are_preferred() -> None:
     node_list, volumes = zonal()
-    env = Env(node_list, pvc("pvc-a", cls="wait-sc", size="50Gi"), *volumes)
+    env = Env(node_list, make_pvc("pvc-a").cls("wait-sc").size("50Gi").obj(), *volumes)
     pi = claim_pod("pod-a", "pvc-a")
     env.pre_filter(pi)
     conflict = unresolvable(ERR_REASON_BIND_CONFLICT)
@@ -222,7 +207,7 @@ def test_zonal_volumes_with_close_capacity_are_preferred() -> None:
 def test_zonal_volumes_custom_shape() -> None:
     node_list, volumes = zonal()
     shape = [{"utilization": 0, "score": 0}, {"utilization": 50, "score": 3}, {"utilization": 100, "score": 5}]
-    env = Env(node_list, pvc("pvc-a", cls="wait-sc", size="50Gi"), *volumes, args={"shape": shape})
+    env = Env(node_list, make_pvc("pvc-a").cls("wait-sc").size("50Gi").obj(), *volumes, args={"shape": shape})
     pi = claim_pod("pod-a", "pvc-a")
     env.pre_filter(pi)
     env.filter(pi)
@@ -231,9 +216,14 @@ def test_zonal_volumes_custom_shape() -> None:
 
 def test_smallest_fitting_volume_is_chosen_and_claims_by_size() -> None:
     host = [{"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["node-a"]}]}]
-    env = Env(nodes("node-a"), pvc("big", cls="wait-sc", size="20Gi"), pvc("small", cls="wait-sc", size="5Gi"),
-              pv("pv-10", cls="wait-sc", size="10Gi", affinity=host), pv("pv-30", cls="wait-sc", size="30Gi", affinity=host),
-              pv("pv-6", cls="wait-sc", size="6Gi", affinity=host))
+    env = Env(
+        nodes("node-a"),
+        make_pvc("big").cls("wait-sc").size("20Gi").obj(),
+        make_pvc("small").cls("wait-sc").size("5Gi").obj(),
+        make_pv("pv-10").cls("wait-sc").size("10Gi").affinity(*host).obj(),
+        make_pv("pv-30").cls("wait-sc").size("30Gi").affinity(*host).obj(),
+        make_pv("pv-6").cls("wait-sc").size("6Gi").affinity(*host).obj(),
+    )
     env.handle.controller = pv_controller(env)
     pi = claim_pod("p", "big", "small")
     env.pre_filter(pi)
@@ -244,47 +234,54 @@ def test_smallest_fitting_volume_is_chosen_and_claims_by_size() -> None:
 
 
 def test_two_claims_do_not_take_the_same_volume() -> None:
-    env = Env(nodes("node-a"), pvc("c1", cls="wait-sc"), pvc("c2", cls="wait-sc"), pv("only", cls="wait-sc"))
+    env = Env(
+        nodes("node-a"), make_pvc("c1").cls("wait-sc").obj(), make_pvc("c2").cls("wait-sc").obj(), make_pv("only").cls("wait-sc").obj()
+    )
     pi = claim_pod("p", "c1", "c2")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT)}
-    env = Env(nodes("node-a"), pvc("c1", cls="wait-sc"), pvc("c2", cls="wait-sc"), pv("one", cls="wait-sc"),
-              pv("two", cls="wait-sc"))
+    env = Env(
+        nodes("node-a"),
+        make_pvc("c1").cls("wait-sc").obj(),
+        make_pvc("c2").cls("wait-sc").obj(),
+        make_pv("one").cls("wait-sc").obj(),
+        make_pv("two").cls("wait-sc").obj(),
+    )
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": None}
 
 
 @pytest.mark.parametrize(("volume", "fits"), [
-    (pv("v", cls="wait-sc", modes=("ReadWriteOnce", "ReadOnlyMany")), True),
-    (pv("v", cls="wait-sc", modes=("ReadOnlyMany",)), False),
-    (pv("v", cls="wait-sc", size="500Mi"), False),
-    (pv("v", cls="wait-sc", volume_mode="Block"), False),
-    (pv("v", cls="other"), False),
-    (pv("v", cls="wait-sc", phase="Pending"), False),
-    (pv("v", cls="wait-sc", claim=pvc("someone-else")), False),
-    (pv("v", cls="wait-sc", labels={"tier": "gold"}), True),
+    (make_pv("v").cls("wait-sc").modes("ReadWriteOnce", "ReadOnlyMany").obj(), True),
+    (make_pv("v").cls("wait-sc").modes("ReadOnlyMany").obj(), False),
+    (make_pv("v").cls("wait-sc").size("500Mi").obj(), False),
+    (make_pv("v").cls("wait-sc").volume_mode("Block").obj(), False),
+    (make_pv("v").cls("other").obj(), False),
+    (make_pv("v").cls("wait-sc").phase("Pending").obj(), False),
+    (make_pv("v").cls("wait-sc").claim(make_pvc("someone-else").obj()).obj(), False),
+    (make_pv("v").cls("wait-sc").label(tier="gold").obj(), True),
 ])
 def test_matching_rules(volume: Any, fits: bool) -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc", selector={"matchLabels": {"tier": "gold"}} if "tier" in
-                                   volume.metadata.labels else None), volume)
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").selector({"matchLabels": {"tier": "gold"}} if "tier" in
+                                   volume.metadata.labels else None).obj(), volume)
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": None if fits else unresolvable(ERR_REASON_BIND_CONFLICT)}
 
 
 def test_selector_must_match() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc", selector={"matchLabels": {"tier": "gold"}}),
-              pv("v", cls="wait-sc", labels={"tier": "silver"}))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").selector({"matchLabels": {"tier": "gold"}}).obj(),
+              make_pv("v").cls("wait-sc").label(tier="silver").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT)}
 
 
 def test_prebound_volume_decides() -> None:
-    claim = pvc("c", cls="wait-sc")
+    claim = make_pvc("c").cls("wait-sc").obj()
     host_b = [{"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["node-b"]}]}]
-    env = Env(nodes("node-a", "node-b"), claim, pv("mine", cls="wait-sc", claim=claim, affinity=host_b, phase="Available"),
-              pv("free", cls="wait-sc"))
+    env = Env(nodes("node-a", "node-b"), claim, make_pv("mine").cls("wait-sc").affinity(*host_b).claim(claim).phase("Available").obj(),
+              make_pv("free").cls("wait-sc").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     # The volume pre-bound to the claim wins where it fits; elsewhere nothing else is taken.
@@ -295,42 +292,46 @@ def test_prebound_volume_decides() -> None:
 
 
 def test_provisioning_needs_a_provisioner() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc"))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT)}
-    env = Env(nodes("node-a"), storage_class("np", mode="WaitForFirstConsumer", provisioner="kubernetes.io/no-provisioner"),
-              pvc("c", cls="np"))
+    env = Env(nodes("node-a"), make_storage_class("np").mode("WaitForFirstConsumer").provisioner("kubernetes.io/no-provisioner").obj(),
+              make_pvc("c").cls("np").obj())
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT)}
 
 
 def test_provisioning_in_allowed_topologies() -> None:
-    sc = storage_class("topo", mode="WaitForFirstConsumer", topologies=[{ZONE: ["zone-a"]}])
-    env = Env([node("a", labels={ZONE: "zone-a"}), node("b", labels={ZONE: "zone-b"}), node("c")], sc, pvc("c", cls="topo"))
+    sc = make_storage_class("topo").mode("WaitForFirstConsumer").topologies(*[{ZONE: ["zone-a"]}]).obj()
+    env = Env(
+        [make_node("a").label({ZONE: "zone-a"}).obj(), make_node("b").label({ZONE: "zone-b"}).obj(), make_node("c").obj()],
+        sc,
+        make_pvc("c").cls("topo").obj(),
+    )
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"a": None, "b": unresolvable(ERR_REASON_BIND_CONFLICT), "c": unresolvable(ERR_REASON_BIND_CONFLICT)}
 
 
 def test_one_matched_one_provisioned_one_bound() -> None:
-    claim = pvc("bound", cls="wait-sc", volume="pv-bound")
-    env = Env(nodes("node-a"), claim, pv("pv-bound", cls="wait-sc", claim=claim), pvc("static", cls="wait-sc"),
-              pv("pv-free", cls="wait-sc"), pvc("dynamic", cls="wait-provision"))
+    claim = make_pvc("bound").cls("wait-sc").volume("pv-bound").obj()
+    env = Env(nodes("node-a"), claim, make_pv("pv-bound").cls("wait-sc").claim(claim).obj(), make_pvc("static").cls("wait-sc").obj(),
+              make_pv("pv-free").cls("wait-sc").obj(), make_pvc("dynamic").cls("wait-provision").obj())
     pi = claim_pod("p", "bound", "static", "dynamic")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": None}
 
 
 def test_selected_node_claim_fits_that_node_only() -> None:
-    env = Env(nodes("node-a", "node-b"), pvc("c", cls="wait-provision", annotations={ANN_SELECTED_NODE: "node-b"}))
+    env = Env(nodes("node-a", "node-b"), make_pvc("c").cls("wait-provision").annotation({ANN_SELECTED_NODE: "node-b"}).obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT), "node-b": None}
 
 
 def test_provisioning_problems_in_the_class_are_errors() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-provision"))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-provision").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     env.cache.storage.delete("storage.k8s.io/StorageClass", WAIT_PROVISION)  # gone between PreFilter and Filter
@@ -340,7 +341,7 @@ def test_provisioning_problems_in_the_class_are_errors() -> None:
 def test_capacity_tracking() -> None:
     def host_cap(name: str, size: str) -> Any:
         return capacity(name, WAIT_CAPACITY.metadata.name, size=size, topology={HOSTNAME: name})
-    objs = [pvc("pvc-dynamic", cls=WAIT_CAPACITY.metadata.name, size="10Gi"),
+    objs = [make_pvc("pvc-dynamic").cls(WAIT_CAPACITY.metadata.name).size("10Gi").obj(),
             host_cap("node-a", "100Gi"), host_cap("node-b", "50Gi"), host_cap("node-c", "10Gi")]
     env = Env(nodes("node-a", "node-b", "node-c", "node-d"), *objs)
     pi = claim_pod("pod-a", "pvc-dynamic")
@@ -356,11 +357,19 @@ def test_capacity_with_static_binds_scores_the_static_ones() -> None:
         return capacity(name, WAIT_CAPACITY.metadata.name, size=size, topology={HOSTNAME: name})
 
     def static(name: str, host: str) -> Any:
-        return pv(name, cls="wait-sc", size="100Gi", affinity=[{"matchExpressions": [{"key": HOSTNAME, "operator": "In",
-                                                                                      "values": [host]}]}])
-    objs = [pvc("pvc-dynamic", cls=WAIT_CAPACITY.metadata.name, size="10Gi"), pvc("pvc-static", cls="wait-sc", size="50Gi"),
-            host_cap("node-a", "100Gi"), host_cap("node-b", "50Gi"), host_cap("node-c", "10Gi"),
-            static("pv-static-a", "node-a"), static("pv-static-b", "node-b"), static("pv-static-c", "node-c")]
+        return make_pv(name).cls("wait-sc").size("100Gi").affinity({"matchExpressions": [{"key": HOSTNAME, "operator": "In",
+                                                                                      "values": [host]}]}).obj()
+
+    objs = [
+        make_pvc("pvc-dynamic").cls(WAIT_CAPACITY.metadata.name).size("10Gi").obj(),
+        make_pvc("pvc-static").cls("wait-sc").size("50Gi").obj(),
+        host_cap("node-a", "100Gi"),
+        host_cap("node-b", "50Gi"),
+        host_cap("node-c", "10Gi"),
+        static("pv-static-a", "node-a"),
+        static("pv-static-b", "node-b"),
+        static("pv-static-c", "node-c"),
+    ]
     env = Env(nodes("node-a", "node-b", "node-c"), *objs)
     pi = claim_pod("pod-a", "pvc-dynamic", "pvc-static")
     env.pre_filter(pi)
@@ -369,8 +378,8 @@ def test_capacity_with_static_binds_scores_the_static_ones() -> None:
 
 
 def test_capacity_not_tracked_without_the_driver_asking() -> None:
-    env = Env(nodes("node-a"), storage_class("plain", mode="WaitForFirstConsumer", provisioner="other.driver"),
-              csidriver("other.driver", storage_capacity=False), pvc("c", cls="plain"))
+    env = Env(nodes("node-a"), make_storage_class("plain").mode("WaitForFirstConsumer").provisioner("other.driver").obj(),
+              csidriver("other.driver", storage_capacity=False), make_pvc("c").cls("plain").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     assert env.filter(pi) == {"node-a": None}
@@ -391,7 +400,7 @@ def pv_controller(env: Env) -> Any:
         elif resource == PERSISTENT_VOLUME_CLAIM and ANN_SELECTED_NODE in obj.metadata.annotations:
             node_name = obj.metadata.annotations[ANN_SELECTED_NODE]
             zone = env.cache.table.node_labels[env.cache.table.index[node_name]].get(ZONE, "")
-            storage.apply(PERSISTENT_VOLUME, pv(f"pvc-{obj.metadata.name}", cls="wait-provision", zones=(zone,), claim=obj))
+            storage.apply(PERSISTENT_VOLUME, make_pv(f"pvc-{obj.metadata.name}").cls("wait-provision").zones(zone).claim(obj).obj())
             bind(obj, f"pvc-{obj.metadata.name}")
 
     def bind(claim: PersistentVolumeClaim, volume: str) -> None:
@@ -407,8 +416,8 @@ def pv_controller(env: Env) -> Any:
 
 
 def test_static_binding_round() -> None:
-    claim = pvc("c", cls="wait-sc")
-    env = Env(nodes("node-a"), claim, pv("v", cls="wait-sc"))
+    claim = make_pvc("c").cls("wait-sc").obj()
+    env = Env(nodes("node-a"), claim, make_pv("v").cls("wait-sc").obj())
     env.handle.controller = pv_controller(env)
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
@@ -422,7 +431,7 @@ def test_static_binding_round() -> None:
     other = Env.__new__(Env)
     other.__dict__.update(env.__dict__, state=CycleState())
     rival = claim_pod("rival", "c2")
-    add(env.cache, pvc("c2", cls="wait-sc"))
+    add(env.cache, make_pvc("c2").cls("wait-sc").obj())
     assert other.pre_filter(rival) is None
     assert other.filter(rival) == {"node-a": unresolvable(ERR_REASON_BIND_CONFLICT)}
     assert asyncio.run(env.plugin.pre_bind(env.state, pi, "node-a")) is None
@@ -432,7 +441,9 @@ def test_static_binding_round() -> None:
 
 
 def test_dynamic_provisioning_round() -> None:
-    env = Env([node("a1", labels={ZONE: "a"}), node("b1", labels={ZONE: "b"})], pvc("c", cls="wait-provision"))
+    env = Env(
+        [make_node("a1").label({ZONE: "a"}).obj(), make_node("b1").label({ZONE: "b"}).obj()], make_pvc("c").cls("wait-provision").obj()
+    )
     env.handle.controller = pv_controller(env)
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
@@ -444,7 +455,7 @@ def test_dynamic_provisioning_round() -> None:
 
 
 def test_provisioning_failure_is_an_error() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-provision"))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-provision").obj())
     storage = env.cache.storage
 
     def give_up(resource: str, obj: Any) -> None:  # a provisioner that failed removes the annotation
@@ -462,7 +473,7 @@ def test_provisioning_failure_is_an_error() -> None:
 
 
 def test_write_conflict_is_an_error_and_restores() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-provision"))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-provision").obj())
     env.handle.fail_with = ('Operation cannot be fulfilled on persistentvolumeclaims "c": the object has been modified; '
                             "please apply your changes to the latest version and try again")
     pi = claim_pod("p", "c")
@@ -475,7 +486,7 @@ def test_write_conflict_is_an_error_and_restores() -> None:
 
 
 def test_bind_timeout() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc"), pv("v", cls="wait-sc"), args={"bindTimeoutSeconds": 0})
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").obj(), make_pv("v").cls("wait-sc").obj(), args={"bindTimeoutSeconds": 0})
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     env.filter(pi)
@@ -485,7 +496,7 @@ def test_bind_timeout() -> None:
 
 def test_waits_for_the_pv_controller_until_the_timeout() -> None:
     clock = VirtualClock()
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc"), pv("v", cls="wait-sc"), args={"bindTimeoutSeconds": 5})
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").obj(), make_pv("v").cls("wait-sc").obj(), args={"bindTimeoutSeconds": 5})
     env.handle._clock = clock
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
@@ -507,7 +518,7 @@ def test_waits_for_the_pv_controller_until_the_timeout() -> None:
 
 
 def test_deleted_pod_stops_the_wait() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc"), pv("v", cls="wait-sc"))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").obj(), make_pv("v").cls("wait-sc").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     env.filter(pi)
@@ -525,7 +536,9 @@ def test_deleted_pod_stops_the_wait() -> None:
 
 
 def test_unreserve_restores_the_assumed_objects() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc"), pvc("d", cls="wait-provision"), pv("v", cls="wait-sc"))
+    env = Env(
+        nodes("node-a"), make_pvc("c").cls("wait-sc").obj(), make_pvc("d").cls("wait-provision").obj(), make_pv("v").cls("wait-sc").obj()
+    )
     pi = claim_pod("p", "c", "d")
     env.pre_filter(pi)
     env.filter(pi)
@@ -539,13 +552,13 @@ def test_unreserve_restores_the_assumed_objects() -> None:
 
 
 def test_an_informer_update_replaces_an_assumed_object() -> None:
-    env = Env(nodes("node-a"), pvc("c", cls="wait-sc"), pv("v", cls="wait-sc"))
+    env = Env(nodes("node-a"), make_pvc("c").cls("wait-sc").obj(), make_pv("v").cls("wait-sc").obj())
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     env.filter(pi)
     env.cache.assume(pi, "node-a")
     env.plugin.reserve(env.state, pi, "node-a")
-    newer = pv("v", cls="wait-sc", labels={"new": "version"})
+    newer = make_pv("v").cls("wait-sc").label(new="version").obj()
     env.cache.storage.apply(PERSISTENT_VOLUME, newer)
     assert env.cache.storage.get_pv("v") is newer
 
@@ -571,19 +584,19 @@ def test_events() -> None:
 
 def test_hint_claim_change() -> None:
     hint = VolumeBinding.is_schedulable_after_claim_change
-    assert hint(info(pod("p")), None, pvc("c")) == QueueingHint.QueueSkip
-    assert hint(claim_pod("p", "c"), None, pvc("c", namespace="other")) == QueueingHint.QueueSkip
-    assert hint(claim_pod("p", "c"), None, pvc("d")) == QueueingHint.QueueSkip
-    assert hint(claim_pod("p", ephemeral=("e",)), None, pvc("x")) == QueueingHint.QueueSkip
-    assert hint(claim_pod("p", "c"), pvc("c"), pvc("c", volume="v")) == QueueingHint.Queue
-    assert hint(claim_pod("p", ephemeral=("e",)), None, pvc("p-e")) == QueueingHint.Queue
+    assert hint(make_pod("p").info(), None, make_pvc("c").obj()) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", "c"), None, make_pvc("c").ns("other").obj()) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", "c"), None, make_pvc("d").obj()) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", ephemeral=("e",)), None, make_pvc("x").obj()) == QueueingHint.QueueSkip
+    assert hint(claim_pod("p", "c"), make_pvc("c").obj(), make_pvc("c").volume("v").obj()) == QueueingHint.Queue
+    assert hint(claim_pod("p", ephemeral=("e",)), None, make_pvc("p-e").obj()) == QueueingHint.Queue
 
 
 def test_hint_storage_class_change() -> None:
     hint = VolumeBinding.is_schedulable_after_storage_class_change
     pi = claim_pod("p", "c")
     assert hint(pi, None, WAIT) == QueueingHint.Queue
-    topo = storage_class("wait-sc", mode="WaitForFirstConsumer", provisioner="", topologies=[{ZONE: ["a"]}])
+    topo = make_storage_class("wait-sc").mode("WaitForFirstConsumer").provisioner("").topologies(*[{ZONE: ["a"]}]).obj()
     assert hint(pi, WAIT, topo) == QueueingHint.Queue
     assert hint(pi, WAIT, WAIT) == QueueingHint.QueueSkip
 
@@ -611,7 +624,7 @@ def test_hint_capacity_change() -> None:
 
 def test_hint_csidriver_change() -> None:
     hint = VolumeBinding.is_schedulable_after_csidriver_change
-    inline = info(pod("p", spec={"volumes": [{"name": "v", "csi": {"driver": "d"}}]}))
+    inline = make_pod("p").spec(volumes=[{"name": "v", "csi": {"driver": "d"}}]).info()
     assert hint(inline, csidriver("d", storage_capacity=True), csidriver("d", storage_capacity=False)) == QueueingHint.Queue
     assert hint(inline, csidriver("d", storage_capacity=True), csidriver("d", storage_capacity=True)) == QueueingHint.QueueSkip
     assert hint(inline, csidriver("e", storage_capacity=True), csidriver("e")) == QueueingHint.QueueSkip
@@ -619,9 +632,9 @@ def test_hint_csidriver_change() -> None:
 
 def test_filter_costs_nothing_per_node_for_many_nodes() -> None:
     """Zonal PVs over 2000 nodes: a handful of numpy passes, not one Python call per node."""
-    node_list = [node(f"n{i}", labels={ZONE: f"z{i % 4}"}) for i in range(2000)]
-    volumes = [pv(f"v{i}", cls="wait-sc", size=f"{10 + i}Gi", zones=(f"z{i % 4}",)) for i in range(40)]
-    env = Env(node_list, pvc("c", cls="wait-sc", size="10Gi"), *volumes)
+    node_list = [make_node(f"n{i}").label({ZONE: f"z{i % 4}"}).obj() for i in range(2000)]
+    volumes = [make_pv(f"v{i}").cls("wait-sc").size(f"{10 + i}Gi").zones(f"z{i % 4}").obj() for i in range(40)]
+    env = Env(node_list, make_pvc("c").cls("wait-sc").size("10Gi").obj(), *volumes)
     pi = claim_pod("p", "c")
     env.pre_filter(pi)
     result = env.plugin.filter(env.state, pi, env.cache.table)

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from builders import make_node, make_pod
 from kubesched.config.extensions import SLOGuardSettings
 from kubesched.scheduler.reload.guard import BIND_FAILURES, ERRORS, PENDING, PENDING_AGE, UNSCHEDULABLE, Signals, SLOGuard, _Watch
 from unit.scheduler.test_generation import drain, scheduler
-from unit.simkit import config_text, node, pod
+from unit.simkit import config_text
 
 
 def guard() -> SLOGuard:
@@ -59,7 +60,13 @@ def test_pending_pods_need_at_least_the_minimum_increase() -> None:
 
 def test_the_pending_age_counts_only_pods_first_tried_since_the_reload() -> None:
     # Twelve pods that cannot fit anywhere, tried long before the reload.
-    sched, _ = scheduler(config_text({}), [node("n1", cpu="1"), *[pod(f"old-{i}", cpu="2") for i in range(12)]])
+    sched, _ = scheduler(
+        config_text({}),
+        [
+            make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest(),
+            *[make_pod(f"old-{i}").req(cpu="2", memory="100Mi").manifest() for i in range(12)],
+        ],
+    )
     drain(sched)
     g = SLOGuard(sched, lambda objective, detail: None, lambda gen: None)
     sched.clock.advance_to(1000.0)
@@ -74,7 +81,7 @@ def test_the_pending_age_counts_only_pods_first_tried_since_the_reload() -> None
     for i in range(10):
         from kubesched.backends.sim.manifests import load_objects
 
-        sched.on_pod_add(load_objects([pod(f"new-{i}", cpu="2")]).pods[0].pod)
+        sched.on_pod_add(load_objects([make_pod(f"new-{i}").req(cpu="2", memory="100Mi").manifest()]).pods[0].pod)
     drain(sched)
     sched.clock.advance_to(1100.0)
     broken = g.evaluate(w, sig(1100.0, pending=22))

@@ -7,13 +7,16 @@ from typing import Any
 
 import pytest
 
+from builders import make_node
 from kubesched.backends.sim.clusterinput import ManifestError
 from kubesched.backends.sim.manifests import load_objects
-from unit.simkit import config_change, config_text, node, run, stream
+from unit.simkit import config_change, config_text, run, stream
 
 GUARD = {"sloGuard": {"window": "5m", "interval": "10s", "minAttempts": 10}}
 # Ten nodes of which one is labelled small: a filter that keeps only that one rejects most nodes.
-NODES = [node(f"n{i}", cpu="4", labels={"pool": "small" if i == 0 else "big"}) for i in range(10)]
+NODES = [
+    make_node(f"n{i}").capacity(cpu="4").without("ephemeral-storage").label(pool="small" if i == 0 else "big").manifest() for i in range(10)
+]
 
 
 def only_small() -> dict[str, Any]:

@@ -1,13 +1,13 @@
-"""Builders for nodes, pods and caches in tests (plain Kubernetes manifest dicts in, typed objects out)."""
+"""The small fakes unit tests run plugins and the runtime against: a cache holding given objects,
+a handle, recorded cluster writes, a Framework's collaborators."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Coroutine
 from typing import Any
 
-from kubesched.api.objects import Node, Pod, convert
+from kubesched.api.objects import Node, Pod
 from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
 from kubesched.framework.services import Services
@@ -15,71 +15,6 @@ from kubesched.framework.shared import SharedObjects
 from kubesched.infra.clock import Clock, VirtualClock
 from kubesched.observe.metrics import SchedulerMetrics
 from kubesched.queue.scheduling_queue import Nominator
-
-_uid = itertools.count()
-
-
-def node(
-    name: str,
-    cpu: str | int = "4",
-    memory: str = "32Gi",
-    pods: int = 110,
-    *,
-    labels: dict[str, str] | None = None,
-    taints: list[dict[str, str]] | None = None,
-    unschedulable: bool = False,
-    extra: dict[str, Any] | None = None,
-    images: list[tuple[list[str], int]] | None = None,
-) -> Node:
-    allocatable: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
-    allocatable.update(extra or {})
-    data = {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": {"unschedulable": unschedulable, "taints": taints or []},
-        "status": {
-            "allocatable": allocatable,
-            "capacity": allocatable,
-            "images": [{"names": n, "sizeBytes": s} for n, s in (images or [])],
-        },
-    }
-    result: Node = convert(data, Node, f"node {name}")
-    return result
-
-
-def pod(
-    name: str,
-    cpu: str | None = None,
-    memory: str | None = None,
-    *,
-    namespace: str = "default",
-    labels: dict[str, str] | None = None,
-    priority: int | None = None,
-    node_name: str = "",
-    spec: dict[str, Any] | None = None,
-    containers: list[dict[str, Any]] | None = None,
-    requests: dict[str, Any] | None = None,
-) -> Pod:
-    reqs: dict[str, Any] = dict(requests or {})
-    if cpu is not None:
-        reqs["cpu"] = cpu
-    if memory is not None:
-        reqs["memory"] = memory
-    if containers is None:
-        containers = [{"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": reqs}}]
-    body: dict[str, Any] = {"containers": containers, "nodeName": node_name}
-    if priority is not None:
-        body["priority"] = priority
-    body.update(spec or {})
-    data = {
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}-{next(_uid)}", "labels": labels or {}},
-        "spec": body,
-    }
-    result: Pod = convert(data, Pod, f"pod {name}")
-    return result
-
-
-def info(p: Pod) -> PodInfo:
-    return make_pod_info(p)
 
 
 def cache_with(nodes: list[Node], pods: list[Pod] = ()) -> Cache:  # type: ignore[assignment]
