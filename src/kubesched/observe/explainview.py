@@ -81,6 +81,9 @@ def _filter(console: Console, filtered: JSON, total: int) -> None:
             shown = ", ".join(names) + (f" and {more} more" if more > 0 else "")
             table.add_row(Text(str(group.get("plugin"))), Text(str(group.get("reason"))), str(group.get("count")), Text(shown))
         console.print(table)
+        for group in rejected:
+            if group.get("detail"):
+                _line(console, Text(f"{group.get('plugin')}: {group['detail']}"))
     nearest = filtered.get("nearest") or []
     if nearest:
         _title(console, "Nearest misses")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import FilterMisses, PostFilterPreview
+from kubesched.framework.interface import FilterMisses, PostFilterPreview, PreFilterMisses
 from kubesched.framework.runtime import FilterVerdict, ScoreOutcome, num_feasible_nodes_to_find
 from kubesched.framework.status import fit_error_message
 from kubesched.observe.record import DecisionRecord, Recorder, score_margin
@@ -144,7 +144,13 @@ def _filter_view(fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTabl
     if found.prefilter_status is not None:
         status = found.prefilter_status
         rows = np.flatnonzero(present)
-        groups.append(_group("PreFilter:" + status.plugin, status.message(), rows, table))
+        group = _group("PreFilter:" + status.plugin, status.message(), rows, table)
+        plugin = fwk.instances.get(status.plugin)
+        if isinstance(plugin, PreFilterMisses):
+            detail = plugin.pre_filter_detail(state, pi, status)
+            if detail:
+                group["detail"] = detail
+        groups.append(group)
         return {"feasible": 0, "evaluated": 0, "rejected": groups, "nearest": []}
     evaluated = found.evaluated if found.evaluated is not None else present.copy()
     if found.prefilter_cut is not None:

@@ -139,3 +139,27 @@ def test_explain_names_the_claim_among_the_nearest_misses() -> None:
                   '"kubernetes.io/no-provisioner")',
     }]}]
 
+
+
+def test_explain_names_the_unbound_claim_and_the_missing_default_class() -> None:
+    """Refused at PreFilter (an unbound immediate claim): the explanation's PreFilter group carries
+    VolumeBinding's detail, naming the claim and that no default StorageClass exists, and the
+    terminal view prints it under the table."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from kubesched.observe.explainview import render
+
+    claim = {**MANIFESTS[2], "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    sim = Simulation(load_objects([MANIFESTS[0], claim, MANIFESTS[3]]), default_config(), seed=0)
+    asyncio.run(sim.run())
+    explained = sim.scheduler.explain("default", "web")
+    assert explained is not None
+    (group,) = explained["filter"]["rejected"]
+    assert (group["plugin"], group["reason"]) == ("PreFilter:VolumeBinding", ERR_UNBOUND_IMMEDIATE)
+    assert group["detail"].startswith(
+        "PersistentVolumeClaim default/data is unbound: it names no storageClassName and there is no default StorageClass")
+    out = StringIO()
+    render(Console(file=out, width=400), explained)
+    assert "PreFilter:VolumeBinding: PersistentVolumeClaim default/data is unbound" in out.getvalue()
