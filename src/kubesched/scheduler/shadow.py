@@ -1,6 +1,6 @@
 """Shadow profiles: a candidate configuration deciding beside the live one, binding nothing.
 
-For a sample of the pods a live profile schedules, each of its shadows (configext.ShadowProfile)
+For a sample of the pods a live profile schedules, each of its shadows (config.extensions.ShadowProfile)
 chooses a node on the same snapshot the live cycle just decided on (before the live decision is
 assumed, so neither sees the other), through the same node choice as the live cycle
 (scheduler.nodechoice: the nominated node as the live cycle sees it, the same sampling), and the

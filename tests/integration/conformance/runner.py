@@ -263,7 +263,8 @@ def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
 def queueing_apart(kube_steps: list[Step], ours: list[Step], lines: list[str]) -> list[str]:
     """`lines` (from compare) with those of pods created while earlier pods were placed differently
     marked "(queueing)": a pod left pending and retried on later events ended elsewhere, or at
-    another time, in one run (README, Compatibility), so the two runs went on from other states."""
+    another time, in one run (docs/compatibility.md, The conformance suite), so the two runs went on
+    from other states."""
     apart = {}
     for theirs, mine in zip(kube_steps, ours, strict=True):
         if theirs.cluster != mine.cluster:

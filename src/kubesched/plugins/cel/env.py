@@ -26,7 +26,7 @@ T = cel.Type
 _STR_MAP = T.Map(T.STRING, T.STRING)
 _INT_MAP = T.Map(T.STRING, T.INT)
 
-# Every variable, its CEL type and what it holds (the README's table is this one).
+# Every variable, its CEL type and what it holds (docs/cel-rules.md's table, Variables, is this one).
 VARIABLES: dict[str, tuple[Any, str]] = {
     "pod.name": (T.STRING, "metadata.name"),
     "pod.namespace": (T.STRING, "metadata.namespace"),
