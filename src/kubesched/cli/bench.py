@@ -60,7 +60,7 @@ def bench(
     k8s_bin: Annotated[Path | None, typer.Option("--k8s-bin", help="With --kube: the directory of etcd, kube-apiserver and "
                                                   "kube-scheduler (default: what `make k8s-bin` builds).")] = None,
     workdir: Annotated[Path | None, typer.Option("--workdir", help="With --kube: keep each run's logs and configuration here.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or per-op progress lines on stderr.")] = False,
 ) -> None:
     """scheduler_perf on the simulator: its SchedulingBasic shape (--nodes, --pods), or its own workloads
     read from the pinned kubernetes release (--scheduler-perf): pods/s, latency, CPU per 1,000 pods, RSS."""

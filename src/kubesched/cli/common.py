@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -18,8 +19,20 @@ from rich.text import Text
 from kubesched.config.types import SchedulerConfig
 from kubesched.scheduler.configload import load_config
 
-console = Console()
-err = Console(stderr=True)
+# Tables and lists written to a pipe or a file are not cut to a terminal's 80 columns (plugin
+# names, configuration names, messages): they are as wide as this, unless COLUMNS says otherwise.
+WIDTH_NOT_A_TERMINAL = 240
+
+
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if os.environ.get("COLUMNS") or os.environ.get("TERMINAL_WIDTH") or stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=WIDTH_NOT_A_TERMINAL)
+
+
+console = _console()
+err = _console(stderr=True)
 
 
 # Longest run of non-blank characters echoed in a message, and longest message: a 10 MB scalar in

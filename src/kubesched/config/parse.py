@@ -135,7 +135,7 @@ def read_config_text(path: str | Path) -> str:
 
 def parse_config_text(text: str, source: str, registry: Registry | None = None) -> SchedulerConfig:
     """A configuration file's text: the KubeSchedulerConfiguration document, and optionally a
-    KubeschedConfiguration document (configext) in the same file, in either order."""
+    KubeschedConfiguration document (config.extensions) in the same file, in either order."""
     docs = _parse_yaml(text, source)
     if not docs:
         raise ConfigError(f"{source}: the file is empty; expected a {KIND}")

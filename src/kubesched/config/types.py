@@ -56,7 +56,7 @@ class SchedulerConfig:
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
     delay_cache_until_active: bool = False
-    # The optional second document (configext): reload, the SLO guard, shadow profiles.
+    # The optional second document (config.extensions): reload, the SLO guard, shadow profiles.
     kubesched: KubeschedSettings = field(default_factory=KubeschedSettings)
 
     def profile(self, scheduler_name: str) -> Profile | None:

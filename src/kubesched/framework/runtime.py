@@ -1,6 +1,6 @@
 """The runtime of one profile: instantiates its plugins and runs each extension point.
 
-It knows nothing of queues or backends; the scheduler (scheduler.py) drives it.
+It knows nothing of queues or backends; the scheduler (scheduler/cycle.py) drives it.
 Filters run over the whole NodeTable: a row stays alive until the first plugin
 rejects it, exactly as kube-scheduler stops at a node's first failing plugin, and
 that plugin's reasons are what the failure message counts.
@@ -261,6 +261,10 @@ class Framework:
         except Exception:
             self.close_new()  # what the plugins built so far holds (a usage provider) is let go
             raise
+
+        # The same instances by the name statuses and verdicts carry (a plugin's own `name`: a
+        # user's plugin is configured as `module:Class`).
+        self.named: dict[str, Plugin] = {p.name: p for p in self.instances.values()}
 
         def at(point: str) -> list[Plugin]:
             return [self.instances[r.name] for r in profile.plugins.get(point, [])]

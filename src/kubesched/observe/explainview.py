@@ -1,4 +1,4 @@
-"""An explanation (observe.explain's JSON) as rich tables for a terminal."""
+"""An explanation (scheduler.explain's JSON) as rich tables for a terminal."""
 
 from __future__ import annotations
 

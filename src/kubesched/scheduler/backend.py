@@ -159,7 +159,7 @@ class SchedulerPort(ReloadTarget, Protocol):
     def responsible_for(self, pod: Pod) -> bool: ...
 
     def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """A pod's explanation (observe.explain's JSON form); None if the pod is unknown."""
+        """A pod's explanation (scheduler.explain's JSON form); None if the pod is unknown."""
         ...
 
     def decision_history(self, limit: int = 100) -> list[dict[str, Any]]:

@@ -335,7 +335,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
         return list(self.waiting.values())
 
     def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The explanation of a pod's placement (observe.explain's JSON form): its latest decision
+        """The explanation of a pod's placement (scheduler.explain's JSON form): its latest decision
         record and a fresh dry-run cycle on the current cache. None if no such pod is known."""
         return explain_pod(self, namespace, name)
 

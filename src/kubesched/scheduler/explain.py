@@ -145,7 +145,7 @@ def _filter_view(fwk: Framework, state: CycleState, pi: PodInfo, table: NodeTabl
         status = found.prefilter_status
         rows = np.flatnonzero(present)
         group = _group("PreFilter:" + status.plugin, status.message(), rows, table)
-        plugin = fwk.instances.get(status.plugin)
+        plugin = fwk.named.get(status.plugin)
         if isinstance(plugin, PreFilterMisses):
             detail = plugin.pre_filter_detail(state, pi, status)
             if detail:
@@ -200,7 +200,7 @@ def _nearest(
     distance = np.zeros(rows.size)
     for verdict in verdicts:
         failing = verdict.codes[rows] != 0
-        plugin = fwk.instances[verdict.plugin]
+        plugin = fwk.named.get(verdict.plugin)
         if isinstance(plugin, FilterMisses):
             distance[failing] += plugin.miss_distance(state, pi, table, rows[failing])
         else:
@@ -213,7 +213,7 @@ def _nearest(
             code = int(verdict.codes[row])
             if not code:
                 continue
-            plugin = fwk.instances[verdict.plugin]
+            plugin = fwk.named.get(verdict.plugin)
             detail = plugin.miss_detail(state, pi, table, row) if isinstance(plugin, FilterMisses) else ""
             failed.append({"plugin": verdict.plugin, "reason": _reason(verdict, code), "detail": detail})
         out.append({"node": table.name_of(row), "failed": failed})

@@ -35,7 +35,7 @@ class ClosablePlugin(Protocol):
 
 @dataclass(slots=True)
 class Shadow:
-    """A shadow profile's framework and what it shadows (configext.ShadowProfile)."""
+    """A shadow profile's framework and what it shadows (config.extensions.ShadowProfile)."""
 
     framework: Framework
     settings: ShadowProfile

@@ -195,7 +195,7 @@ class GroupCycle:
         return _Member(qpi, self.sched.observer.new_record(fwk, qpi))
 
     def _quorum(self, fwk: Framework, pg: PodGroup, scheduled: int, remaining: int) -> Status | None:
-        plugin = fwk.instances.get("GangScheduling")
+        plugin = fwk.named.get("GangScheduling")
         if not isinstance(plugin, PlacementFeasiblePlugin):
             return None  # kube: no quorum is enforced without GangScheduling
         return plugin.placement_feasible(pg, scheduled, remaining)

@@ -123,9 +123,9 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
         time.sleep(0.3)  # both schedulers see the nodes go before the next scenario's
     diffs = list(log_problems)
     lines = [line for kube_step, step in zip(theirs, ours, strict=True) for line in _untied(kube_step, step, tie(step))]
-    # Pods left pending are retried on later events, at times that depend on the queue (README,
-    # Compatibility): where they end up, and what the pods created after they parted do, are
-    # counted apart.
+    # Pods left pending are retried on later events, at times that depend on the queue
+    # (docs/compatibility.md): where they end up, and what the pods created after they parted do,
+    # are counted apart.
     diffs.extend(lines if STRICT else queueing_apart(theirs, ours, lines))
     later = compare_final(theirs, ours)
     diffs.extend(later if STRICT else [f"(queueing) {line}" for line in later])

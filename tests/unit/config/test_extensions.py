@@ -1,4 +1,4 @@
-"""The KubeschedConfiguration document beside the KubeSchedulerConfiguration (configext)."""
+"""The KubeschedConfiguration document beside the KubeSchedulerConfiguration (config.extensions)."""
 
 from __future__ import annotations
 

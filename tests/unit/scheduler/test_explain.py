@@ -1,4 +1,4 @@
-"""observe.explain on the simulator: what a pending pod lacks, node by node; what decided a
+"""scheduler.explain on the simulator: what a pending pod lacks, node by node; what decided a
 scheduled pod's node; and that asking changes nothing."""
 
 from __future__ import annotations
@@ -167,3 +167,20 @@ def test_node_affinity_says_which_label_is_missing() -> None:
     _, sim = run(objects)
     nearest = {m["node"]: m["failed"][0]["detail"] for m in sim.scheduler.explain("default", "web")["filter"]["nearest"]}
     assert nearest == {"n1": "needs label disk=hdd (node has disk=ssd), label zone=a", "n2": "needs label disk=hdd, label zone=a"}
+
+
+def test_a_pod_a_user_plugin_rejects_is_explained() -> None:
+    """A plugin configured as `module:Class` is keyed by that name in the profile, while its
+    verdicts carry the plugin's own name: the explanation finds it by the latter."""
+    from unit.simkit import profile_config
+
+    config = profile_config({"schedulerName": "default-scheduler",
+                             "plugins": {"filter": {"enabled": [{"name": "unit.sample_plugins:EvenOnly"}]}}})
+    objects = [make_node("n1").manifest(), make_node("n3").manifest(),
+               make_pod("web").req(cpu="100m", memory="100Mi").manifest()]
+    _, sim = run(objects, config)
+    e = sim.scheduler.explain("default", "web")
+    assert e is not None and e["status"] == "pending"
+    assert [(g["plugin"], g["reason"], g["nodes"]) for g in e["filter"]["rejected"]] == [
+        ("EvenOnly", "node(s) had an odd name", ["n1", "n3"])]
+    assert [f["plugin"] for m in e["filter"]["nearest"] for f in m["failed"]] == ["EvenOnly", "EvenOnly"]

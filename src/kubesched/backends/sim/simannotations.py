@@ -17,7 +17,7 @@ number of seconds ("90", "2.5") or Go-style ("30s", "5m", "1h30m"):
 - `sim.kubesched.io/usage-cpu`, `sim.kubesched.io/usage-memory`: what the pod really uses
   once running, e.g. `steady:800m`, `steady:60%` (of its request), `diurnal:500m,amplitude=0.5,
   period=1h`, `bursty:300m,peak=1500m,duty=0.2,mean=5m`, `steady:uniform(300m,3)` (drawn per
-  pod from the seed). Default: its requests. The grammar is in backends.sim.usage.
+  pod from the seed). Default: its requests. The grammar is in backends.sim.usagemodel.
 - `sim.kubesched.io/background-cpu`, `sim.kubesched.io/background-memory`: on a Node only: load
   that kubesched does not schedule (system daemons, other tenants), same grammar, percents of
   the node's allocatable; `steady:uniform(5%,60%)` with `count` gives uneven copies. Default: none.

@@ -5,7 +5,7 @@ Every `interval` (of the scheduler's clock: real time in `kubesched run`, virtua
 simulation) the guard samples its signals: scheduling attempts by result, binding cycles by
 result, pending pods (gated ones left out) and how long each has waited since its first attempt.
 At a reload it fixes the baseline, the same measures over the `window` before it; then, at each
-sample until the window is over, it compares (configext.GuardObjectives):
+sample until the window is over, it compares (config.extensions.GuardObjectives):
 
 - unschedulable ratio: unschedulable attempts / attempts since the reload, against the baseline's;
 - error ratio: attempts that ended in a scheduler error, likewise;

@@ -206,7 +206,7 @@ def test_members_created_before_their_pod_group_wait_for_it(kube: Kube, nodes: l
     outcomes = _compare(kube, build)
     # kube-scheduler's queue may move the members on the PodGroup's event before its group cycle
     # can read the PodGroup; that cycle then fails at PreFilter, and DynamicResources' PodGroupPostFilter
-    # (which kubesched does not have: README, Compatibility) reports its missing state as below. The
+    # (which kubesched does not have: docs/compatibility.md) reports its missing state as below. The
     # members are placed by the next cycle all the same. Seen on a fresh machine's first `make test` (2026-11-25).
     for pod in outcomes["default-scheduler"]["pods"].values():
         if pod["bound"] and pod["first_failure"] == ("Warning", DRA_MISSING_STATE):
