@@ -19,6 +19,7 @@ from kubesched.cli.common import (
     fail,
     interruptible,
     load_configs,
+    say,
     set_feature_gates,
     tracing_config,
     write_json,
@@ -104,7 +105,8 @@ def bench(
         figures[f"shadow_{shadow}_same_node"] = outcomes.get("same_node", 0)
     if reload:
         figures.update(reload_latency(sims[0].scheduler, pending=pods))
-    table = Table(title=f"SchedulingBasic {nodes} nodes / {pods} pods", title_justify="left")
+    say(console, f"SchedulingBasic {nodes} nodes / {pods} pods")  # a line of its own: a table title wraps to the table
+    table = Table()
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in figures.items():
