@@ -185,6 +185,7 @@ class NodeChoice:
     failure: Status | None = None  # an Error (or no node in the cluster): PostFilter does not run
     scored: ScoreOutcome | None = None  # the scores, when the nodes were scored
     pick: int = -1  # the chosen node's index in scored.rows (-1: no tie broken)
+    ties: np.ndarray | None = None  # the indices in scored.rows of the highest total, when a tie was broken
     sampled: int = 0  # how many feasible nodes were scored, or would be without shortcuts
     others: Candidates | None = None  # OpportunisticBatching: the scored nodes not taken, for the next pod
 
@@ -272,16 +273,17 @@ def choose_among(
     if not rules.tie_break:
         return choice
     assert rng is not None, "breaking ties needs a random generator"
+    choice.ties = np.flatnonzero(scored.totals == scored.totals.max())
     if keep_others:
         # kube v1.37 takes the head of its sorted score list; the rest is kept for the next pod.
         choice.pick, choice.others = ranked(scored, rng)
     else:
-        choice.pick = select_host(scored.totals, rng)
+        choice.pick = select_host(choice.ties, rng)
     choice.node = table.name_of(int(scored.rows[choice.pick]))
     return choice
 
 
-def select_host(totals: np.ndarray, rng: np.random.Generator) -> int:
-    """The index of the highest total, ties broken at random (kube's selectHost)."""
-    ties = np.flatnonzero(totals == totals.max())
+def select_host(ties: np.ndarray, rng: np.random.Generator) -> int:
+    """One of `ties` (the indices of the highest total), at random when there are several (kube's
+    selectHost)."""
     return int(ties[0] if ties.size == 1 else ties[rng.integers(ties.size)])

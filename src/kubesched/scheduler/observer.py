@@ -83,15 +83,14 @@ def note_choice(record: DecisionRecord, choice: NodeChoice, table: NodeTable) ->
         record.chosen = choice.node
         return
     record.scored = choice.sampled
-    if choice.how != ONLY and choice.scored is not None and choice.pick >= 0:
-        record.scored_top = top_scores(table, choice.scored, choice.pick)
+    if choice.how != ONLY and choice.scored is not None and choice.ties is not None:
+        record.scored_top = top_scores(table, choice.scored, choice.pick, choice.ties)
 
 
-def top_scores(table: NodeTable, scored: ScoreOutcome, pick: int) -> TopScores:
+def top_scores(table: NodeTable, scored: ScoreOutcome, pick: int, ties: np.ndarray) -> TopScores:
     """The best few scored nodes (the chosen one, index `pick`, among them) with each plugin's raw
-    and weighted scores, read at those nodes only."""
+    and weighted scores, read at those nodes only; `ties`: the indices of the highest total."""
     totals = scored.totals
-    ties = np.flatnonzero(totals == totals.max())
     top = _best_few(totals, ties, min(TOP_NODES_RECORDED, totals.size))
     few = top.tolist()
     if pick not in few:
