@@ -280,6 +280,11 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     # tolerations
     ("toleration operator", "spec.tolerations", [{"key": "a", "operator": "Maybe"}],
      ['spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"']),
+    # Lt and Gt are refused (their feature gate is off in v1.37.2) with v1.37.2's list of operators.
+    ("toleration Gt", "spec.tolerations", [{"key": "a", "operator": "Gt", "value": "3", "effect": "NoSchedule"}],
+     ['spec.tolerations[0].operator: Unsupported value: "Gt": supported values: "Equal", "Exists", "Lt", "Gt"']),
+    ("toleration Lt", "spec.tolerations", [{"key": "a", "operator": "Lt", "value": "x"}],
+     ['spec.tolerations[0].operator: Unsupported value: "Lt": supported values: "Equal", "Exists", "Lt", "Gt"']),
     ("toleration effect", "spec.tolerations", [{"key": "a", "operator": "Exists", "effect": "NoRun"}],
      ['spec.tolerations[0].effect: Unsupported value: "NoRun": supported values: "NoSchedule", "PreferNoSchedule", '
       '"NoExecute"']),
