@@ -542,6 +542,18 @@ def test_namespace_names_are_labels() -> None:
     assert validate_manifest({**ns, "metadata": {"name": "team-a"}}) == []
 
 
+def test_csidriver_names_are_dns_subdomains() -> None:
+    """A CSIDriver's name is checked as a DNS subdomain (up to 253 characters, lowercase), as v1.37.2
+    checks it; not as the 63-character driver name of a volume's csi.driver."""
+    def driver(name: str) -> list[str]:
+        return [str(i) for i in validate_manifest({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                                                   "metadata": {"name": name}, "spec": {}})]
+
+    assert driver("a" * 70 + ".com") == []
+    assert driver("Ab.example.com") == [f'metadata.name: Invalid value: "Ab.example.com": {SUBDOMAIN_MSG}']
+    assert driver("") == ["metadata.name: Required value: name or generateName is required"]
+
+
 def test_shown_quotes_and_cuts() -> None:
     assert shown("Web") == '"Web"'
     assert shown('say "hi"\n') == '"say \\"hi\\"\\n"'

@@ -127,7 +127,6 @@ _SERVED: dict[str, frozenset[str]] = {
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job",
                          "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload"})
-_GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
     "CronJob": "no Jobs are generated; write the Job with a sim.kubesched.io/arrival annotation instead",
@@ -145,7 +144,7 @@ class _Doc:
     raw: dict[str, Any]
     kind: str
     namespace: str  # "" for cluster-scoped kinds
-    name: str  # may be "" for Pods/Nodes with generateName
+    name: str  # "" for Pods and Nodes copied (sim.kubesched.io/count) from a generateName
     meta: ObjectMeta
 
     def describe(self) -> str:
@@ -176,8 +175,9 @@ def _api_group(api_version: Any) -> str | None:
 
 
 class _Loader:
-    def __init__(self, keep_going: bool = False, disabled_admission: frozenset[str] = frozenset()) -> None:
+    def __init__(self, keep_going: bool = False, disabled_admission: frozenset[str] = frozenset(), seed: int = 0) -> None:
         self.keep_going = keep_going
+        self.seed = seed
         self.admission = Admission(disabled_admission)
         self.errors: list[str] = []
         self.docs: dict[str, list[_Doc]] = {kind: [] for kind in _GROUPS}
@@ -260,9 +260,12 @@ class _Loader:
             path = f"metadata.{exc.field}" if exc.field and not exc.field.startswith("[") else f"metadata{exc.field}"
             raise probe.invalid([FieldIssue(path, exc.message, decode=True)]) from None
         namespace = (meta.namespace or "default") if kind in _NAMESPACED else ""
+        if not meta.name and meta.generate_name and not (kind in ("Pod", "Node") and SIM_COUNT in meta.annotations):
+            # The API server names the object before it validates it (copies are named one by one).
+            meta.name = self._generate(kind, namespace, meta.generate_name)
+            meta_raw = {**(meta_raw or {}), "name": meta.name}
+            raw = {**raw, "metadata": meta_raw}
         doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
-        if not meta.name and kind not in _GENERATE_NAME_KINDS:
-            raise doc.invalid([FieldIssue("metadata.name", "Required value: name is required")])
         # A value of the wrong type anywhere (read by kubesched or not) is the decoder's error.
         mistyped = wrong_type(kind, raw)
         issues = [FieldIssue(*mistyped, decode=True)] if mistyped else self._validate(doc, meta_raw or {})
@@ -308,13 +311,18 @@ class _Loader:
         meta = raw.get("metadata")
         meta_raw: dict[str, Any] = meta if isinstance(meta, dict) else {}
         namespace = str(meta_raw.get("namespace") or "default")
+        scope = f"{kind}.{_api_group(raw.get('apiVersion'))}"
+        prefix = meta_raw.get("generateName")
+        if not meta_raw.get("name") and isinstance(prefix, str) and prefix:
+            meta_raw = {**meta_raw, "name": self._generate(scope, namespace, prefix)}
+            raw = {**raw, "metadata": meta_raw}
         doc = _Doc(origin, raw, kind, namespace, str(meta_raw.get("name") or ""), ObjectMeta())
         try:
             resource, obj = read_custom(raw, namespace)
         except ValueError as exc:
             raise doc.error(str(exc)) from None
         doc.meta = obj.metadata
-        key = (f"{kind}.{_api_group(raw.get('apiVersion'))}", namespace, doc.name)
+        key = (scope, namespace, doc.name)
         if key in self.seen:
             raise doc.error(f"defined twice: first at {self.seen[key]}")
         self.seen[key] = origin
@@ -589,11 +597,15 @@ class _Loader:
         return [self._generate(scope, ns, meta.generate_name) for _ in range(count)]
 
     def _generate(self, scope: str, ns: str, prefix: str) -> str:
+        """A name for generateName `prefix`, as the API server makes it (the prefix cut to 58
+        characters, 5 of its random characters), drawn from the run's seed so runs repeat (seed
+        0 gives the names it always gave)."""
         prefix = prefix[:MAX_GENERATE_NAME_PREFIX]
         key = (scope, ns, prefix)
         n = self.generate_counters.get(key, 0)
         self.generate_counters[key] = n + 1
-        return self.namer.generate(scope, ns, prefix, f"{scope}/{ns}/{prefix}/{n}")
+        draw = f"{scope}/{ns}/{prefix}/{n}"
+        return self.namer.generate(scope, ns, prefix, f"seed {self.seed}/{draw}" if self.seed else draw)
 
     # pods ------------------------------------------------------------------------------------
 
@@ -714,14 +726,15 @@ def _claimed(doc: _Doc) -> int:
 
 def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dict[str, Any]],
                  source: str = "<input>", *, keep_going: bool = False,
-                 disabled_admission: frozenset[str] = frozenset()) -> ClusterInput:
+                 disabled_admission: frozenset[str] = frozenset(), seed: int = 0) -> ClusterInput:
     """Build a cluster from already-parsed objects (dicts, or (Origin, dict) pairs).
 
     An object the API server would refuse raises ManifestError; with keep_going it is left out
     and its message added to ClusterInput.errors instead, and the rest loads. Problems with the
     input's shape (a document that is not an object) stay fatal. `disabled_admission` names
-    admission plugins the emulated API server runs without (only "Priority" changes anything)."""
-    loader = _Loader(keep_going, disabled_admission)
+    admission plugins the emulated API server runs without (only "Priority" changes anything);
+    `seed` draws the names of objects given a generateName."""
+    loader = _Loader(keep_going, disabled_admission, seed)
     for i, entry in enumerate(objects, 1):
         if isinstance(entry, tuple):
             origin, data = entry
@@ -732,18 +745,19 @@ def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dic
     return loader.build()
 
 
-def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = False) -> ClusterInput:
+def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = False, seed: int = 0) -> ClusterInput:
     """Read manifest files and directories into a ClusterInput; ManifestError on bad input.
 
     With keep_going, objects the API server would refuse are left out and listed in
-    ClusterInput.errors (see load_objects); unreadable files and invalid YAML stay fatal."""
+    ClusterInput.errors (see load_objects); unreadable files and invalid YAML stay fatal.
+    `seed` draws the names of objects given a generateName."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = find_files(paths)
     if not files:
         raise ManifestError(f"no manifest files (*.yaml, *.yml, *.json) in {', '.join(str(p) for p in paths)}")
 
-    cluster = load_objects(objects_in(files), keep_going=keep_going)
+    cluster = load_objects(objects_in(files), keep_going=keep_going, seed=seed)
     if len(paths) == 1:
         only = Path(paths[0])
         cluster.name = only.stem if only.is_file() else only.name
