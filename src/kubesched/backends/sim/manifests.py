@@ -35,7 +35,8 @@ List), the object (kind, namespace/name) and the field. By default the first ref
 the load; with keep_going=True it is left out, its line goes to ClusterInput.errors, and the rest
 loads (what needs it fails as on the API server: a pod naming a refused PriorityClass is refused
 with "no PriorityClass with name ... was found", one in a refused Namespace with `namespaces "x"
-not found`). Unreadable files and invalid YAML stay fatal.
+not found`). A file that cannot be read or parsed (invalid YAML, say) is refused the same way,
+named: what came before the error in it stays, and the other files load.
 """
 
 from __future__ import annotations
@@ -749,15 +750,20 @@ def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = F
     """Read manifest files and directories into a ClusterInput; ManifestError on bad input.
 
     With keep_going, objects the API server would refuse are left out and listed in
-    ClusterInput.errors (see load_objects); unreadable files and invalid YAML stay fatal.
-    `seed` draws the names of objects given a generateName."""
+    ClusterInput.errors (see load_objects), and so are files that cannot be read or parsed
+    (invalid YAML or JSON, a document that is not an object, no objects at all), each named, the
+    rest loading. `seed` draws the names of objects given a generateName."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = find_files(paths)
     if not files:
         raise ManifestError(f"no manifest files (*.yaml, *.yml, *.json) in {', '.join(str(p) for p in paths)}")
 
-    cluster = load_objects(objects_in(files), keep_going=keep_going, seed=seed)
+    loader = _Loader(keep_going, seed=seed)
+    # A file that cannot be read or parsed is refused as an object is: fatal unless keep_going.
+    for origin, obj in objects_in(files, loader.refuse):
+        loader.add(origin, obj)
+    cluster = loader.build()
     if len(paths) == 1:
         only = Path(paths[0])
         cluster.name = only.stem if only.is_file() else only.name
