@@ -278,10 +278,10 @@ def _check_type_meta(top: Mapping[str, Any]) -> None:
     if api_version is None:
         raise ConfigError(f"apiVersion: required, must be {API_VERSION}")
     if api_version != API_VERSION:
-        raise ConfigError(
-            f"apiVersion: must be {API_VERSION}, got {_show(api_version)}"
-            " (older versions are not read; convert the file to v1)"
-        )
+        # Only a version of the scheduler's own group is an older version.
+        older = isinstance(api_version, str) and api_version.split("/", 1)[0] == API_VERSION.split("/", 1)[0]
+        raise ConfigError(f"apiVersion: must be {API_VERSION}, got {_show(api_version)}"
+                          + (" (older versions are not read; convert the file to v1)" if older else ""))
     if kind is None:
         raise ConfigError(f"kind: required, must be {KIND}")
     if kind != KIND:

@@ -552,6 +552,8 @@ def test_a_manifest_given_as_a_configuration_is_called_one(tmp_path: Path) -> No
     assert refused({"apiVersion": "kubescheduler.config.k8s.io/v1beta3", "kind": KIND}).startswith("apiVersion: must be ")
     assert refused({"apiVersion": API_VERSION, "kind": "Policy"}) == f'kind: must be {KIND}, got "Policy"'
     assert refused({"apiVersion": "v1", "kind": "Pod"}) == MANIFEST_IS_NOT_A_CONFIG.format(kind='"Pod"', version='"v1"')
+    # A configuration of a version that never was one is not called older.
+    assert refused({"apiVersion": "v1", "kind": KIND}) == f'apiVersion: must be {API_VERSION}, got "v1"'
 
 
 def test_directory_instead_of_file(tmp_path: Path) -> None:
