@@ -15,8 +15,13 @@ from typing import Any
 
 from kubesched.api.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.api.validation.field import FieldIssue, invalid, too_many
-from kubesched.api.validation.meta import name_is_dns_subdomain, validate_annotations, validate_labels, validate_object_meta
-from kubesched.api.validation.resources import is_extended
+from kubesched.api.validation.meta import (
+    label_key,
+    name_is_dns_subdomain,
+    validate_annotations,
+    validate_labels,
+    validate_object_meta,
+)
 
 # resource.DeviceSelectorsMaxSize and DeviceConfigMaxSize.
 MAX_SELECTORS = 32
@@ -31,10 +36,24 @@ def validate_device_class(dc: DeviceClass) -> list[FieldIssue]:
         out.append(too_many("spec.selectors", len(spec.selectors), MAX_SELECTORS))
     if len(spec.config) > MAX_CONFIGS:
         out.append(too_many("spec.config", len(spec.config), MAX_CONFIGS))
-    name = spec.extended_resource_name
-    if name is not None and not is_extended(name):
-        out.append(invalid("spec.extendedResourceName", name, "must be a valid extended resource name"))
+    if spec.extended_resource_name is not None:
+        out.extend(invalid("spec.extendedResourceName", spec.extended_resource_name, msg)
+                   for msg in extended_resource_name(spec.extended_resource_name))
     return out
+
+
+def extended_resource_name(name: str) -> list[str]:
+    """Why `name` is no extended resource name, in the declarative validation's words (the API
+    server reports these for DeviceClass, not pkg/apis' own "must be a valid extended resource name")."""
+    errs = []
+    if "/" not in name:
+        errs.append("a name must be a domain-prefixed path, such as 'example.com/my-prop'")
+    elif "kubernetes.io/" in name:
+        errs.append('must not have "kubernetes.io/" domain')
+    if name.startswith("requests."):
+        errs.append('must not have "requests." prefix')
+    errs.extend(label_key("requests." + name))
+    return errs
 
 
 def validate_resource_claim(claim: ResourceClaim) -> list[FieldIssue]:

@@ -29,7 +29,8 @@ def validate_pod_resource_claims(claims: list[PodResourceClaim], path: str, *, m
     for i, claim in enumerate(claims):
         at = f"{path}[{i}]"
         if mirror:
-            out.append(forbidden("", "static pods do not support resource claims"))
+            # On the root path, which the API server prints as "[]".
+            out.append(forbidden("[]", "static pods do not support resource claims"))
             continue
         if not claim.name:
             out.append(required(f"{at}.name"))
