@@ -27,6 +27,8 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 _sequence = itertools.count()
+# Resources no DeviceClass can map (they have no domain): most pods request only these.
+_NATIVE = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
 
 
 class PodError(ValueError):
@@ -185,8 +187,11 @@ def make_pod_info(pod: Pod) -> PodInfo:
             if host_port > 0:
                 ports.append(HostPort(p.protocol or "TCP", p.host_ip or "0.0.0.0", host_port))
     images = tuple(normalize_image(c.image) for c in pod.spec.containers if c.image)
-    claims = tuple(c.name for c in pod.spec.resource_claims)
-    dra_resources = tuple(sorted(name for name, value in requests.items() if value > 0 and may_be_dra_resource(name)))
+    # Both are empty for almost every pod: found so without building anything.
+    claims = tuple(c.name for c in pod.spec.resource_claims) if pod.spec.resource_claims else ()
+    dra_resources: tuple[str, ...] = ()
+    if not requests.keys() <= _NATIVE:
+        dra_resources = tuple(sorted(n for n, v in requests.items() if v > 0 and may_be_dra_resource(n)))
     return PodInfo(
         pod=pod,
         key=pod.key,
