@@ -13,13 +13,8 @@ from kubesched.api.dra import DeviceClass, DeviceClassSpec, mapped_resource_name
 from kubesched.api.objects import ObjectMeta
 from kubesched.api.podinfo import make_pod_info
 from kubesched.api.validation import aggregate, validate_manifest
+from unit.api.test_validation import LABEL_MSG, SUBDOMAIN_MSG, VALUE_MSG
 
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
-             "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
-                 "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-                 "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
 C0 = "spec.containers[0].resources.claims"
 GPU_CLAIM = [{"name": "gpu", "resourceClaimName": "a"}]
 
@@ -114,9 +109,7 @@ DRA_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("a claim badly named", dra("ResourceClaim", "C_", "default"), f'metadata.name: Invalid value: "C_": {SUBDOMAIN_MSG}'),
     ("a template", dra("ResourceClaimTemplate", "t", "default", metadata={"labels": {"a": "b"}}, spec={}), ""),
     ("a template's bad label", dra("ResourceClaimTemplate", "t", "default", metadata={"labels": {"a": "b_"}}, spec={}),
-     "spec.metadata.labels: Invalid value: \"b_\": a valid label must be an empty string or consist of alphanumeric "
-     "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-     "'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+     f'spec.metadata.labels: Invalid value: "b_": {VALUE_MSG}'),
     ("a slice", dra("ResourceSlice", "s", driver="d.example.com", nodeName="n1",
                     pool={"name": "p", "generation": 1, "resourceSliceCount": 1}), ""),
 ]
