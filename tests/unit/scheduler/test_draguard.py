@@ -171,3 +171,26 @@ def test_a_device_class_created_later_applies_to_the_pods_after_it() -> None:
     assert failed(sim, "early")[0].startswith("0/2 nodes are available: 2 Insufficient example.com/gpu.")
     assert failed(sim, "later")[0].startswith(
         "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) didn't satisfy plugin(s) [DynamicResources].")
+
+
+def test_no_victim_is_evicted_for_a_pod_that_needs_dra() -> None:
+    # Without its claim, the pod preempts one of the low pods.
+    low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i}").manifest() for i in (1, 2)]
+    high = (make_pod("trainer").req(cpu="3", memory="100Mi").priority(1000).resource_claim("gpu", claim="shared-gpu")
+            .arrival("1s").manifest())
+    result, _ = run([*NODES, *low, make_resource_claim("shared-gpu"), high])
+    assert not result.preempted and result.placements["default/trainer"] is None
+
+
+def test_no_victim_is_evicted_for_a_gang_with_a_member_that_needs_dra() -> None:
+    # As test_groupcycle's gang that preempts both low pods, with one member that claims a device.
+    low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i + 1}").manifest() for i in range(2)]
+    gang = [make_pod_group("gh", 2, priorityClassName="priority-1000"),
+            make_pod("gh-0").req(cpu="3", memory="100Mi").group("gh").priority(1000).arrival("1s").manifest(),
+            make_pod("gh-1").req(cpu="3", memory="100Mi").group("gh").priority(1000).arrival("1s")
+            .resource_claim("gpu", claim="shared-gpu").manifest()]
+    with features.gates(generic_workload=True):
+        result, sim = run([*NODES, *low, make_resource_claim("shared-gpu"), *gang])
+    assert not result.preempted and not any(result.placements[f"default/gh-{i}"] for i in range(2))
+    pg = sim.cluster.pod_groups["default/gh"]
+    assert [(c.status, c.reason) for c in pg.status.conditions] == [("False", "Unschedulable")]
