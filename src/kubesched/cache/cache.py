@@ -17,6 +17,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
 from kubesched.cache.customobjects import CustomObjectIndex
+from kubesched.cache.deviceclasses import DeviceClassIndex
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.podgroups import ASSUMED, BOUND, PodGroupIndex
 from kubesched.cache.podindex import PodIndex
@@ -66,6 +67,8 @@ class Cache:
         self.groups = PodGroupIndex()
         # Custom objects (CRD-backed kinds) that plugins read, as the backend delivers them.
         self.custom = CustomObjectIndex()
+        # DeviceClasses: which extended resources DRA serves (scheduler/draguard.py).
+        self.device_classes = DeviceClassIndex()
 
     def subscribe(self, listener: PodListener) -> None:
         self._listeners.append(listener)

@@ -11,9 +11,10 @@ and apimachinery (Kubernetes 1.34); paths and messages are what `kubectl apply` 
 several issues as `[a, b]`). User values in messages are cut by `shown` (field.py).
 
 Kinds: Pod, Node, Namespace, PriorityClass, Service, the workloads Deployment, ReplicaSet,
-StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), and
-the storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
-CSIStorageCapacity and VolumeAttachment (validation.storage).
+StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), the
+storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
+CSIStorageCapacity and VolumeAttachment (validation.storage), and DRA's DeviceClass, ResourceClaim,
+ResourceClaimTemplate and ResourceSlice (validation.dra).
 
 Some rules are the scheduler's rather than the API server's, because kubesched keeps these
 numbers in int64 columns: a quantity (or a pod's summed request) whose scheduler integer does
@@ -29,11 +30,12 @@ from typing import Any
 
 import msgspec
 
+from kubesched.api.dra import DRA_KINDS, DRA_TYPES
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podgroups import Workload as GroupWorkload
 from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
-from kubesched.api.validation import cluster, pod, podgroups, podsecurity, servicefields, storage, workloads
+from kubesched.api.validation import cluster, dra, pod, podgroups, podsecurity, servicefields, storage, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -147,6 +149,9 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
             spec = raw.get("spec")
             return storage.validate_pv(typed, spec if isinstance(spec, dict) else {})
         return _STORAGE[kind](typed)
+    if isinstance(kind, str) and kind in dra.DRA_VALIDATORS:
+        typed, issues = _decode(raw, DRA_TYPES[DRA_KINDS[kind]])
+        return issues or dra.DRA_VALIDATORS[kind](typed)
     return []
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.customresources import object_key
+from kubesched.api.dra import DEVICE_CLASS
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -100,6 +101,9 @@ class SimCluster:
     # Custom objects by event resource and key; tenant quotas as the cluster sees them (for the report).
     custom: dict[str, dict[str, Any]] = field(default_factory=dict)
     quotas: QuotaLedger | None = None
+    # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key, as
+    # created: nothing writes them (no device is allocated; the scheduler leaves such pods pending).
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     _external_times: list[float] = field(default_factory=list)  # a heap: when each pending change is due
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
@@ -199,6 +203,12 @@ class SimCluster:
         if self.quotas is not None and isinstance(obj, ElasticQuota):
             self.quotas.quota(obj)
         self._sched().on_custom_object(resource, None, obj)
+
+    def add_device_object(self, resource: str, obj: Any) -> None:
+        """A DRA object created (now, or at its arrival time); the scheduler is told of classes."""
+        self.devices.setdefault(resource, {})[object_key(obj)] = obj
+        if resource == DEVICE_CLASS:
+            self._sched().on_device_class(obj)
 
     def add_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,

@@ -311,6 +311,11 @@ class Simulation:
                 sim.add_storage(resource, obj)
             else:
                 sim.at(arrival, lambda r=resource, o=obj: sim.add_storage(r, o))
+        for resource, obj, arrival in self.input.devices:
+            if arrival <= 0:
+                sim.add_device_object(resource, obj)
+            else:
+                sim.at(arrival, lambda r=resource, o=obj: sim.add_device_object(r, o))
         for sp in self.input.pods:
             uid = sp.pod.metadata.uid
             if sp.duration is not None:

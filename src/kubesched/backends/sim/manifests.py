@@ -10,7 +10,9 @@ Kinds read: Node, Pod, Namespace, Service (v1), PriorityClass (scheduling.k8s.io
 Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1), the storage
 the volume plugins read: PersistentVolumeClaim, PersistentVolume (v1), StorageClass, CSINode,
 CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), PodGroup and Workload
-(scheduling.k8s.io/v1beta1), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
+(scheduling.k8s.io/v1beta1), DRA's DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice
+(resource.k8s.io/v1: kept, and DeviceClasses given to the scheduler; kubesched does not allocate devices
+yet, so pods that need them stay pending), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
 checked against their CRDs' schema: backends.sim.customobjects), and the ConfigMap named
 `kubesched-simulation` (backends.sim.settings). The simulated cluster runs a stand-in PV controller (see
 backends.sim.cluster): it binds claims, provisions WaitForFirstConsumer claims on the node the
@@ -46,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.dra import API_VERSION as DRA_API_VERSION
+from kubesched.api.dra import DRA_KINDS, DRA_TYPES, NAMESPACED_DRA_KINDS
 from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass
 from kubesched.api.podgroups import DisruptionMode, PodGroup, PodGroupStatus
@@ -100,6 +104,7 @@ _GROUPS: dict[str, frozenset[str]] = {
     "VolumeAttachment": frozenset({"storage.k8s.io"}),
     "PodGroup": frozenset({"scheduling.k8s.io"}),
     "Workload": frozenset({"scheduling.k8s.io"}),
+    **{kind: frozenset({"resource.k8s.io"}) for kind in DRA_KINDS},
 }
 # kind -> the API versions a current API server serves it in (others: "no matches for kind").
 _SERVED: dict[str, frozenset[str]] = {
@@ -124,10 +129,11 @@ _SERVED: dict[str, frozenset[str]] = {
     # GenericWorkload's API (served when the gate and the beta API are on).
     "PodGroup": frozenset({"scheduling.k8s.io/v1beta1"}),
     "Workload": frozenset({"scheduling.k8s.io/v1beta1"}),
+    **{kind: frozenset({DRA_API_VERSION}) for kind in DRA_KINDS},
 }
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job",
-                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload"})
+                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload", *NAMESPACED_DRA_KINDS})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
     "CronJob": "no Jobs are generated; write the Job with a sim.kubesched.io/arrival annotation instead",
@@ -196,6 +202,7 @@ class _Loader:
         # Node name -> summed requests (and non-zero requests) of the pods bound to it by nodeName.
         self.bound: dict[str, dict[str, int]] = {}
         self.storage: list[tuple[str, Any, float]] = []
+        self.devices: list[tuple[str, Any, float]] = []
         self.config_changes: list[ConfigChange] = []
         self.pod_groups: list[tuple[PodGroup, float]] = []
         self.custom_docs: list[tuple[_Doc, str, Any]] = []  # read in pass 1, kept in pass 2 (their namespace)
@@ -409,6 +416,7 @@ class _Loader:
             background=self.background,
             settings=self.settings,
             storage=self.storage,
+            devices=self.devices,
             config_changes=sorted(self.config_changes, key=lambda c: c.at),
             pod_groups=self.pod_groups,
             custom_objects=custom,
@@ -485,6 +493,12 @@ class _Loader:
             resource = STORAGE_KINDS[doc.kind]
             obj = self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))
             self.storage.append((resource, obj, self._storage_arrival(doc)))
+        elif doc.kind in DRA_KINDS:
+            resource = DRA_KINDS[doc.kind]
+            obj = self._decode(doc, DRA_TYPES[resource])
+            obj.metadata.namespace = doc.namespace
+            obj.metadata.uid = obj.metadata.uid or stable_uid(doc.kind, doc.namespace, doc.name)
+            self.devices.append((resource, obj, self._storage_arrival(doc)))
         elif doc.kind == "PodGroup":
             pg: PodGroup = self._decode(doc, PodGroup)
             pg.metadata.namespace = doc.namespace
