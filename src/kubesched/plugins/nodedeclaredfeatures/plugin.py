@@ -129,6 +129,4 @@ class NodeDeclaredFeatures(Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, 
         new = checked_new(NAME, PodInfo, old, new)
         if old is None:
             return QueueingHint.Queue
-        before = self.registry.required_for_scheduling(old.pod.spec, self.version)
-        after = self.registry.required_for_scheduling(new.pod.spec, self.version)
-        return QueueingHint.QueueSkip if before == after else QueueingHint.Queue
+        return QueueingHint.QueueSkip if self.required(old) == self.required(new) else QueueingHint.Queue
