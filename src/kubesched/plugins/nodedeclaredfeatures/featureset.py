@@ -46,6 +46,7 @@ class FeatureRegistry:
         self.features = tuple(sorted(features, key=lambda f: f.name.encode()))
         self.names = tuple(f.name for f in self.features)
         self._index = {name: i for i, name in enumerate(self.names)}
+        self.empty = FeatureSet((), "0" * len(self.names))  # what most pods need: nothing
 
     def set_of(self, names: Iterable[str]) -> FeatureSet:
         """The set of these features; ValueError for a name the registry does not know."""
@@ -61,10 +62,9 @@ class FeatureRegistry:
         """The features scheduling a pod with this spec needs of its node, for a scheduler at `version`."""
         if version is None:
             raise ValueError("target version cannot be nil")
-        return self.set_of(
-            f.name for f in self.features
-            if (f.max_version is None or version <= f.max_version) and f.needed_for_scheduling(spec)
-        )
+        wanted = [f.name for f in self.features
+                  if (f.max_version is None or version <= f.max_version) and f.needed_for_scheduling(spec)]
+        return self.set_of(wanted) if wanted else self.empty
 
 
 DEFAULT_REGISTRY = FeatureRegistry(ALL_FEATURES)
