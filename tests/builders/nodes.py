@@ -72,6 +72,11 @@ class NodeBuilder(ObjectBuilder):
         self._images.append({"names": list(names), "sizeBytes": size_bytes})
         return self
 
+    def declared(self, *features: str) -> Self:
+        """status.declaredFeatures, as given (the API server wants them sorted)."""
+        self._status["declaredFeatures"] = list(features)
+        return self
+
     def status(self, **fields: Any) -> Self:
         """Other status fields written out (conditions, addresses)."""
         self._status.update(fields)

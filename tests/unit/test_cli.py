@@ -88,6 +88,17 @@ def test_config_validate(tmp_path):
     assert "profiles[0].plugins.filter.enabled[0]" in result.output and "NoSuchPlugin" in result.output
 
 
+def test_config_validate_prints_kubes_default_profile_and_names_what_it_lacks(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    result = invoke("config", "validate", str(good))
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert next(line for line in lines if line.startswith("  filter:")).endswith("InterPodAffinity, NodeDeclaredFeatures")
+    (note,) = [line for line in lines if line.startswith("note:")]
+    assert "DynamicResources" in note and "NodeDeclaredFeatures" not in note
+
+
 def test_bad_config_refused_before_simulating(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

@@ -164,6 +164,8 @@ class EnvVar(_Obj):
 class VolumeMount(_Obj):
     name: str = ""
     mount_path: str = ""
+    # Read by NodeDeclaredFeatures (VolumeBindMountOptions; the API server drops it while that gate is off).
+    bind_mount_options: list[str] = msgspec.field(default_factory=list)
 
 
 class PersistentVolumeClaimVolumeSource(_Obj):
@@ -218,12 +220,25 @@ class Volume(_Obj):
     csi: CSIVolumeSource | None = None
 
 
+class ContainerRestartRuleOnExitCodes(_Obj):
+    operator: str = ""
+    values: list[Int32] = msgspec.field(default_factory=list)
+
+
+class ContainerRestartRule(_Obj):
+    """A container's restart rule (ContainerRestartRules); NodeDeclaredFeatures reads its action."""
+
+    action: str = ""
+    exit_codes: ContainerRestartRuleOnExitCodes | None = None
+
+
 class Container(_Obj):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = msgspec.field(default_factory=list)
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] = msgspec.field(default_factory=list)
     # Read for validation only (the API server refuses bad values; the scheduler ignores them).
     image_pull_policy: str = ""
     termination_message_policy: str = ""
@@ -267,8 +282,11 @@ class PodSpec(_Obj):
     scheduling_gates: list[PodSchedulingGate] = msgspec.field(default_factory=list)
     scheduling_group: PodSchedulingGroup | None = None
     host_network: bool = False
+    host_users: bool | None = None  # read by NodeDeclaredFeatures (user namespaces with host network)
     restart_policy: str = ""
     active_deadline_seconds: Int64 | None = None
+    # Only their volume mounts are read (NodeDeclaredFeatures); the API server refuses them on create.
+    ephemeral_containers: list[Container] = msgspec.field(default_factory=list)
     # Pod-level resources (PodLevelResources): validated, not yet used by the scheduler.
     resources: ResourceRequirements | None = None
     # Read by the volume plugins (PVCs, ephemeral volumes, inline disks) and validation.
@@ -351,6 +369,8 @@ class NodeStatus(_Obj):
     allocatable: dict[str, Quantity] = msgspec.field(default_factory=dict)
     images: list[ContainerImage] = msgspec.field(default_factory=list)
     conditions: list[NodeCondition] = msgspec.field(default_factory=list)
+    # The features the node declares (NodeDeclaredFeatures), sorted, as the kubelet reports them.
+    declared_features: list[str] = msgspec.field(default_factory=list)
 
 
 class Node(_Obj):

@@ -19,6 +19,7 @@ import numpy as np
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, HostPort, PodInfo, normalize_image
 from kubesched.api.quantity import QuantityError, resource_value
+from kubesched.cache.declaredfeatures import DeclaredFeatures
 from kubesched.cache.portindex import PortIndex
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -131,6 +132,7 @@ class NodeTable:
         self.node_labels: list[dict[str, str]] = []
         self.images: list[dict[str, int]] = []
         self.image_rows: dict[str, dict[int, int]] = {}
+        self.declared_features = DeclaredFeatures(capacity)  # status.declaredFeatures
         self.ports: list[Counter[HostPort]] = []
         # (protocol, port) -> host IP -> rows using it: kept with `ports`, so NodePorts reads it
         # as it is instead of building it again after every placement.
@@ -180,6 +182,7 @@ class NodeTable:
         self.row_generation = pad(self.row_generation, 0)
         for col in self.labels.values():
             col.ids = pad(col.ids, ABSENT)
+        self.declared_features.grow(cap)
         self.capacity = cap
 
     def resource_column(self, name: str) -> int:
@@ -311,6 +314,7 @@ class NodeTable:
                 self.taint_refs[col] += 1
         self._compact_taints()
         self._set_images(row, node)
+        self.declared_features.set(row, node.status.declared_features)
         self.node_generation += 1
         self._changed(row)
         return row
@@ -381,6 +385,7 @@ class NodeTable:
         self._clear_taints(row)
         self._compact_taints()
         self._drop_images(row)
+        self.declared_features.set(row, ())
         for hp, count in self.ports[row].items():
             self.port_index.remove(hp, row, count)
         self.ports[row] = Counter()

@@ -13,6 +13,7 @@ from typing import Any
 
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
+from kubesched.infra import features
 
 
 class ActionType(enum.IntFlag):
@@ -168,7 +169,8 @@ def _condition_statuses(node: Node) -> dict[str, str]:
 def node_changes(new: Node, old: Node) -> list[ClusterEvent]:
     """The refined events of a node update (kube's NodeSchedulingPropertiesChange), in kube's
     order; none when nothing scheduling reads changed. A node made schedulable again counts as a
-    taint change (as does any change of its taints)."""
+    taint change (as does any change of its taints). Declared features (kept sorted, so compared as
+    lists) are an event of their own under the NodeDeclaredFeatures gate."""
     actions: list[ActionType] = []
     if old.spec.unschedulable and not new.spec.unschedulable:
         actions.append(ActionType.UpdateNodeTaint)
@@ -182,4 +184,6 @@ def node_changes(new: Node, old: Node) -> list[ClusterEvent]:
         actions.append(ActionType.UpdateNodeCondition)
     if new.metadata.annotations != old.metadata.annotations:
         actions.append(ActionType.UpdateNodeAnnotation)
+    if features.current().node_declared_features and new.status.declared_features != old.status.declared_features:
+        actions.append(ActionType.UpdateNodeDeclaredFeature)
     return [ClusterEvent(NODE, action) for action in actions]

@@ -15,6 +15,11 @@ known; their defaults are kube v1.37.2's:
 - OpportunisticBatching (beta, on): a pod with the same scheduling signature as the pod placed in
   the cycle before it takes the next best node of that cycle's scoring, re-checked there, instead
   of a whole cycle (framework.batching).
+- NodeDeclaredFeatures (GA, locked on): the features a pod needs, inferred from its spec, must be
+  among a node's status.declaredFeatures (the NodeDeclaredFeatures plugin, in the default
+  profile); a node's declared features changing is a node update event of its own. Turning it off
+  is refused as kube refuses it, unless kube's behaviour is emulated at v1.36, where the gate was
+  beta and could be turned off (scheduler_perf does so for a workload that turns it off).
 """
 
 from __future__ import annotations
@@ -26,10 +31,15 @@ from dataclasses import dataclass, replace
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
 OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
 _KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling",
-          OPPORTUNISTIC_BATCHING: "opportunistic_batching"}
+          OPPORTUNISTIC_BATCHING: "opportunistic_batching", NODE_DECLARED_FEATURES: "node_declared_features"}
 KNOWN_GATES = frozenset(_KNOWN)
+# Gates locked to their default (GA with LockToDefault), each with the minor release of kube v1 that
+# locked it: below it (an emulated older version), the gate may still be set either way.
+LOCKED_SINCE = {NODE_DECLARED_FEATURES: 37}
+CURRENT_MINOR = 37  # kube v1.37.2
 
 
 class FeatureGateError(ValueError):
@@ -41,6 +51,7 @@ class FeatureGates:
     generic_workload: bool = False
     topology_aware_workload_scheduling: bool = False
     opportunistic_batching: bool = True
+    node_declared_features: bool = True
 
     def describe(self) -> str:
         return ",".join(f"{name}={str(getattr(self, attr)).lower()}" for name, attr in sorted(_KNOWN.items()))
@@ -53,8 +64,10 @@ def current() -> FeatureGates:
     return _current
 
 
-def parse(spec: str, base: FeatureGates | None = None) -> FeatureGates:
-    """`A=true,B=false` over `base` (the defaults), in kube's words when it is wrong."""
+def parse(spec: str, base: FeatureGates | None = None, *, emulated_minor: int = CURRENT_MINOR) -> FeatureGates:
+    """`A=true,B=false` over `base` (the defaults), in kube's words when it is wrong. A locked gate
+    set against its default is refused, as kube refuses it, unless `emulated_minor` (kube's
+    emulated version v1.<minor>) is older than the release that locked it."""
     gates = base or FeatureGates()
     for part in (p.strip() for p in spec.split(",")):
         if not part:
@@ -67,7 +80,12 @@ def parse(spec: str, base: FeatureGates | None = None) -> FeatureGates:
             raise FeatureGateError(f"unrecognized feature gate: {name} (kubesched knows {', '.join(sorted(_KNOWN))})")
         if value.lower() not in ("true", "false"):
             raise FeatureGateError(f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {value!r}: invalid syntax")
-        gates = replace(gates, **{_KNOWN[name]: value.lower() == "true"})
+        on = value.lower() == "true"
+        locked_default = getattr(FeatureGates(), _KNOWN[name])
+        if on != locked_default and emulated_minor >= LOCKED_SINCE.get(name, CURRENT_MINOR + 1):
+            raise FeatureGateError(
+                f"cannot set feature gate {name} to {str(on).lower()}, feature is locked to {str(locked_default).lower()}")
+        gates = replace(gates, **{_KNOWN[name]: on})
     if gates.topology_aware_workload_scheduling and not gates.generic_workload:
         raise FeatureGateError(f"{TOPOLOGY_AWARE} requires {GENERIC_WORKLOAD} to be enabled")
     return gates

@@ -23,6 +23,7 @@ from kubesched.plugins.loadaware import LoadAware
 from kubesched.plugins.loadvariationriskbalancing import LoadVariationRiskBalancing
 from kubesched.plugins.multidimensionalscore import MultiDimensionalScore
 from kubesched.plugins.nodeaffinity import NodeAffinity
+from kubesched.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from kubesched.plugins.nodename import NodeName
 from kubesched.plugins.nodeports import NodePorts
 from kubesched.plugins.noderesourcesbalancedallocation import NodeResourcesBalancedAllocation
@@ -62,6 +63,7 @@ IN_TREE: list[type[Plugin]] = [
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,
+    NodeDeclaredFeatures,
     GangScheduling,
     TopologyPlacementGenerator,
     PodGroupPodsCount,

@@ -5,7 +5,8 @@ disagreement can be written to a file and replayed (CONFORMANCE_REPLAY=F, see te
 It covers resources and extended resources, nodeSelector, node affinity with every operator,
 taints and tolerations, cordoned nodes, host ports, pod (anti-)affinity hard and soft, topology
 spread (minDomains, node inclusion policies), priorities with preemption and preemptionPolicy
-Never, scheduling gates (a gated pod stays gated), and profiles with other scoring strategies and weights.
+Never, scheduling gates (a gated pod stays gated), declared features (nodes declaring some, pods
+whose restart rules need one), and profiles with other scoring strategies and weights.
 """
 
 from __future__ import annotations
@@ -150,4 +151,35 @@ def scenario(seed: int) -> JSON:
     gates = random.Random(f"gates-{seed}")
     if gates.random() < 0.15:
         gates.choice(pending)["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+    _declared_features(random.Random(f"features-{seed}"), nodes, pending)
     return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile}
+
+
+# --- declared features (NodeDeclaredFeatures), from an RNG of their own -----------------------------
+
+RESTART_ALL = "RestartAllContainersOnContainerExits"  # the one feature a pod can need on a v1.37.2 API server
+# Other names nodes declare: features kube knows but no pod's placement needs, and names it does not know.
+OTHER_FEATURES = ("ExampleVendor/fastPath", "InPlacePodLevelResourcesVerticalScaling", "ZetaFeature")
+
+
+def _declared_features(rng: random.Random, nodes: list[JSON], pending: list[JSON]) -> None:
+    """In about a quarter of the scenarios, nodes declare features (about half of them declaring the
+    one a pod can need) and some pending pods need it: a container, or an init container of its
+    own, whose restart rule restarts the whole pod."""
+    if rng.random() >= 0.25:
+        return
+    for node in nodes:
+        if rng.random() < 0.6:
+            names = {name for name in OTHER_FEATURES if rng.random() < 0.3}
+            if rng.random() < 0.7:
+                names.add(RESTART_ALL)
+            node["declared"] = sorted(names)
+    for pod in pending:
+        if rng.random() < 0.4:
+            rule = {"action": "RestartAllContainers", "exitCodes": {"operator": rng.choice(("In", "NotIn")),
+                                                                     "values": sorted(rng.sample(range(1, 100), rng.randint(1, 3)))}}
+            if rng.random() < 0.7:
+                pod["spec"]["containers"][0].update(restartPolicy=rng.choice(("Never", "OnFailure")), restartPolicyRules=[rule])
+            else:
+                pod["spec"]["initContainers"] = [{"name": "init", "image": "registry.k8s.io/pause:3.10", "restartPolicy": "Never",
+                                                  "restartPolicyRules": [rule]}]

@@ -74,6 +74,8 @@ def create_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
         )
         if n["unschedulable"]:
             kube.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": True}})
+        if n.get("declared"):
+            kube.patch(f"/api/v1/nodes/{name}/status", {"status": {"declaredFeatures": n["declared"]}})
 
 
 def delete_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:

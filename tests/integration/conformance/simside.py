@@ -27,6 +27,8 @@ def _objects(scenario: JSON) -> list[JSON]:
         node = (make_node(n["name"]).label({"kubernetes.io/os": "linux"}).label(n["labels"]).taints(n["taints"])
                 .unschedulable(n["unschedulable"]).capacity(cpu=n["cpu"], memory=n["memory"], pods=str(n["pods"]))
                 .capacity(n.get("extended") or {}))
+        if n.get("declared"):
+            node.declared(*n["declared"])
         objects.append(node.manifest())
     objects += [pod_manifest(p, "default", "default-scheduler", "") for p in scenario["existing"]]
     for i, p in enumerate(scenario["pending"]):

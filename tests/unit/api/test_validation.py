@@ -37,6 +37,8 @@ NAA = "spec.affinity.nodeAffinity"
 PAA = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
 TSC = "spec.topologySpreadConstraints[0]"
 C0 = "spec.containers[0]"
+FEATURE_MSG = ("must start with an UpperCamelCase segment, with subsequent segments separated by '/' (e.g., MyFeature or "
+               "MyFeature/mySubFeature), and contain only alphanumeric characters and slashes")
 
 
 def base_pod() -> dict[str, Any]:
@@ -113,10 +115,33 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     ("duplicate container", "spec.initContainers", [{"name": "c", "image": "x"}],
      ['spec.initContainers[0].name: Duplicate value: "c"']),
     ("sidecar ok", "spec.initContainers", [{"name": "s", "image": "x", "restartPolicy": "Always"}], []),
-    ("init restartPolicy", "spec.initContainers", [{"name": "s", "image": "x", "restartPolicy": "Never"}],
-     ['spec.initContainers[0].restartPolicy: Unsupported value: "Never": supported values: "Always"']),
-    ("container restartPolicy", "spec.containers.0.restartPolicy", "Always",
-     [f"{C0}.restartPolicy: Forbidden: may not be set for non-init containers"]),
+    # v1.37.2's ContainerRestartRules and RestartAllContainersOnContainerExits (beta, on): any
+    # container may have its own restartPolicy and restart rules (as its kube-apiserver answers).
+    ("init restartPolicy", "spec.initContainers", [{"name": "s", "image": "x", "restartPolicy": "Never"}], []),
+    ("init restartPolicy unknown", "spec.initContainers", [{"name": "s", "image": "x", "restartPolicy": "Sometimes"}],
+     ['spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"']),
+    ("container restartPolicy", "spec.containers.0.restartPolicy", "Always", []),
+    ("container restartPolicy unknown", "spec.containers.0.restartPolicy", "Sometimes",
+     [f'{C0}.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"']),
+    ("restart rules", "spec.containers.0", {"name": "c", "image": "x", "restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}},
+        {"action": "Restart", "exitCodes": {"operator": "NotIn", "values": [0]}}]}, []),
+    ("restart rules need a policy", "spec.initContainers", [{"name": "i", "image": "x", "restartPolicyRules": [
+        {"action": "Restart", "exitCodes": {"operator": "In", "values": [1]}}]}],
+     ["spec.initContainers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"]),
+    ("restart rule action and operator", "spec.containers.0", {"name": "c", "image": "x", "restartPolicy": "Never",
+                                                              "restartPolicyRules": [{"action": "Boom", "exitCodes": {"operator": "Nah"}}]},
+     [f'{C0}.restartPolicyRules[0].action: Unsupported value: "Boom": supported values: "Restart", "RestartAllContainers"',
+      f'{C0}.restartPolicyRules[0].exitCodes.operator: Unsupported value: "Nah": supported values: "In", "NotIn"']),
+    ("restart rule exit codes", "spec.containers.0", {"name": "c", "image": "x", "restartPolicy": "Never",
+                                                      "restartPolicyRules": [{"action": "Restart"}]},
+     [f"{C0}.restartPolicyRules[0].exitCodes: Required value: must be specified"]),
+    ("restart rules at most 20", "spec.containers.0", {"name": "c", "image": "x", "restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "Restart", "exitCodes": {"operator": "In", "values": [1]}}] * 21},
+     [f"{C0}.restartPolicyRules: Too many: 21: must have at most 20 items"]),
+    ("exit codes at most 255", "spec.containers.0", {"name": "c", "image": "x", "restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "Restart", "exitCodes": {"operator": "In", "values": list(range(256))}}]},
+     [f"{C0}.restartPolicyRules[0].exitCodes.values: Too many: 256: must have at most 255 items"]),
     # ports
     ("hostPort range", "spec.containers.0.ports", [{"containerPort": 80, "hostPort": 70000}],
      [f"{C0}.ports[0].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive"]),
@@ -338,6 +363,21 @@ def test_pod_rules(path: str, value: Any, expected: list[str]) -> None:
     assert messages(validate_pod(pod_with(path, value))) == expected
 
 
+@pytest.mark.parametrize(("shared", "expected"), [
+    ({"hostNetwork": True}, ["spec.hostNetwork: Forbidden: when `hostUsers` is false"]),
+    ({"hostPID": True, "hostIPC": True},
+     ["spec.HostPID: Forbidden: when `hostUsers` is false", "spec.HostIPC: Forbidden: when `hostUsers` is false"]),
+    ({}, []),
+])
+def test_a_user_namespace_shares_no_host_namespace(shared: dict[str, Any], expected: list[str]) -> None:
+    """As kube-apiserver v1.37.2 answers (UserNamespacesHostNetworkSupport is alpha, off)."""
+    pod = base_pod()
+    pod["spec"].update(hostUsers=False, **shared)
+    assert messages(validate_pod(pod)) == expected
+    pod["spec"]["hostUsers"] = True
+    assert messages(validate_pod(pod)) == []
+
+
 def test_typed_and_raw_pods_give_the_same_answer() -> None:
     raw = pod_with("spec.containers.0.name", "Web")
     typed = Pod(**{})  # an empty typed pod: name, namespace and containers missing
@@ -383,6 +423,23 @@ NODE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("bad quantity", {"status": {"capacity": {"memory": "12XB"}}}, [f'status.capacity.memory: Invalid value: "12XB": {QUANTITY_MSG}']),
     ("bad name", {"metadata": {"name": "Node_1"}}, [f'metadata.name: Invalid value: "Node_1": {SUBDOMAIN_MSG}']),
     ("images", {"status": {"images": [{"names": ["a:1"], "sizeBytes": 2**61}, {"names": ["b:1"], "sizeBytes": 2**61}]}}, []),
+    # status.declaredFeatures, as kube-apiserver v1.37.2 answers.
+    ("declared features", {"status": {"declaredFeatures": ["A", "B/c", "RestartAllContainersOnContainerExits"]}}, []),
+    ("declared features unsorted", {"status": {"declaredFeatures": ["B", "A"]}},
+     ['status.declaredFeatures[1]: Invalid value: "A": list must be sorted alphabetically']),
+    ("declared features repeated", {"status": {"declaredFeatures": ["A", "A"]}}, ['status.declaredFeatures[1]: Duplicate value: "A"']),
+    ("declared feature names", {"status": {"declaredFeatures": ["lower", "A-b"]}},
+     [f'status.declaredFeatures[0]: Invalid value: "lower": invalid feature name "lower": {FEATURE_MSG}',
+      'status.declaredFeatures[1]: Invalid value: "A-b": list must be sorted alphabetically',
+      f'status.declaredFeatures[1]: Invalid value: "A-b": invalid feature name "A-b": {FEATURE_MSG}']),
+    ("declared feature slashes", {"status": {"declaredFeatures": ["A/", "A//b"]}},
+     [f'status.declaredFeatures[0]: Invalid value: "A/": invalid feature name "A/": {FEATURE_MSG}',
+      f'status.declaredFeatures[1]: Invalid value: "A//b": invalid feature name "A//b": {FEATURE_MSG}']),
+    ("declared feature too long", {"status": {"declaredFeatures": ["A" * 254]}},
+     [f'status.declaredFeatures[0]: Invalid value: "{"A" * 100}"...(154 more): invalid feature name "{"A" * 100}"...(154 more): '
+      "must be no more than 253 characters"]),
+    ("declared feature not a line", {"status": {"declaredFeatures": ["A\n"]}},
+     [f'status.declaredFeatures[0]: Invalid value: "A\\n": invalid feature name "A\\n": {FEATURE_MSG}']),
     ("images too big", {"status": {"images": [{"names": ["a:1", "a@sha256:x"], "sizeBytes": 2**61},
                                               {"names": ["b:1"], "sizeBytes": 2**61}]}},
      ["status.images: Invalid value: 6917529027641081856: the images' sizeBytes must add up to at most 4611686018427387904"]),

@@ -106,6 +106,7 @@ STANDINS = [
     _plugin("NodeResourcesBalancedAllocation", fw.PreScorePlugin, fw.ScorePlugin),
     _plugin("ImageLocality", fw.ScorePlugin),
     _plugin("DefaultBinder", fw.BindPlugin),
+    _plugin("NodeDeclaredFeatures", fw.PreFilterPlugin, fw.FilterPlugin, fw.EnqueueExtensions),
     # Not defaults: for custom configurations.
     _plugin("OtherSort", fw.QueueSortPlugin, args=OtherSortArgs),
     _plugin("OtherBinder", fw.BindPlugin),
@@ -167,6 +168,7 @@ KUBE_DEFAULT_SCORE = [
 KUBE_DEFAULT_FILTER = [
     "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+    "NodeDeclaredFeatures",
 ]
 
 
@@ -182,7 +184,7 @@ def test_default_config_is_kubes_default_profile_expanded() -> None:
     assert prof.names("queueSort") == ["PrioritySort"]
     assert prof.names("preFilter") == [
         "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures",
     ]
     assert prof.names("filter") == KUBE_DEFAULT_FILTER
     assert prof.names("postFilter") == ["DefaultPreemption"]
@@ -331,7 +333,7 @@ def test_order_overrides_then_multipoint_then_other_explicit_plugins() -> None:
     assert names(config, "filter") == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
-        "PerNode",
+        "NodeDeclaredFeatures", "PerNode",
     ]
 
 
@@ -743,7 +745,7 @@ def test_unknown_plugin() -> None:
     assert message.startswith("profiles[0].plugins.filter.enabled[1]: unknown plugin 'NodeNam' (registered: ")
 
 
-@pytest.mark.parametrize("name", ["DynamicResources", "NodeDeclaredFeatures"])
+@pytest.mark.parametrize("name", ["DynamicResources"])
 def test_unimplemented_plugins_are_not_supported_yet(name: str) -> None:
     message = refused_profile({"multiPoint": {"enabled": [{"name": name}]}})
     assert message == (

@@ -3,10 +3,12 @@ ValidatePriorityClass check them on create."""
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from kubesched.api.objects import Int32, Namespace, Node, ObjectMeta, PriorityClass, Taint
-from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_json, invalid, not_supported, required
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_json, invalid, not_supported, required, shown
 from kubesched.api.validation.meta import (
     dns1123_subdomain,
     label_value,
@@ -24,6 +26,9 @@ from kubesched.api.validation.scheduling import validate_taint_effect
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 IMAGE_SIZES_LIMIT = 2**62
+# A declared feature's name: an UpperCamelCase segment, then '/'-separated alphanumeric segments.
+DECLARED_FEATURE_NAME = re.compile(r"[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*")
+DECLARED_FEATURE_NAME_MAX = 253  # bytes, a DNS-1123 subdomain's limit
 
 
 def _taint_struct(t: Taint) -> str:
@@ -49,19 +54,46 @@ def validate_taints(taints: list[Taint], path: str) -> list[FieldIssue]:
 
 
 def validate_node(node: Node) -> list[FieldIssue]:
-    """ValidateNode on create: metadata, taints, and the quantities of capacity and allocatable
-    (reported at status.capacity.<resource>, as kube's path reads)."""
+    """ValidateNode on create: metadata, taints, the quantities of capacity and allocatable
+    (reported at status.capacity.<resource>, as kube's path reads) and the declared features."""
     out = validate_object_meta(node.metadata, namespaced=False, name_check=name_is_dns_subdomain)
     # kube reports node taints under metadata (its validation is handed the metadata path).
     out.extend(validate_taints(node.spec.taints, "metadata.taints"))
     for where, values in (("status.capacity", node.status.capacity), ("status.allocatable", node.status.allocatable)):
         _, errs = validate_resource_map(values, where, names=False, key_style=".")
         out.extend(errs)
+    out.extend(validate_declared_features(node.status.declared_features, "status.declaredFeatures"))
     # Not a rule of kube's: ImageLocality adds a pod's images' sizes on a node in int64 (after a
     # float step), so a node's images may not add up beyond 2^62.
     total = sum(max(0, image.size_bytes) * max(1, len(image.names)) for image in node.status.images)
     if total > IMAGE_SIZES_LIMIT:
         out.append(invalid("status.images", total, f"the images' sizeBytes must add up to at most {IMAGE_SIZES_LIMIT}"))
+    return out
+
+
+def _declared_feature_name_error(name: str) -> str | None:
+    if len(name.encode()) > DECLARED_FEATURE_NAME_MAX:
+        return f"invalid feature name {shown(name)}: must be no more than {DECLARED_FEATURE_NAME_MAX} characters"
+    if DECLARED_FEATURE_NAME.fullmatch(name) is None:
+        return (f"invalid feature name {shown(name)}: must start with an UpperCamelCase segment, with subsequent segments "
+                "separated by '/' (e.g., MyFeature or MyFeature/mySubFeature), and contain only alphanumeric characters and slashes")
+    return None
+
+
+def validate_declared_features(names: list[str], path: str) -> list[FieldIssue]:
+    """status.declaredFeatures, as kube checks it on create and update: each name well formed, the
+    list sorted (byte order) without repeats; each pair out of order is reported at the later one."""
+    out: list[FieldIssue] = []
+    for i, name in enumerate(names):
+        error = _declared_feature_name_error(name)
+        if error is not None:
+            out.append(invalid(f"{path}[{i}]", name, error))
+        if i + 1 < len(names):
+            following = names[i + 1]
+            if following == name:
+                out.append(duplicate(f"{path}[{i + 1}]", following))
+            elif name.encode() > following.encode():
+                out.append(invalid(f"{path}[{i + 1}]", following, "list must be sorted alphabetically"))
     return out
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from kubesched.api.objects import Container, ObjectMeta, Pod, PodSpec
 from kubesched.api.quantity import INT64_MAX
-from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, invalid, not_supported, required
+from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, invalid, not_supported, required, too_many
 from kubesched.api.validation.meta import (
     dns1123_subdomain,
     name_is_dns_label,
@@ -31,6 +31,13 @@ from kubesched.api.validation.resources import scheduler_value, validate_require
 from kubesched.api.validation.scheduling import validate_affinity, validate_tolerations, validate_topology_spread
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
+# A container's own restartPolicy and restartPolicyRules, as v1.37.2 validates them with its default
+# gates (ContainerRestartRules and RestartAllContainersOnContainerExits on): sorted as kube lists them.
+CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
+RESTART_RULE_ACTIONS = ("Restart", "RestartAllContainers")
+RESTART_RULE_OPERATORS = ("In", "NotIn")
+MAX_RESTART_RULES = 20
+MAX_RESTART_RULE_EXIT_CODES = 255
 PROTOCOLS = ("SCTP", "TCP", "UDP")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 INT32_MAX = 2**31 - 1
@@ -137,11 +144,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
                 out.append(required(f"{where}.image"))
             elif not template and c.image != c.image.strip():
                 out.append(invalid(f"{where}.image", c.image, "must not have leading or trailing whitespace"))
-            if group == "initContainers":
-                if c.restart_policy is not None and c.restart_policy != "Always":
-                    out.append(not_supported(f"{where}.restartPolicy", c.restart_policy, ["Always"]))
-            elif c.restart_policy is not None:
-                out.append(forbidden(f"{where}.restartPolicy", "may not be set for non-init containers"))
+            out.extend(_restart_policy(c, where))
             out.extend(validate_container_fields(c, where, volumes))
             out.extend(_ports(c, where, spec.host_network))
             if group == "containers":
@@ -152,6 +155,33 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
             for name, value in values.items():
                 totals[name] = totals.get(name, 0) + value
     return out, totals
+
+
+def _restart_policy(c: Container, where: str) -> list[FieldIssue]:
+    """A container's restartPolicy and restartPolicyRules (the same for init, sidecar and regular
+    containers under v1.37.2's default gates): rules need a policy, each rule an action and exit codes."""
+    out: list[FieldIssue] = []
+    rules = c.restart_policy_rules
+    if c.restart_policy is None:
+        if not rules:
+            return out
+        out.append(required(f"{where}.restartPolicy", "must specify restartPolicy when restart rules are used"))
+    elif c.restart_policy not in CONTAINER_RESTART_POLICIES:
+        out.append(not_supported(f"{where}.restartPolicy", c.restart_policy, CONTAINER_RESTART_POLICIES))
+    if len(rules) > MAX_RESTART_RULES:
+        out.append(too_many(f"{where}.restartPolicyRules", len(rules), MAX_RESTART_RULES))
+    for i, rule in enumerate(rules):
+        at = f"{where}.restartPolicyRules[{i}]"
+        if rule.action not in RESTART_RULE_ACTIONS:
+            out.append(not_supported(f"{at}.action", rule.action, RESTART_RULE_ACTIONS))
+        if rule.exit_codes is None:
+            out.append(required(f"{at}.exitCodes", "must be specified"))
+            continue
+        if rule.exit_codes.operator not in RESTART_RULE_OPERATORS:
+            out.append(not_supported(f"{at}.exitCodes.operator", rule.exit_codes.operator, RESTART_RULE_OPERATORS))
+        if len(rule.exit_codes.values) > MAX_RESTART_RULE_EXIT_CODES:
+            out.append(too_many(f"{at}.exitCodes.values", len(rule.exit_codes.values), MAX_RESTART_RULE_EXIT_CODES))
+    return out
 
 
 def port_name_errors(name: str) -> list[str]:

@@ -170,6 +170,7 @@ class PodSpec(_Obj):
     service_account_name: str = ""
     # The deprecated alias: defaulting copies it to serviceAccountName when that is empty.
     service_account: str = ""
+    host_pid: bool = msgspec.field(default=False, name="hostPID")
 
 
 def decode_spec(raw: Any) -> PodSpec:
@@ -212,6 +213,19 @@ def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
             out.extend(_security_context(c.security_context, f"{at}.securityContext", user_namespace))
     for i, c in enumerate(spec.containers):
         out.extend(_container(c, f"{path}.containers[{i}]", grace, user_namespace))
+    if user_namespace:
+        out.extend(_host_namespaces(spec, path))
+    return out
+
+
+def _host_namespaces(spec: PodSpec, path: str) -> list[FieldIssue]:
+    """A pod in a user namespace (hostUsers: false) shares none of the host's namespaces: the host
+    network is refused while UserNamespacesHostNetworkSupport is off (alpha in v1.37.2), PID and IPC
+    always (kube spells those two paths with capitals)."""
+    out = []
+    for shared, name in ((spec.host_network, "hostNetwork"), (spec.host_pid, "HostPID"), (spec.host_ipc, "HostIPC")):
+        if shared:
+            out.append(forbidden(f"{path}.{name}", "when `hostUsers` is false"))
     return out
 
 

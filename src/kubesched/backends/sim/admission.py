@@ -10,7 +10,8 @@ admission plugins the scheduler's input depends on.
 - pods get a uid (derived from namespace/name, so runs are reproducible),
   schedulerName "default-scheduler", restartPolicy "Always", phase "Pending", and the
   DefaultTolerationSeconds tolerations (node.kubernetes.io/not-ready and /unreachable,
-  NoExecute, 300s);
+  NoExecute, 300s); volume mounts lose their bindMountOptions, a field of the
+  VolumeBindMountOptions gate (alpha, off in kube-apiserver v1.37.2), which the API server drops;
 - Priority admission: a pod's priorityClassName resolves to the class's value and
   preemptionPolicy; no class name means the globalDefault class (its name is written into
   the pod) or priority 0; an unknown class, or a spec.priority / preemptionPolicy that
@@ -30,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
+from kubesched.api.objects import Container, Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, make_pod_info
 from kubesched.api.storage import (
@@ -178,6 +179,7 @@ class Admission:
         if spec.scheduling_gates and spec.node_name:
             raise FieldError("spec.schedulingGates", "Forbidden: cannot be set when spec.nodeName is set")
         _add_default_tolerations(spec.tolerations)
+        _drop_bind_mount_options(spec.containers, spec.init_containers, spec.ephemeral_containers)
         self._pod_priority(pod)
         if spec.overhead and not spec.runtime_class_name:
             # The RuntimeClass admission plugin: overhead comes from a RuntimeClass, never from the
@@ -274,6 +276,13 @@ def _add_default_tolerations(tolerations: list[Toleration]) -> None:
         tolerations.append(
             Toleration(key=key, operator="Exists", effect="NoExecute", toleration_seconds=DEFAULT_TOLERATION_SECONDS)
         )
+
+
+def _drop_bind_mount_options(*groups: list[Container]) -> None:
+    for containers in groups:
+        for c in containers:
+            for mount in c.volume_mounts:
+                mount.bind_mount_options = []
 
 
 def _pod_field_error(pod: Pod, exc: PodError) -> FieldError:

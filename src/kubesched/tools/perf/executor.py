@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubesched.tools.perf import objects
+from kubesched.tools.perf import families, objects
 from kubesched.tools.perf.objects import Obj, Templates, labels_match
 from kubesched.tools.perf.workloads import (
     Barrier,
@@ -252,6 +252,8 @@ class Executor:
         self.collector: _Collector | None = None
         self.window: tuple[Usage, list[tuple[float, float]]] | None = None
         self.result = WorkloadResult(case.name, workload.name, target.label, workload.threshold)
+        self.nodes: list[Obj] = []  # every node the createNodes ops made, as created
+        self.node_update = families.node_update(case, workload)
 
     async def run(self, ops: Sequence[Op]) -> WorkloadResult:
         started = time.perf_counter()
@@ -275,11 +277,15 @@ class Executor:
         elif isinstance(op, CreateNodes):
             batch: list[Obj] = []
             for node, extra in objects.nodes(op, self.templates, self.namer):
+                self.nodes.append(node)
                 batch += [node, *extra]
                 if len(batch) >= CREATE_BATCH:
                     await self.target.create(batch)
                     batch = []
             await self.target.create(batch)
+            if self.node_update is not None:
+                for updated in self.node_update(self.nodes):
+                    await self.target.update(updated, ())
         elif isinstance(op, CreateNamespaces):
             template = self.templates.render(op.template, {}) if op.template is not None else None
             for i in range(op.count):

@@ -1,6 +1,6 @@
 """A workload's feature gates, for kubesched: the gates kubesched knows are set, the ones that change
 nothing kubesched decides are accepted as they are, and a gate that asks for what kubesched lacks
-(dynamic resource allocation, node declared features) refuses the workload with its name."""
+(dynamic resource allocation) refuses the workload with its name."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ NO_EFFECT = frozenset({
 # Gates that, on, need what kubesched does not implement; off, they change nothing here.
 NEEDS_MISSING = {
     "DynamicResourceAllocation": "dynamic resource allocation is not implemented in kubesched",
-    "NodeDeclaredFeatures": "the NodeDeclaredFeatures plugin is not implemented in kubesched",
 }
 
 
@@ -35,6 +34,14 @@ def apiserver_refusal(gates: Mapping[str, bool]) -> str | None:
     if off:
         return f"feature gate {off[0]}=false: kube-apiserver {KUBE_VERSION} has it locked to true and refuses to start"
     return None
+
+
+def parse_for_kubesched(spec: str) -> features.FeatureGates:
+    """kubesched_gates' spec as the process's gates. As upstream's scheduler_perf does, a workload
+    that turns NodeDeclaredFeatures off is run with kube's v1.36 emulated, where that gate was not
+    locked yet; FeatureGateError for anything else wrong."""
+    off = f"{features.NODE_DECLARED_FEATURES}=false" in (part.strip() for part in spec.split(","))
+    return features.parse(spec, emulated_minor=36 if off else features.CURRENT_MINOR)
 
 
 def kubesched_gates(gates: Mapping[str, bool]) -> tuple[str, str | None]:

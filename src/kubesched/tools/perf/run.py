@@ -13,7 +13,7 @@ from kubesched.scheduler.configload import load_config
 from kubesched.tools.devcluster.binaries import Binaries, find_binaries
 from kubesched.tools.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.tools.perf.executor import Executor, WorkloadResult, refusal
-from kubesched.tools.perf.gates import apiserver_refusal, kubesched_gates
+from kubesched.tools.perf.gates import apiserver_refusal, kubesched_gates, parse_for_kubesched
 from kubesched.tools.perf.kuberun import SCHEDULERS, run_dir, run_workload, target_label
 from kubesched.tools.perf.simtarget import SimTarget
 from kubesched.tools.perf.workloads import TestCase, Workload, WorkloadError
@@ -59,7 +59,7 @@ async def run_on_simulator(p: Plan, *, config: Path | None = None, wait_seconds:
     """Runs the workload on the simulator; WorkloadError if it cannot run there."""
     if p.refused:
         raise WorkloadError(f"{p.name}: {p.refused}")
-    with features.gates(**asdict(features.parse(p.gates))):
+    with features.gates(**asdict(parse_for_kubesched(p.gates))):
         target = SimTarget(scheduler_config(p.case, config))
         await target.start()
         try:
@@ -88,7 +88,7 @@ async def run_on_kube(p: Plan, scheduler: str = KUBESCHED, *, binaries: Binaries
     if scheduler == KUBE_SCHEDULER:
         found.need_kube_scheduler()
     else:
-        with features.gates(**asdict(features.parse(p.gates))):
+        with features.gates(**asdict(parse_for_kubesched(p.gates))):
             scheduler_config(p.case, config)  # refused here with its message, not in the process's log
     with run_dir(workdir) as d:
         return await run_workload(p.case, p.workload, scheduler, found, d, kubesched_gates=p.gates, config=config,

@@ -174,8 +174,8 @@ def test_a_bad_duration_is_refused() -> None:
 
 @pytest.mark.parametrize(("gates", "spec", "why"), [
     ({"GenericWorkload": True, "SchedulerAsyncAPICalls": False}, "GenericWorkload=true", None),
-    ({"NodeDeclaredFeatures": False}, "", None),
-    ({"NodeDeclaredFeatures": True}, "", "NodeDeclaredFeatures plugin is not implemented"),
+    ({"NodeDeclaredFeatures": False}, "NodeDeclaredFeatures=false", None),
+    ({"NodeDeclaredFeatures": True}, "NodeDeclaredFeatures=true", None),
     ({"DRAExtendedResource": True}, "", "dynamic resource allocation is not implemented"),
     ({"SomethingNew": True}, "", "feature gate SomethingNew is not known to kubesched"),
 ])

@@ -1,0 +1,44 @@
+"""Feature gates as kube components take them, with kube v1.37.2's defaults and locks."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.config.defaults import default_plugins
+from kubesched.framework.events import NODE, ActionType, ClusterEvent, node_changes
+from kubesched.infra import features
+from kubesched.infra.features import FeatureGateError, FeatureGates, parse
+
+
+def test_node_declared_features_is_on_and_locked() -> None:
+    assert FeatureGates().node_declared_features is True
+    assert parse("NodeDeclaredFeatures=true").node_declared_features is True
+    with pytest.raises(FeatureGateError) as info:
+        parse("GenericWorkload=true,NodeDeclaredFeatures=false")
+    assert str(info.value) == "cannot set feature gate NodeDeclaredFeatures to false, feature is locked to true"
+
+
+def test_kube_1_36_emulated_could_still_turn_it_off() -> None:
+    assert parse("NodeDeclaredFeatures=false", emulated_minor=36).node_declared_features is False
+
+
+def test_the_default_profile_follows_the_gates() -> None:
+    """kube v1.37.2's order: NodeDeclaredFeatures after DefaultBinder, then the pod-group plugins."""
+    names = [name for name, _ in default_plugins()]
+    assert names[-2:] == ["DefaultBinder", "NodeDeclaredFeatures"]
+    with features.gates(generic_workload=True, topology_aware_workload_scheduling=True):
+        names = [name for name, _ in default_plugins()]
+    assert names[-5:] == ["DefaultBinder", "NodeDeclaredFeatures", "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount"]
+    with features.gates(node_declared_features=False):
+        assert "NodeDeclaredFeatures" not in [name for name, _ in default_plugins()]
+
+
+def test_a_node_update_declaring_features_is_an_event_of_its_own() -> None:
+    from builders import make_node
+
+    old, new = make_node("n").obj(), make_node("n").declared("FeatureA").label({"x": "y"}).obj()
+    assert node_changes(new, old) == [ClusterEvent(NODE, ActionType.UpdateNodeLabel),
+                                      ClusterEvent(NODE, ActionType.UpdateNodeDeclaredFeature)]
+    assert node_changes(make_node("n").declared("FeatureA").obj(), make_node("n").declared("FeatureA").obj()) == []
+    with features.gates(node_declared_features=False):
+        assert node_changes(new, old) == [ClusterEvent(NODE, ActionType.UpdateNodeLabel)]
