@@ -1,10 +1,10 @@
 """What tests build: Kubernetes objects through fluent builders, typed (`.obj()`) or as the
 manifests the simulator and the API server read (`.manifest()`): make_pod, make_node, make_pvc,
-make_pv, make_storage_class, make_priority_class, make_namespace, make_pod_group; and the small
+make_pv, make_storage_class, make_priority_class, make_namespace, make_pod_group, make_pdb; and the small
 fakes unit tests run plugins against (fakes.py: a cache holding objects, a handle, recorded
 cluster writes, a Framework's collaborators)."""
 
-from builders.cluster import make_namespace, make_pod_group, make_priority_class, make_xk8s_pod_group
+from builders.cluster import make_namespace, make_pdb, make_pod_group, make_priority_class, make_xk8s_pod_group
 from builders.fakes import RecordedWrites, UnitHandle, cache_with, unit_services
 from builders.nodes import NodeBuilder, make_node
 from builders.pods import PodBuilder, make_pod
@@ -21,6 +21,7 @@ __all__ = [
     "cache_with",
     "make_namespace",
     "make_node",
+    "make_pdb",
     "make_pod",
     "make_pod_group",
     "make_priority_class",

@@ -18,6 +18,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
 from kubesched.cache.customobjects import CustomObjectIndex
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.pdbs import PdbIndex
 from kubesched.cache.podgroups import ASSUMED, BOUND, PodGroupIndex
 from kubesched.cache.podindex import PodIndex
 from kubesched.cache.storage import StorageIndex
@@ -66,6 +67,8 @@ class Cache:
         self.groups = PodGroupIndex()
         # Custom objects (CRD-backed kinds) that plugins read, as the backend delivers them.
         self.custom = CustomObjectIndex()
+        # PodDisruptionBudgets, for preemption.
+        self.pdbs = PdbIndex()
 
     def subscribe(self, listener: PodListener) -> None:
         self._listeners.append(listener)

@@ -13,7 +13,8 @@ several issues as `[a, b]`). User values in messages are cut by `shown` (field.p
 Kinds: Pod, Node, Namespace, PriorityClass, Service, the workloads Deployment, ReplicaSet,
 StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), and
 the storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
-CSIStorageCapacity and VolumeAttachment (validation.storage).
+CSIStorageCapacity and VolumeAttachment (validation.storage), and PodDisruptionBudget
+(validation.policy).
 
 Some rules are the scheduler's rather than the API server's, because kubesched keeps these
 numbers in int64 columns: a quantity (or a pod's summed request) whose scheduler integer does
@@ -32,8 +33,9 @@ import msgspec
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podgroups import Workload as GroupWorkload
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
-from kubesched.api.validation import cluster, pod, podgroups, podsecurity, servicefields, storage, workloads
+from kubesched.api.validation import cluster, pod, podgroups, podsecurity, policy, servicefields, storage, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -139,6 +141,9 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         if issues:
             return issues
         return podgroups.validate_pod_group(typed) if kind == "PodGroup" else podgroups.validate_workload(typed)
+    if kind == "PodDisruptionBudget":
+        typed, issues = _decode(raw, PodDisruptionBudget)
+        return issues or policy.validate_pdb(typed)
     if isinstance(kind, str) and kind in _STORAGE:
         typed, issues = _decode(raw, STORAGE_TYPES[STORAGE_KINDS[kind]])
         if issues:
