@@ -55,6 +55,7 @@ class PodBuilder(ObjectBuilder):
         self._priority: int | None = None
         self._node_name = ""
         self._status: dict[str, Any] = {}
+        self._claim_refs: list[str] = []  # the first container's resources.claims
 
     # --- metadata (labels, annotations, owners and the uid: ObjectBuilder's) ---------------------
 
@@ -164,6 +165,17 @@ class PodBuilder(ObjectBuilder):
         volumes = [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claim_names)]
         return self.spec(volumes=[*self._spec.get("volumes", []), *volumes])
 
+    def resource_claim(self, name: str, *, claim: str | None = None, template: str | None = None) -> Self:
+        """An entry of spec.resourceClaims (for a ResourceClaim or a ResourceClaimTemplate), used by
+        the first container."""
+        entry: dict[str, Any] = {"name": name}
+        if claim is not None:
+            entry["resourceClaimName"] = claim
+        if template is not None:
+            entry["resourceClaimTemplateName"] = template
+        self._claim_refs.append(name)
+        return self.spec(resourceClaims=[*self._spec.get("resourceClaims", []), entry])
+
     def group(self, pod_group: str) -> Self:
         """spec.schedulingGroup: a member of this (scheduling.k8s.io) PodGroup."""
         return self.spec(schedulingGroup={"podGroupName": pod_group})
@@ -188,6 +200,8 @@ class PodBuilder(ObjectBuilder):
                 resources["requests"] = dict(self._requests)
             if self._limits:
                 resources["limits"] = dict(self._limits)
+            if self._claim_refs:
+                resources["claims"] = [{"name": name} for name in self._claim_refs]
             if resources:
                 container["resources"] = resources
             if self._ports:

@@ -26,7 +26,7 @@ def test_simulate_default_scenario_writes_json(tmp_path):
         assert key in r
     assert r["pods_total"] == len(r["placements"])
     assert r["pods_scheduled"] > 0 and r["preempted"], "the default scenario exercises preemption"
-    assert all(m.startswith(("0/", "waiting for scheduling gates")) for m in r["unschedulable"].values())
+    assert all(m.startswith(("0/", "Scheduling is blocked due to non-empty scheduling gates")) for m in r["unschedulable"].values())
 
 
 def test_simulate_compares_configs_side_by_side(tmp_path):

@@ -109,6 +109,35 @@ def test_refused_objects_are_reported_and_the_rest_runs(tmp_path: Path) -> None:
     assert len(data["refused"]) == 1
 
 
+def test_a_file_of_invalid_yaml_in_a_directory_is_refused_and_the_rest_runs(tmp_path: Path) -> None:
+    (tmp_path / "nodes.yaml").write_text(NODE.format(name="n1"))
+    (tmp_path / "pods.yaml").write_text(POD.format(name="good", container="c"))
+    (tmp_path / "values.yaml").write_text("replicas: [1, 2\nimage: x\n")
+    out_json = tmp_path / "o.json"
+    code, out = invoke("simulate", str(tmp_path), "-q", "--json", str(out_json))
+    assert code == 2
+    assert f"{tmp_path / 'values.yaml'}: document 1: line " in out and "invalid YAML" in out
+    assert "1 object refused" in out
+    (result,) = json.loads(out_json.read_text())["results"]
+    assert result["placements"] == {"default/good": "n1"}
+
+
+def test_of_two_configurations_the_wrong_one_is_named(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: 101\n")
+    code, out = invoke("simulate", "basic", "-q", "-c", str(good), "-c", str(bad))
+    assert code == 2
+    assert f"error: {bad}: percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]" in out
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")
+    code, out = invoke("simulate", "basic", "-q", "-c", str(manifest))
+    assert code == 2
+    assert f'{manifest}: this is a Kubernetes manifest (kind "Deployment", apiVersion "apps/v1"), not a ' in out
+    assert "older versions" not in out
+
+
 def test_a_huge_value_is_not_echoed_whole(tmp_path: Path) -> None:
     huge = "x" * 10_000_000
     (tmp_path / "pod.yaml").write_text(POD.format(name="p", container=huge))

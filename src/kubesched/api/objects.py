@@ -137,9 +137,18 @@ class TopologySpreadConstraint(_Obj):
 # --- pods ---------------------------------------------------------------------
 
 
+class ContainerClaim(_Obj):
+    """core/v1 ResourceClaim: a container's (or the pod's) use of one of the pod's resource claims,
+    all of it or one request's result."""
+
+    name: str = ""
+    request: str = ""
+
+
 class ResourceRequirements(_Obj):
     requests: dict[str, Quantity] = msgspec.field(default_factory=dict)
     limits: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    claims: list[ContainerClaim] = msgspec.field(default_factory=list)
 
 
 class ContainerPort(_Obj):
@@ -228,6 +237,15 @@ class PodSchedulingGate(_Obj):
     name: str = ""
 
 
+class PodResourceClaim(_Obj):
+    """An entry of spec.resourceClaims: a name inside the pod for a ResourceClaim of its namespace,
+    or for the claim to be made from a ResourceClaimTemplate (exactly one of the two is set)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSchedulingGroup(_Obj):
     """spec.schedulingGroup (GenericWorkload): the PodGroup of the pod's namespace it belongs to."""
 
@@ -257,6 +275,8 @@ class PodSpec(_Obj):
     resources: ResourceRequirements | None = None
     # Read by the volume plugins (PVCs, ephemeral volumes, inline disks) and validation.
     volumes: list[Volume] = msgspec.field(default_factory=list)
+    # Dynamic resource allocation: devices the pod claims (scheduler/draguard.py keeps such pods pending).
+    resource_claims: list[PodResourceClaim] = msgspec.field(default_factory=list)
     # Read for validation only.
     dns_policy: str = ""
     dns_config: dict[str, Any] | None = None

@@ -9,9 +9,11 @@ from typing import Any
 
 import msgspec
 
+from kubesched.api.dra import DEVICE_CLASS_PREFIX
 from kubesched.api.objects import Container, Pod
 from kubesched.api.quantity import QuantityError, resource_value
 from kubesched.api.validation.field import shown
+from kubesched.api.validation.resources import is_extended
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -25,6 +27,8 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 _sequence = itertools.count()
+# Resources no DeviceClass can map (they have no domain): most pods request only these.
+_NATIVE = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
 
 
 class PodError(ValueError):
@@ -125,6 +129,13 @@ class PodInfo:
     host_ports: tuple[HostPort, ...]
     images: tuple[str, ...]
     seq: int = field(default_factory=lambda: next(_sequence))
+    # Dynamic resource allocation: the names of the pod's spec.resourceClaims, and the resources it
+    # requests that a DeviceClass could map to DRA (kube's IsDRAExtendedResourceName; whether one
+    # does depends on the classes, and per node on its allocatable). `may_use_dra` is the one
+    # flag every cycle reads: false for almost every pod (scheduler/draguard.py).
+    resource_claims: tuple[str, ...] = ()
+    dra_resources: tuple[str, ...] = ()
+    may_use_dra: bool = False
     # Cache of the request vector for a NodeTable resource layout: (layout version, array).
     vector_cache: tuple[int, Any] | None = None
     # Opaque per-plugin precomputations (parsed affinity, tolerations...), keyed by plugin name.
@@ -176,6 +187,11 @@ def make_pod_info(pod: Pod) -> PodInfo:
             if host_port > 0:
                 ports.append(HostPort(p.protocol or "TCP", p.host_ip or "0.0.0.0", host_port))
     images = tuple(normalize_image(c.image) for c in pod.spec.containers if c.image)
+    # Both are empty for almost every pod: found so without building anything.
+    claims = tuple(c.name for c in pod.spec.resource_claims) if pod.spec.resource_claims else ()
+    dra_resources: tuple[str, ...] = ()
+    if not requests.keys() <= _NATIVE:
+        dra_resources = tuple(sorted(n for n, v in requests.items() if v > 0 and may_be_dra_resource(n)))
     return PodInfo(
         pod=pod,
         key=pod.key,
@@ -188,4 +204,13 @@ def make_pod_info(pod: Pod) -> PodInfo:
         non_zero_memory=non_zero.get(MEMORY, 0),
         host_ports=tuple(ports),
         images=images,
+        resource_claims=claims,
+        dra_resources=dra_resources,
+        may_use_dra=bool(claims or dra_resources),
     )
+
+
+def may_be_dra_resource(name: str) -> bool:
+    """Whether a DeviceClass could map this resource name (kube's IsDRAExtendedResourceName): an
+    extended resource, or one of the implicit deviceclass.resource.kubernetes.io/ names."""
+    return name.startswith(DEVICE_CLASS_PREFIX) or is_extended(name)

@@ -17,6 +17,7 @@ from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.selectors import Selector
 from kubesched.cache.customobjects import CustomObjectIndex
+from kubesched.cache.deviceclasses import DeviceClassIndex
 from kubesched.cache.nodetable import NodeTable
 from kubesched.cache.pdbs import PdbIndex
 from kubesched.cache.podgroups import ASSUMED, BOUND, PodGroupIndex
@@ -69,6 +70,8 @@ class Cache:
         self.custom = CustomObjectIndex()
         # PodDisruptionBudgets, for preemption.
         self.pdbs = PdbIndex()
+        # DeviceClasses: which extended resources DRA serves (scheduler/draguard.py).
+        self.device_classes = DeviceClassIndex()
 
     def subscribe(self, listener: PodListener) -> None:
         self._listeners.append(listener)

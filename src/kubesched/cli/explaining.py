@@ -99,7 +99,7 @@ def explain_simulated(sims: list[Any], results: list[Any], refs: list[tuple[str,
         key = f"{ns}/{name}"
         explained = False
         for sim, result in zip(sims, results, strict=True):
-            data = sim.scheduler.explain(ns, name)
+            data = sim.explain(ns, name)  # the scheduler's, with what the simulated cluster shows
             heading(result.profile, key, data)
             if data is None:
                 say(console, f"configuration {result.profile} does not schedule pod {key}: its schedulerName is not one of "

@@ -48,7 +48,8 @@ def kept_explanations(sim: Any, result: Any, named: Sequence[str]) -> dict[str, 
     placed = [key for key, node in result.placements.items() if node]
     first = list(dict.fromkeys(named))
     rest = [key for key in pending + placed if key not in first]
-    return explain_many(sim.scheduler, first + rest, SAVED_EXPLANATIONS + len(first))
+    kept = explain_many(sim.scheduler, first + rest, SAVED_EXPLANATIONS + len(first))
+    return {key: sim.as_the_cluster_shows(data) for key, data in kept.items()}
 
 
 def usage_samples(cluster: Any, sim: Any) -> report.UsageSamples | None:

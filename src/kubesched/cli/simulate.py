@@ -85,7 +85,8 @@ def simulate(
     config: Annotated[list[Path] | None, typer.Option(
         "--config", "-c", help="KubeSchedulerConfiguration; repeat to compare. Each is named by its file name without "
         ".yaml ('default' without -c).")] = None,
-    seed: Annotated[int, typer.Option(min=0, help="Seed for breaking ties between equal nodes.")] = 0,
+    seed: Annotated[int, typer.Option(
+        min=0, help="Seed for breaking ties between equal nodes, and for the names of objects given a generateName.")] = 0,
     json_out: Annotated[Path | None, typer.Option(
         "--json", help="Write the results as JSON, with the explanations of the pods named with --explain, of pending pods "
         "and of the first scheduled ones (`kubesched explain --from` reads them).")] = None,
@@ -119,7 +120,7 @@ def simulate(
     tracing = tracing_config(tracing_config_file)
     set_feature_gates(feature_gates)
     try:
-        cluster = load_refs(scenario or [DEFAULT_SCENARIO], keep_going=True)
+        cluster = load_refs(scenario or [DEFAULT_SCENARIO], keep_going=True, seed=seed)
         if cluster.settings.feature_gates:  # the scenario's own, over the command line's
             set_feature_gates(cluster.settings.feature_gates, over=True)
         configs = load_configs(config)

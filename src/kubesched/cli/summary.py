@@ -12,6 +12,9 @@ from rich.text import Text
 from kubesched.cli.common import console, say
 from kubesched.cli.simfacts import USAGE_DOC, usage_declared
 
+# Pods bound to a missing node named in the summary; --json has them all.
+MISSING_LISTED = 8
+
 
 def print_results(cluster: Any, results: list[Any], usage_gaps: list[str | None]) -> None:
     """The table of figures, a legend for the ones a name cannot say, then per configuration its
@@ -60,6 +63,7 @@ def print_results(cluster: Any, results: list[Any], usage_gaps: list[str | None]
         table.add_row(label, *[str(attr(r) if callable(attr) else getattr(r, attr)) for r in results])
     console.print(table)
     _legend(results, usage_gaps, declared=usage_declared(cluster))
+    _bound_to_missing_nodes(results)
     for r in results:
         for shadow, outcomes in r.shadows.items():
             total = sum(outcomes.values())
@@ -79,6 +83,23 @@ def print_results(cluster: Any, results: list[Any], usage_gaps: list[str | None]
         say(console, line)
         for message, count in why.most_common(8):
             say(console, f"  {count} x {message}")
+
+
+def _bound_to_missing_nodes(results: list[Any]) -> None:
+    """Pods of the input bound by spec.nodeName to a node that does not exist: no configuration
+    places them (the same in every run), and none of them runs; said once, with the pods."""
+    missing: dict[str, str] = {}
+    for r in results:
+        missing.update(r.bound_to_missing_nodes)
+    if not missing:
+        return
+    shown = [f"{pod} (node {node})" for pod, node in list(missing.items())[:MISSING_LISTED]]
+    more = f" and {len(missing) - MISSING_LISTED} more (--json lists them)" if len(missing) > MISSING_LISTED else ""
+    one = len(missing) == 1
+    say(console, f"{len(missing)} {'pod is' if one else 'pods are'} bound by spec.nodeName to a node that does not exist: "
+                 f"{'it stays Pending and never runs' if one else 'they stay Pending and never run'} (on a cluster, "
+                 f"kube-controller-manager's pod garbage collector deletes {'it' if one else 'them'} once the node has been "
+                 f"missing for 40s): {', '.join(shown)}{more}")
 
 
 def _legend(results: list[Any], usage_gaps: list[str | None], *, declared: bool) -> None:

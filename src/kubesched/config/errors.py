@@ -1,4 +1,4 @@
-"""The one error a configuration kube-scheduler would refuse gets."""
+"""The one error a configuration kube-scheduler would refuse gets, after the file it is about."""
 
 from __future__ import annotations
 
@@ -19,3 +19,8 @@ class ConfigError(ValueError):
         if len(message) > MAX_MESSAGE:
             message = message[: MAX_MESSAGE - 3] + "..."
         super().__init__(message)
+
+    def in_file(self, source: str) -> ConfigError:
+        """The same error after the file it is about (the path as the user gave it), so that a
+        user who gave several configurations knows which one is wrong."""
+        return ConfigError(f"{source}: {self}")

@@ -142,6 +142,9 @@ def parse_config_text(text: str, source: str, registry: Registry | None = None) 
     main: Any = None
     ext: Any = None
     for index, data in docs:
+        manifest = _manifest_problem(data)
+        if manifest is not None:
+            raise ConfigError(f"{source}: {f'document {index}: ' if index > 1 else ''}{manifest}")
         kind = data.get("kind") if isinstance(data, Mapping) else None
         if kind == EXT_KIND:
             if ext is not None:
@@ -153,7 +156,10 @@ def parse_config_text(text: str, source: str, registry: Registry | None = None) 
             raise ConfigError(f"{source}: document {index}: a second {KIND}; give one, and at most one {EXT_KIND} beside it")
     if main is None:
         raise ConfigError(f"{source}: no {KIND} document (only a {EXT_KIND})")
-    return parse_config(main, registry, ext)
+    try:
+        return parse_config(main, registry, ext)
+    except ConfigError as exc:
+        raise exc.in_file(source) from None
 
 
 def default_config(registry: Registry | None = None) -> SchedulerConfig:
@@ -243,15 +249,39 @@ def _parse_yaml(text: str, source: str) -> list[tuple[int, Any]]:
         raise ConfigError(f"{source}: {exc.located()}") from None
 
 
+def _manifest_problem(data: Any) -> str | None:
+    """What to say of a document that is a Kubernetes object (a Deployment, a ConfigMap...) rather
+    than a configuration: given as one by mistake, its version or its fields are not the problem."""
+    if not isinstance(data, Mapping):
+        return None
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str) or not kind or kind in (KIND, EXT_KIND):
+        return None
+    if isinstance(api_version, str) and api_version.split("/", 1)[0] == API_VERSION.split("/", 1)[0]:
+        return None  # a configuration of another kind: its kind is what is wrong
+    version = f", apiVersion {_show(api_version)}" if api_version is not None else ""
+    problem = (f"this is a Kubernetes manifest (kind {_show(kind)}{version}), not a {KIND}: a configuration "
+               f"has apiVersion: {API_VERSION} and kind: {KIND}")
+    data_map = data.get("data") if kind == "ConfigMap" else None
+    if isinstance(data_map, Mapping):
+        held = [key for key, value in data_map.items() if isinstance(value, str) and f"kind: {KIND}" in value]
+        if held:
+            problem += f" (this ConfigMap holds one under data[{_show(held[0])}]: give that text as its own file)"
+    return problem
+
+
 def _check_type_meta(top: Mapping[str, Any]) -> None:
+    problem = _manifest_problem(top)
+    if problem is not None:
+        raise ConfigError(problem)
     api_version, kind = top.get("apiVersion"), top.get("kind")
     if api_version is None:
         raise ConfigError(f"apiVersion: required, must be {API_VERSION}")
     if api_version != API_VERSION:
-        raise ConfigError(
-            f"apiVersion: must be {API_VERSION}, got {_show(api_version)}"
-            " (older versions are not read; convert the file to v1)"
-        )
+        # Only a version of the scheduler's own group is an older version.
+        older = isinstance(api_version, str) and api_version.split("/", 1)[0] == API_VERSION.split("/", 1)[0]
+        raise ConfigError(f"apiVersion: must be {API_VERSION}, got {_show(api_version)}"
+                          + (" (older versions are not read; convert the file to v1)" if older else ""))
     if kind is None:
         raise ConfigError(f"kind: required, must be {KIND}")
     if kind != KIND:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.customresources import CustomResource
+from kubesched.api.dra import DeviceClass
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
@@ -123,6 +124,12 @@ class SchedulerPort(ReloadTarget, Protocol):
     def on_storage_delete(self, resource: str, old: Any) -> None:
         """A storage object deleted (`old` is its last known state)."""
         ...
+
+    def on_device_class(self, dc: DeviceClass) -> None:
+        """A DeviceClass (resource.k8s.io/v1) added or updated."""
+        ...
+
+    def on_device_class_delete(self, name: str) -> None: ...
 
     def on_custom_object(self, resource: str, old: Any, new: Any) -> None:
         """A custom object (a CRD-backed kind plugins read: api.customresources) added (`old` None)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.customresources import CustomResource, watched_by
+from kubesched.api.dra import DEVICE_CLASS, DeviceClass
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
@@ -234,6 +235,18 @@ class EventHandlers:
     def on_storage_delete(self, resource: str, old: Any) -> None:
         self.cache.storage.delete(resource, old)
         self._move(ClusterEvent(resource, ActionType.Delete), old, None)
+
+    def on_device_class(self, dc: DeviceClass) -> None:
+        """A DeviceClass added or updated: the extended resources DRA serves may change (what the
+        DRA guard reads), then the pods a hint admits move (no plugin registers for DeviceClasses
+        until DynamicResources exists)."""
+        old = self.cache.device_classes.set(dc)
+        self._move(ClusterEvent(DEVICE_CLASS, ActionType.Add if old is None else ActionType.Update), old, dc)
+
+    def on_device_class_delete(self, name: str) -> None:
+        old = self.cache.device_classes.remove(name)
+        if old is not None:
+            self._move(ClusterEvent(DEVICE_CLASS, ActionType.Delete), old, None)
 
     def on_custom_object(self, resource: str, old: Any, new: Any) -> None:
         """A custom object (api.customresources: `resource` is `<plural>.<version>.<group>`) added

@@ -53,6 +53,7 @@ PATHS = {
     "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
     "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers",
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
 }
 
 
@@ -292,3 +293,61 @@ def test_hand_picked_edges_agree(context: Kube, obj: dict[str, Any]) -> None:
     ours, our_message = loader_accepts(obj)
     theirs, their_message = server_accepts(context, obj)
     assert ours == theirs, f"loader: {ours} {our_message!r}; API server: {theirs} {their_message!r}"
+
+
+def _job(template_spec: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "hand", "namespace": "apps"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}], **template_spec}}, **spec}}
+
+
+def _deployment(template_spec: dict[str, Any], metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata or {"name": "hand", "namespace": "apps"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}], **template_spec}}}}
+
+
+def _generated(kind: str, prefix: str) -> dict[str, Any]:
+    """One object of `kind` with a generateName and no name (issue 29: the API server names it)."""
+    seed = next(s for s in SEEDS if s["kind"] == kind)
+    return {**copy.deepcopy(seed), "metadata": {**{k: v for k, v in seed["metadata"].items() if k != "name"},
+                                                "generateName": prefix}}
+
+
+# Issue 29, item 5: real-world manifests the simulator read otherwise than the API server. The
+# verdict must agree, and the message too (after `is invalid: `; the API server's own, to the
+# character) where kubesched refuses. Every kind with a generateName and no name is accepted: the
+# API server names it.
+ISSUE_29 = [
+    _job({}), _job({"restartPolicy": "Always"}), _job({"restartPolicy": "Never"}), _job({"restartPolicy": "Sometimes"}),
+    _job({"restartPolicy": "OnFailure"}, podFailurePolicy={"rules": []}),
+    _job({"restartPolicy": "Never"}, podFailurePolicy={"rules": []}),
+    _pod(serviceAccountName="<GCSFUSE_KSA>"), _pod(serviceAccountName="Bad_Name"), _pod(serviceAccountName="gcs-fuse.ksa"),
+    _pod(serviceAccount="Bad_Name"), _pod(serviceAccountName="ok", serviceAccount="Not_Checked"),
+    _pod(serviceAccountName="a" * 254),
+    _deployment({"serviceAccountName": "Bad_Name"}), _job({"restartPolicy": "Never", "serviceAccountName": "<KSA>"}),
+    _pod(tolerations=[{"key": "a", "operator": "Gt", "value": "3", "effect": "NoSchedule"}]),
+    _pod(tolerations=[{"key": "a", "operator": "Lt", "value": "3"}]),
+    _pod(tolerations=[{"key": "a", "operator": "Maybe"}]),
+    _pod(nodeName="no-such-node"),
+    {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "a" * 70 + ".com"}, "spec": {}},
+    {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "Ab.example.com"}, "spec": {}},
+    *(_generated(kind, f"{kind.lower()}-") for kind in PATHS if kind != "CSIDriver"),
+    _deployment({}, {"generateName": "sample-job-team-a-", "namespace": "apps"}),
+    _job({"restartPolicy": "Never"}) | {"metadata": {"generateName": "sample-job-team-a-", "namespace": "apps"}},
+]
+
+
+def _refusal(message: str) -> str:
+    """What follows `is invalid: ` in kubectl's line or the API server's message."""
+    return message.split(" is invalid: ", 1)[1] if " is invalid: " in message else message
+
+
+@pytest.mark.parametrize("obj", ISSUE_29, ids=lambda obj: json.dumps(obj)[:100])
+def test_issue_29_manifests_agree_with_the_api_server(context: Kube, obj: dict[str, Any]) -> None:
+    ours, our_message = loader_accepts(obj)
+    theirs, their_message = server_accepts(context, obj)
+    assert ours == theirs, f"loader: {ours} {our_message!r}; API server: {theirs} {their_message!r}"
+    # A generated name is the API server's random draw; a value past 100 characters kubesched cuts.
+    if not ours and "generateName" not in obj["metadata"] and "more): " not in our_message:
+        assert _refusal(our_message) == _refusal(their_message)

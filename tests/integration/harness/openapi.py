@@ -47,6 +47,11 @@ KINDS: dict[str, tuple[str, str]] = {
     "PodGroup": ("apis/scheduling.k8s.io/v1beta1", "io.k8s.api.scheduling.v1beta1.PodGroup"),
     "Workload": ("apis/scheduling.k8s.io/v1beta1", "io.k8s.api.scheduling.v1beta1.Workload"),
     "PodDisruptionBudget": ("apis/policy/v1", "io.k8s.api.policy.v1.PodDisruptionBudget"),
+    # Dynamic resource allocation (resource.k8s.io/v1, GA).
+    "DeviceClass": ("apis/resource.k8s.io/v1", "io.k8s.api.resource.v1.DeviceClass"),
+    "ResourceClaim": ("apis/resource.k8s.io/v1", "io.k8s.api.resource.v1.ResourceClaim"),
+    "ResourceClaimTemplate": ("apis/resource.k8s.io/v1", "io.k8s.api.resource.v1.ResourceClaimTemplate"),
+    "ResourceSlice": ("apis/resource.k8s.io/v1", "io.k8s.api.resource.v1.ResourceSlice"),
 }
 OUTPUT = Path(__file__).resolve().parents[3] / "src" / "kubesched" / "api" / "known-fields.json"
 

@@ -167,6 +167,32 @@ def test_workload_templates_are_checked() -> None:
         "spec.template.spec.containers[0].readinessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"]
 
 
+SUBDOMAIN_ERROR = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+                   "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+                   "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+
+@pytest.mark.parametrize("account", ["<GCSFUSE_KSA>", "Bad_Name", "a" * 254])
+def test_service_account_name_is_a_dns_subdomain(account: str) -> None:
+    """As v1.37.2 says it (checked against it by tests/integration/api), on a pod and on a template;
+    the deprecated serviceAccount is defaulted into serviceAccountName first."""
+    found = issues(lambda s: s.update(serviceAccountName=account))
+    shown = f'"{account}"' if len(account) < 100 else f'"{account[:100]}"...(154 more)'
+    expected = "must be no more than 253 characters" if len(account) > 253 else SUBDOMAIN_ERROR
+    assert found == [f"spec.serviceAccountName: Invalid value: {shown}: {expected}"]
+    assert issues(lambda s: s.update(serviceAccount=account)) == found
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "serviceAccountName": account,
+                                          "containers": [{"name": "c", "image": "i"}]}}}}
+    assert [str(i) for i in validate_manifest(job)] == [f"spec.template.{found[0]}"]
+
+
+def test_valid_service_accounts_pass() -> None:
+    assert issues(lambda s: s.update(serviceAccountName="gcs-fuse.ksa")) == []
+    # serviceAccountName wins over a different deprecated serviceAccount, which defaulting then overwrites.
+    assert issues(lambda s: s.update(serviceAccountName="ok", serviceAccount="Not_Checked")) == []
+
+
 SERVICE: dict[str, Any] = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
                            "spec": {"ports": [{"port": 80}]}}
 

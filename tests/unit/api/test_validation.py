@@ -280,6 +280,11 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
     # tolerations
     ("toleration operator", "spec.tolerations", [{"key": "a", "operator": "Maybe"}],
      ['spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"']),
+    # Lt and Gt are refused (their feature gate is off in v1.37.2) with v1.37.2's list of operators.
+    ("toleration Gt", "spec.tolerations", [{"key": "a", "operator": "Gt", "value": "3", "effect": "NoSchedule"}],
+     ['spec.tolerations[0].operator: Unsupported value: "Gt": supported values: "Equal", "Exists", "Lt", "Gt"']),
+    ("toleration Lt", "spec.tolerations", [{"key": "a", "operator": "Lt", "value": "x"}],
+     ['spec.tolerations[0].operator: Unsupported value: "Lt": supported values: "Equal", "Exists", "Lt", "Gt"']),
     ("toleration effect", "spec.tolerations", [{"key": "a", "operator": "Exists", "effect": "NoRun"}],
      ['spec.tolerations[0].effect: Unsupported value: "NoRun": supported values: "NoSchedule", "PreferNoSchedule", '
       '"NoExecute"']),
@@ -493,8 +498,14 @@ WORKLOAD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("progress deadline", workload("Deployment", minReadySeconds=5, progressDeadlineSeconds=5),
      ["spec.progressDeadlineSeconds: Invalid value: 5: must be greater than minReadySeconds"]),
     ("job ok", workload("Job", parallelism=2, completions=4), []),
+    # As v1.37.2 says it: the Always that defaulting writes is not the user's (tests/integration/api).
     ("job restartPolicy default", workload("Job", template=copy.deepcopy(TEMPLATE)),
-     ['spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"']),
+     ['spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"']),
+    ("job restartPolicy Always", workload("Job", template={**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Always"}}),
+     ['spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"']),
+    ("job restartPolicy with podFailurePolicy",
+     workload("Job", podFailurePolicy={"rules": []}, template={**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "OnFailure"}}),
+     ['spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified']),
     ("job parallelism", workload("Job", parallelism=-1), ["spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]),
     ("job completionMode", workload("Job", completionMode="Sparse"),
      ['spec.completionMode: Unsupported value: "Sparse": supported values: "NonIndexed", "Indexed"']),
@@ -529,6 +540,18 @@ def test_namespace_names_are_labels() -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team.a"}}
     assert messages(validate_manifest(ns)) == ['metadata.name: Invalid value: "team.a": must not contain dots']
     assert validate_manifest({**ns, "metadata": {"name": "team-a"}}) == []
+
+
+def test_csidriver_names_are_dns_subdomains() -> None:
+    """A CSIDriver's name is checked as a DNS subdomain (up to 253 characters, lowercase), as v1.37.2
+    checks it; not as the 63-character driver name of a volume's csi.driver."""
+    def driver(name: str) -> list[str]:
+        return [str(i) for i in validate_manifest({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                                                   "metadata": {"name": name}, "spec": {}})]
+
+    assert driver("a" * 70 + ".com") == []
+    assert driver("Ab.example.com") == [f'metadata.name: Invalid value: "Ab.example.com": {SUBDOMAIN_MSG}']
+    assert driver("") == ["metadata.name: Required value: name or generateName is required"]
 
 
 def test_shown_quotes_and_cuts() -> None:

@@ -172,3 +172,25 @@ def test_document_that_is_not_an_object(tmp_path: Path) -> None:
     message = error_of(tmp_path, "- just\n- a list\n")
     assert "cluster.yaml: document 1: expected a Kubernetes object" in message
     assert "kind: Required value" in error_of(tmp_path, "metadata: {name: x}\n")
+
+
+def test_with_keep_going_a_file_that_cannot_be_parsed_is_refused_and_the_rest_loads(tmp_path: Path) -> None:
+    """`simulate` on a directory: a file of invalid YAML is one refused object, named, as a schema
+    error is; what came before the error in that file stays (kubectl applies it), the other files load."""
+    write(tmp_path, "a.yaml", POD)
+    broken = write(tmp_path, "b.yaml", POD.replace("name: p", "name: q") + "---\nkind: Pod\nmetadata: {name: [unclosed\n")
+    not_object = write(tmp_path, "c.yaml", "- just\n- a list\n---\n" + POD.replace("name: p", "name: r"))
+    empty = write(tmp_path, "d.yaml", "# nothing\n")
+    bad_json = write(tmp_path, "e.json", '{"kind": "Pod",}')
+    write(tmp_path, "f.yaml", POD.replace("name: p", "name: s"))
+    cluster = load_paths([tmp_path], keep_going=True)
+    assert sorted(sp.pod.metadata.name for sp in cluster.pods) == ["p", "q", "r", "s"]
+    assert len(cluster.errors) == 4
+    yaml_error, shape_error, empty_error, json_error = cluster.errors
+    assert yaml_error.startswith(f"{broken}: document 2: line ") and "invalid YAML" in yaml_error
+    assert shape_error.startswith(f"{not_object}: document 1: expected a Kubernetes object")
+    assert empty_error.startswith(f"{empty}: no Kubernetes objects in this file")
+    assert json_error.startswith(f"{bad_json}: line 1 column ") and "invalid JSON" in json_error
+    # Without keep_going the first stays fatal, as before.
+    with pytest.raises(ManifestError, match="invalid YAML"):
+        load_paths([tmp_path])

@@ -325,3 +325,60 @@ def test_copies_and_generated_names_stay_valid_names(tmp_path: Path) -> None:
                 "spec: {containers: [{name: c, image: x}]}\n"
     (sp,) = load(tmp_path, generated).pods
     assert len(sp.pod.metadata.name) == 63 and sp.pod.metadata.name.startswith("g" * 58)
+
+
+# --- dynamic resource allocation ----------------------------------------------------------------------
+
+
+def test_dra_kinds_are_read_not_skipped(tmp_path: Path) -> None:
+    cluster = load(tmp_path, """
+        apiVersion: resource.k8s.io/v1
+        kind: DeviceClass
+        metadata: {name: gpu}
+        spec: {extendedResourceName: example.com/gpu}
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceClaim
+        metadata: {name: shared}
+        spec:
+          devices:
+            requests: [{name: gpu, exactly: {deviceClassName: gpu}}]
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceClaimTemplate
+        metadata: {name: one, namespace: team, annotations: {sim.kubesched.io/arrival: 30s}}
+        spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}}
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceSlice
+        metadata: {name: n1-gpus}
+        spec: {driver: gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1}}
+    """)
+    assert not cluster.warnings
+    got = [(resource, obj.metadata.namespace, obj.metadata.name, arrival) for resource, obj, arrival in cluster.devices]
+    assert got == [("resource.k8s.io/DeviceClass", "", "gpu", 0.0),
+                   ("resource.k8s.io/ResourceClaim", "default", "shared", 0.0),
+                   ("resource.k8s.io/ResourceClaimTemplate", "team", "one", 30.0),
+                   ("resource.k8s.io/ResourceSlice", "", "n1-gpus", 0.0)]
+    assert cluster.devices[0][1].spec.extended_resource_name == "example.com/gpu"
+    assert "team" in {ns.metadata.name for ns in cluster.namespaces}
+
+
+@pytest.mark.parametrize(("doc", "expected"), [
+    ("kind: DeviceClass\nmetadata: {name: gpu}\nspec: {extendedResourceName: gpu}",
+     "DeviceClass gpu: The DeviceClass \"gpu\" is invalid: spec.extendedResourceName: Invalid value: \"gpu\": "
+     "a name must be a domain-prefixed path, such as 'example.com/my-prop'"),
+    ("kind: DeviceClass\nmetadata: {name: gpu}\nspec: {extendedResource: example.com/gpu}",
+     'DeviceClass gpu: DeviceClass in version "v1" cannot be handled as a DeviceClass: strict decoding error: '
+     'unknown field "spec.extendedResource"'),
+    ("kind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: g, exactly: {count: many}}]}}",
+     'ResourceClaim default/c: ResourceClaim in version "v1" cannot be handled as a ResourceClaim: '
+     "spec.devices.requests[0].exactly.count: expected `int`, got `str`"),
+])
+def test_bad_dra_objects_are_refused_as_the_api_server_refuses_them(tmp_path: Path, doc: str, expected: str) -> None:
+    assert error_of(tmp_path, "apiVersion: resource.k8s.io/v1\n" + doc).endswith(expected)
+
+
+def test_dra_kinds_of_a_version_not_served_are_refused(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: gpu}\n")
+    assert message.endswith('DeviceClass gpu: no matches for kind "DeviceClass" in version "resource.k8s.io/v1beta1"')

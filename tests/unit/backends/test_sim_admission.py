@@ -3,10 +3,13 @@ defaults of pods, nodes and namespaces, DefaultTolerationSeconds, Priority and R
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
 from kubesched.api.objects import Pod
+from kubesched.backends.sim.engine import Simulation
+from kubesched.config.parse import default_config
 from unit.backends.manifestkit import DEPLOYMENT, POD, error_of, load, pods_by_name
 
 
@@ -83,11 +86,53 @@ def test_node_capacity_used_when_no_allocatable_and_kubelet_labels(tmp_path: Pat
         "kubernetes.io/arch": "arm64",
         "kubernetes.io/hostname": "n1",
         "kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "arm64",
+        "beta.kubernetes.io/os": "linux",
     }
     assert [(t.key, t.effect) for t in n1.spec.taints] == [("node.kubernetes.io/unschedulable", "NoSchedule")]
     assert n2.status.allocatable == {"cpu": "7910m", "memory": "30Gi", "pods": "58"}
     assert n2.spec.taints == []
     assert n1.metadata.uid and n1.metadata.uid != n2.metadata.uid
+
+
+def test_nodes_get_the_beta_os_and_arch_labels_a_kubelet_still_sets(tmp_path: Path) -> None:
+    """v1.37's kubelet registers its node with kubernetes.io/os and /arch and the same values under
+    the deprecated beta.kubernetes.io keys; manifests still select on those (the sock-shop demo)."""
+    cluster = load(tmp_path, """
+        apiVersion: v1
+        kind: Node
+        metadata: {name: plain}
+        status: {capacity: {cpu: "4", memory: 16Gi}}
+        ---
+        apiVersion: v1
+        kind: Node
+        metadata:
+          name: windows
+          labels: {kubernetes.io/os: windows}
+        status: {capacity: {cpu: "4", memory: 16Gi}}
+        ---
+        apiVersion: v1
+        kind: Node
+        metadata:
+          name: old
+          labels: {beta.kubernetes.io/arch: arm64, kubernetes.io/arch: amd64}
+        status: {capacity: {cpu: "4", memory: 16Gi}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: sock-shop-style}
+        spec:
+          nodeSelector: {beta.kubernetes.io/os: linux}
+          containers: [{name: c, image: i}]
+    """)
+    labels = {n.metadata.name: n.metadata.labels for n in cluster.nodes}
+    assert labels["plain"] == {"kubernetes.io/hostname": "plain", "kubernetes.io/os": "linux", "beta.kubernetes.io/os": "linux",
+                               "kubernetes.io/arch": "amd64", "beta.kubernetes.io/arch": "amd64"}
+    assert labels["windows"]["beta.kubernetes.io/os"] == "windows"
+    # What the manifest says is kept, whichever key it used.
+    assert (labels["old"]["beta.kubernetes.io/arch"], labels["old"]["kubernetes.io/arch"]) == ("arm64", "amd64")
+    result = asyncio.run(Simulation(cluster, default_config()).run())
+    assert result.placements["default/sock-shop-style"] in {"plain", "old"}
 
 
 def test_namespace_and_service(tmp_path: Path) -> None:

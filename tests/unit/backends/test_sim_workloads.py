@@ -148,11 +148,13 @@ def test_job_parallelism_defaults_suspend_and_indexed(tmp_path: Path) -> None:
 
 def test_job_restart_policy_must_be_never_or_onfailure(tmp_path: Path) -> None:
     message = error_of(tmp_path, JOB.replace("restartPolicy: Never", "restartPolicy: Always"))
-    assert message.endswith('Job batch/etl: The Job "etl" is invalid: spec.template.spec.restartPolicy: Unsupported value: '
-                            '"Always": supported values: "OnFailure", "Never"')
-    # Without one, the pod template's default (Always) is what is refused, as kube does.
+    assert message.endswith('Job batch/etl: The Job "etl" is invalid: spec.template.spec.restartPolicy: Required value: '
+                            'valid values: "OnFailure", "Never"')
+    # Without one, the same: kube does not blame the user for the Always that defaulting wrote.
     message = error_of(tmp_path, JOB.replace("      restartPolicy: Never\n", ""))
-    assert 'spec.template.spec.restartPolicy: Unsupported value: "Always"' in message
+    assert message.endswith('spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"')
+    message = error_of(tmp_path, JOB.replace("restartPolicy: Never", "restartPolicy: Sometimes"))
+    assert 'spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "OnFailure", "Never"' in message
 
 
 def test_existing_pods_and_replicasets_are_adopted(tmp_path: Path) -> None:

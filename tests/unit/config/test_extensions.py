@@ -37,7 +37,8 @@ def test_shadow_profiles_name_profiles_of_the_configuration() -> None:
     assert [p.scheduler_name for p in cfg.live_profiles] == ["live"]
     assert cfg.kubesched.shadow("candidate").sampling_percentage == 10.0
     assert refused(config_text(*two, kubesched={"shadowProfiles": [{"schedulerName": "nope", "shadowOf": "live"}]})) == (
-        'KubeschedConfiguration.shadowProfiles[0].schedulerName: Not found: "nope": no such profile (profiles: live, candidate)'
+        'config.yaml: KubeschedConfiguration.shadowProfiles[0].schedulerName: Not found: "nope": no such profile '
+        '(profiles: live, candidate)'
     )
     assert "is itself a shadow profile" in refused(config_text(*two, {"schedulerName": "third"}, kubesched={"shadowProfiles": [
         {"schedulerName": "candidate", "shadowOf": "live"}, {"schedulerName": "third", "shadowOf": "candidate"}]}))
@@ -60,12 +61,12 @@ def test_shadow_profiles_name_profiles_of_the_configuration() -> None:
     ],
 )
 def test_mistakes_are_refused_naming_the_field(ext: dict, message: str) -> None:
-    assert refused(config_text({}, kubesched=ext)) == message
+    assert refused(config_text({}, kubesched=ext)) == f"config.yaml: {message}"
 
 
 def test_a_wrong_api_version_or_a_second_document_of_a_kind() -> None:
     text = config_text({}) + "---\napiVersion: kubesched.io/v1\nkind: KubeschedConfiguration\n"
-    assert refused(text) == 'KubeschedConfiguration.apiVersion: must be kubesched.io/v1alpha1, got "kubesched.io/v1"'
+    assert refused(text) == 'config.yaml: KubeschedConfiguration.apiVersion: must be kubesched.io/v1alpha1, got "kubesched.io/v1"'
     twice = config_text({}, kubesched={}) + "---\napiVersion: kubesched.io/v1alpha1\nkind: KubeschedConfiguration\n"
     assert refused(twice) == "config.yaml: document 3: a second KubeschedConfiguration; give one at most"
     only = "apiVersion: kubesched.io/v1alpha1\nkind: KubeschedConfiguration\n"

@@ -521,6 +521,41 @@ def test_missing_file(tmp_path: Path) -> None:
     assert file_refused(tmp_path / "nope.yaml") == f"{tmp_path / 'nope.yaml'}: no such file"
 
 
+def test_every_error_names_its_file_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two -c files a user must see which one is wrong: the path as given comes first."""
+    path = write(tmp_path, f"apiVersion: {API_VERSION}\nkind: {KIND}\nparallelism: 0\n")
+    assert file_refused(path) == f"{path}: parallelism: Invalid value: 0: should be an integer value greater than zero"
+    monkeypatch.chdir(tmp_path)
+    assert file_refused("config.yaml").startswith("config.yaml: parallelism: ")
+
+
+MANIFEST_IS_NOT_A_CONFIG = (f"this is a Kubernetes manifest (kind {{kind}}, apiVersion {{version}}), not a {KIND}: a configuration "
+                            f"has apiVersion: {API_VERSION} and kind: {KIND}")
+
+
+def test_a_manifest_given_as_a_configuration_is_called_one(tmp_path: Path) -> None:
+    deployment = write(tmp_path, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 2}\n")
+    assert file_refused(deployment) == f"{deployment}: " + MANIFEST_IS_NOT_A_CONFIG.format(kind='"Deployment"',
+                                                                                           version='"apps/v1"')
+    # Several documents: the first says it (not "a second KubeSchedulerConfiguration").
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
+    several = write(tmp_path, service + "---\n" + service.replace("Service", "Pod"))
+    assert file_refused(several) == f"{several}: " + MANIFEST_IS_NOT_A_CONFIG.format(kind='"Service"', version='"v1"')
+    config = f"apiVersion: {API_VERSION}\nkind: {KIND}\n"
+    second = write(tmp_path, config + "---\n" + service)
+    assert file_refused(second) == f"{second}: document 2: " + MANIFEST_IS_NOT_A_CONFIG.format(kind='"Service"', version='"v1"')
+    # kube-scheduler's configuration as a cluster holds it: the ConfigMap is named, and where it is.
+    configmap = write(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sched}\ndata:\n  config.yaml: |\n"
+                                f"    apiVersion: {API_VERSION}\n    kind: {KIND}\n")
+    assert file_refused(configmap).endswith('(this ConfigMap holds one under data["config.yaml"]: give that text as its own file)')
+    # An older KubeSchedulerConfiguration, or another kind of the scheduler's group, keeps its own message.
+    assert refused({"apiVersion": "kubescheduler.config.k8s.io/v1beta3", "kind": KIND}).startswith("apiVersion: must be ")
+    assert refused({"apiVersion": API_VERSION, "kind": "Policy"}) == f'kind: must be {KIND}, got "Policy"'
+    assert refused({"apiVersion": "v1", "kind": "Pod"}) == MANIFEST_IS_NOT_A_CONFIG.format(kind='"Pod"', version='"v1"')
+    # A configuration of a version that never was one is not called older.
+    assert refused({"apiVersion": "v1", "kind": KIND}) == f'apiVersion: must be {API_VERSION}, got "v1"'
+
+
 def test_directory_instead_of_file(tmp_path: Path) -> None:
     assert "is a directory" in file_refused(tmp_path)
 
@@ -560,7 +595,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
     path = write(tmp_path, "- a\n- b\n")
-    assert file_refused(path) == "configuration: must be a mapping, got a list"
+    assert file_refused(path) == f"{path}: configuration: must be a mapping, got a list"
 
 
 # --- refusals: type meta and top level ------------------------------------------------------------
@@ -1055,7 +1090,7 @@ def test_plugin_args_out_of_range(tmp_path: Path, plugin: str, args: dict[str, A
     if point == "queueSort":
         plugins[point]["disabled"] = [{"name": "*"}]
     data = cfg(profiles=[{"plugins": plugins, "pluginConfig": [{"name": plugin, "args": args}]}])
-    assert load_refused(tmp_path, data).startswith(f"profiles[0].pluginConfig[0].{message}")
+    assert load_refused(tmp_path, data).startswith(f"{tmp_path / 'config.yaml'}: profiles[0].pluginConfig[0].{message}")
 
 
 class Exploding(fw.Plugin, fw.ScorePlugin):

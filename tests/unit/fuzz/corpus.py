@@ -170,6 +170,20 @@ PROBED = {
                             "livenessProbe": {"grpc": {"port": 9090}}, "securityContext": {"runAsUser": 0}}],
     },
 }
+# Dynamic resource allocation: claims (one of a ResourceClaim, one from a template) used by the
+# containers, whole or by request, and an extended resource a DeviceClass may map.
+CLAIMED = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "claimed", "namespace": "apps"},
+    "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared-gpu"}, {"name": "nic", "resourceClaimTemplateName": "one-nic"}],
+        "containers": [{"name": "train", "image": "train",
+                        "resources": {"requests": {"cpu": "1", "example.com/fpga": "1"}, "limits": {"example.com/fpga": "1"},
+                                      "claims": [{"name": "gpu"}, {"name": "nic", "request": "port"}]}}],
+        "initContainers": [{"name": "warm", "image": "warm", "resources": {"claims": [{"name": "gpu"}]}}],
+    },
+}
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"team": "a"}}}
 PRIORITY = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000,
             "preemptionPolicy": "PreemptLowerPriority", "description": "high"}
@@ -194,7 +208,7 @@ SETTINGS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubes
 
 SEEDS: tuple[dict[str, Any], ...] = (NODE, NODE2, POD, GATED, DEPLOYMENT, JOB, STATEFULSET, NAMESPACE, PRIORITY, BATCH, SERVICE, SETTINGS)
 # More kinds, for the differential test against the API server (the unit fuzz suite counts SEEDS' pods).
-MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED, NODEPORT, BALANCER)
+MORE_SEEDS: tuple[dict[str, Any], ...] = (REPLICASET, CONTROLLER, PROBED, NODEPORT, BALANCER, CLAIMED)
 
 # Values users (and copy-paste) put where they do not belong: numbers past every limit, operators
 # and effects that do not exist, names the API refuses, odd quantities and durations.

@@ -193,7 +193,7 @@ def test_config_validate_refuses_a_bad_rule_in_one_line(tmp_path: Path) -> None:
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
     assert lines[0] == (
-        "error: profiles[0].pluginConfig[1].args.rules[1].expression: CELScore rule 'free-memory': "
+        f"error: {bad}: profiles[0].pluginConfig[1].args.rules[1].expression: CELScore rule 'free-memory': "
         "at 1:5: undeclared reference to 'node.fre'"
     )
 

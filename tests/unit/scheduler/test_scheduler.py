@@ -106,11 +106,14 @@ def test_other_schedulers_pods_and_gated_pods_are_left_alone():
     ]
     result, sim = run(objects)
     assert set(result.placements) == {"default/mine", "default/gated"}
-    assert result.unschedulable == {"default/gated": "waiting for scheduling gates: [example.com/wait]"}
+    # Reported as the cluster shows it (the PodScheduled condition below), not with the plugin's
+    # PreEnqueue status, which the scheduler keeps (kube-scheduler only logs it).
+    assert result.unschedulable == {"default/gated": "Scheduling is blocked due to non-empty scheduling gates"}
     gated = next(p for p in sim.cluster.pods.values() if p.metadata.name == "gated")
     assert [(c.type, c.status, c.reason, c.message) for c in gated.status.conditions] == [
         ("PodScheduled", "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
     ]
+    assert sim.scheduler.pending_reason(gated.metadata.uid, "default/gated") == ("waiting for scheduling gates: [example.com/wait]", True)
     assert result.pods_gated == 1
 
 

@@ -11,10 +11,10 @@ and apimachinery (Kubernetes 1.34); paths and messages are what `kubectl apply` 
 several issues as `[a, b]`). User values in messages are cut by `shown` (field.py).
 
 Kinds: Pod, Node, Namespace, PriorityClass, Service, the workloads Deployment, ReplicaSet,
-StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), and
-the storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
-CSIStorageCapacity and VolumeAttachment (validation.storage), and PodDisruptionBudget
-(validation.policy).
+StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), the
+storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
+CSIStorageCapacity and VolumeAttachment (validation.storage), DRA's DeviceClass, ResourceClaim,
+ResourceClaimTemplate and ResourceSlice (validation.dra), and PodDisruptionBudget (validation.policy).
 
 Some rules are the scheduler's rather than the API server's, because kubesched keeps these
 numbers in int64 columns: a quantity (or a pod's summed request) whose scheduler integer does
@@ -30,12 +30,13 @@ from typing import Any
 
 import msgspec
 
+from kubesched.api.dra import DRA_KINDS, DRA_TYPES
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podgroups import Workload as GroupWorkload
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
-from kubesched.api.validation import cluster, pod, podgroups, podsecurity, policy, servicefields, storage, workloads
+from kubesched.api.validation import cluster, dra, pod, podgroups, podsecurity, policy, servicefields, storage, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -152,6 +153,9 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
             spec = raw.get("spec")
             return storage.validate_pv(typed, spec if isinstance(spec, dict) else {})
         return _STORAGE[kind](typed)
+    if isinstance(kind, str) and kind in dra.DRA_VALIDATORS:
+        typed, issues = _decode(raw, DRA_TYPES[DRA_KINDS[kind]])
+        return issues or dra.DRA_VALIDATORS[kind](typed)
     return []
 
 

@@ -20,6 +20,12 @@ from kubesched.api.validation.meta import (
     validate_labels,
     validate_object_meta,
 )
+from kubesched.api.validation.podclaims import (
+    MIRROR_POD_ANNOTATION,
+    pod_claim_names,
+    validate_claim_references,
+    validate_pod_resource_claims,
+)
 from kubesched.api.validation.podfields import validate_container_fields, validate_pod_fields
 from kubesched.api.validation.resources import scheduler_value, validate_requirements, validate_resource_map
 from kubesched.api.validation.scheduling import validate_affinity, validate_tolerations, validate_topology_spread
@@ -34,7 +40,8 @@ _PORT_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 def validate_pod(pod: Pod) -> list[FieldIssue]:
     """ValidatePodCreate for a decoded Pod (metadata and spec)."""
     out = validate_object_meta(pod.metadata, namespaced=True, name_check=name_is_dns_subdomain)
-    out.extend(validate_pod_spec(pod.spec, "spec", template=False, labels=pod.metadata.labels))
+    out.extend(validate_pod_spec(pod.spec, "spec", template=False, labels=pod.metadata.labels,
+                                 mirror=MIRROR_POD_ANNOTATION in pod.metadata.annotations))
     if pod.spec.node_name and pod.spec.scheduling_gates:
         out.append(forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
     return out
@@ -49,9 +56,13 @@ def validate_pod_template(meta: ObjectMeta, spec: PodSpec, path: str) -> list[Fi
     return out
 
 
-def validate_pod_spec(spec: PodSpec, path: str, *, template: bool, labels: Mapping[str, str] | None = None) -> list[FieldIssue]:
-    """A pod's spec (`labels` its own) or a template's (no labels: not a pod yet)."""
-    out, totals = _containers(spec, path, template=template)
+def validate_pod_spec(spec: PodSpec, path: str, *, template: bool, labels: Mapping[str, str] | None = None,
+                      mirror: bool = False) -> list[FieldIssue]:
+    """A pod's spec (`labels` its own; `mirror` for a static pod's mirror) or a template's (no
+    labels: not a pod yet)."""
+    out = validate_pod_resource_claims(spec.resource_claims, f"{path}.resourceClaims", mirror=mirror)
+    issues, totals = _containers(spec, path, template=template)
+    out.extend(issues)
     restart = spec.restart_policy or "Always"
     if restart not in RESTART_POLICIES:
         out.append(not_supported(f"{path}.restartPolicy", restart, RESTART_POLICIES))
@@ -80,8 +91,12 @@ def validate_pod_spec(spec: PodSpec, path: str, *, template: bool, labels: Mappi
     if spec.resources is not None:
         # Pod-level resources: names, quantities and requests against limits (the comparison with
         # the containers' aggregate is not checked here).
+        if spec.resources.claims:
+            out.append(forbidden(f"{path}.resources.claims", "claims may not be set for Resources at pod-level"))
         _, errs = validate_requirements(spec.resources, f"{path}.resources", pod_level=True)
         out.extend(errs)
+        out.extend(validate_claim_references(spec.resources.claims, pod_claim_names(spec.resource_claims),
+                                             f"{path}.resources.claims"))
     overhead, errs = validate_resource_map(spec.overhead, f"{path}.overhead", names=True)
     out.extend(errs)
     for name, q in overhead.items():
@@ -107,6 +122,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
     totals: dict[str, int] = {}
     ports: set[str] = set()
     volumes = {v.name for v in spec.volumes}
+    claims = pod_claim_names(spec.resource_claims)
     for group, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
         for i, c in enumerate(containers):
             where = f"{path}.{group}[{i}]"
@@ -132,6 +148,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
                 out.extend(_host_port_conflicts(c, where, ports, spec.host_network))
             values, errs = validate_requirements(c.resources, f"{where}.resources")
             out.extend(errs)
+            out.extend(validate_claim_references(c.resources.claims, claims, f"{where}.resources.claims"))
             for name, value in values.items():
                 totals[name] = totals.get(name, 0) + value
     return out, totals

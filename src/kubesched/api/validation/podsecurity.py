@@ -1,7 +1,7 @@
 """Pod fields the scheduler never reads but the API server validates on create: container probes
-and lifecycle handlers, pod and container securityContext IDs, and spec.os. The typed PodSpec
-(api.objects) does not carry them, so they are decoded here from the raw spec, into structs of
-their own: a manifest the API server would refuse for them must not simulate.
+and lifecycle handlers, pod and container securityContext IDs, spec.os, and the service account's
+name. The typed PodSpec (api.objects) does not carry them, so they are decoded here from the raw
+spec, into structs of their own: a manifest the API server would refuse for them must not simulate.
 
 Rules and texts follow pkg/apis/core/validation (Kubernetes 1.34) after defaulting: a probe's
 timeoutSeconds, periodSeconds, successThreshold and failureThreshold of 0 are defaulted (1, 10,
@@ -17,6 +17,7 @@ import msgspec
 
 from kubesched.api.objects import Int32, Int64
 from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, go_json, invalid, not_supported, required
+from kubesched.api.validation.meta import name_is_dns_subdomain
 from kubesched.api.validation.pod import port_name_errors
 
 PORT_RANGE_ERROR = "must be between 1 and 65535, inclusive"
@@ -166,6 +167,9 @@ class PodSpec(_Obj):
     host_users: bool | None = None
     host_network: bool = False
     host_ipc: bool = msgspec.field(default=False, name="hostIPC")
+    service_account_name: str = ""
+    # The deprecated alias: defaulting copies it to serviceAccountName when that is empty.
+    service_account: str = ""
 
 
 def decode_spec(raw: Any) -> PodSpec:
@@ -183,6 +187,9 @@ def validate_security_spec(spec: PodSpec, path: str) -> list[FieldIssue]:
         out.extend(_security_context(spec.security_context, f"{path}.securityContext", user_namespace))
         out.extend(_sysctls(spec, f"{path}.securityContext.sysctls"))
     out.extend(_os_fields(spec, path))
+    account = spec.service_account_name or spec.service_account
+    if account:
+        out.extend(invalid(f"{path}.serviceAccountName", account, msg) for msg in name_is_dns_subdomain(account))
     if spec.os is not None:
         if not spec.os.name:
             out.append(required(f"{path}.os.name", "cannot be empty"))

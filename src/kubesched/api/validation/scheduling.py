@@ -35,6 +35,8 @@ from kubesched.api.validation.meta import (
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
+# Toleration operators behind the TaintTolerationComparisonOperators gate, in the order kube lists them.
+COMPARISON_OPERATORS = ("Lt", "Gt")
 
 
 # --- affinity ------------------------------------------------------------------------------
@@ -191,6 +193,10 @@ def validate_tolerations(tolerations: list[Toleration], path: str) -> list[Field
         elif t.operator == "Exists":
             if t.value:
                 out.append(invalid(f"{at}.operator", t.value, "value must be empty when `operator` is 'Exists'"))
+        elif t.operator in COMPARISON_OPERATORS:
+            # Lt and Gt need the TaintTolerationComparisonOperators gate (alpha, off in v1.37.2,
+            # not one kubesched takes): refused, with the comparison operators listed as valid.
+            out.append(not_supported(f"{at}.operator", t.operator, ["Equal", "Exists", *COMPARISON_OPERATORS]))
         else:
             out.append(not_supported(f"{at}.operator", t.operator, ["Equal", "Exists"]))
         out.extend(validate_taint_effect(t.effect, f"{at}.effect", allow_empty=True))

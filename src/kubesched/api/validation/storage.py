@@ -327,8 +327,9 @@ def validate_csinode(csinode: CSINode) -> list[FieldIssue]:
 
 
 def validate_csidriver(driver: CSIDriver) -> list[FieldIssue]:
-    out = validate_object_meta(driver.metadata, namespaced=False, name_check=lambda n, _p: [])
-    out.extend(_csi_driver_name(driver.metadata.name, "metadata.name"))
+    # Its name is a DNS subdomain (storage validation's ValidateCSIDriverName), not the 63-character
+    # driver name a volume's csi.driver is held to.
+    out = validate_object_meta(driver.metadata, namespaced=False, name_check=name_is_dns_subdomain)
     for i, mode in enumerate(driver.spec.volume_lifecycle_modes):
         if mode not in ("Persistent", "Ephemeral"):
             out.append(not_supported(f"spec.volumeLifecycleModes[{i}]", mode, ["Ephemeral", "Persistent"]))

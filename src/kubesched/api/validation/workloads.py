@@ -1,6 +1,8 @@
 """Deployments, ReplicaSets, StatefulSets, Jobs and ReplicationControllers: the apps and batch
 validation of their specs and pod templates, after defaulting (replicas 1, the template's
 restartPolicy Always, an RC's selector from its template's labels, a Job's generated labels).
+A Job's template without restartPolicy is refused as kube refuses it: "Required value", since
+the Always defaulting wrote is not the user's.
 """
 
 from __future__ import annotations
@@ -262,10 +264,21 @@ def _job(obj: Workload, selector: LabelSelector | None) -> list[FieldIssue]:
             # The selector must also select the pods the Job will make (their labels as generated).
             out.append(_mismatch(template))
     out.extend(validate_pod_template(template.metadata, template.spec, "spec.template"))
-    restart = template.spec.restart_policy or "Always"
-    if restart not in ("OnFailure", "Never"):
-        out.append(not_supported("spec.template.spec.restartPolicy", restart, ["OnFailure", "Never"]))
+    out.extend(_job_restart_policy(template.spec.restart_policy, spec.pod_failure_policy is not None))
     return out
+
+
+def _job_restart_policy(restart: str, failure_policy: bool) -> list[FieldIssue]:
+    """A Job's pods must not restart in place. Defaulting would have written Always where the user
+    wrote nothing, so Always (written or not) is a value missing, not one unsupported."""
+    path = "spec.template.spec.restartPolicy"
+    if restart in ("", "Always"):
+        return [required(path, 'valid values: "OnFailure", "Never"')]
+    if restart not in ("OnFailure", "Never"):
+        return [not_supported(path, restart, ["OnFailure", "Never"])]
+    if failure_policy and restart != "Never":
+        return [invalid(path, restart, 'only "Never" is supported when podFailurePolicy is specified')]
+    return []
 
 
 def decode_selector(kind: str, raw: Any) -> LabelSelector | dict[str, str] | None:

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from kubesched.api.dra import DeviceClass
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
 from kubesched.api.podgroups import PODGROUPS, PodGroup
 from kubesched.api.policy import PDBS, PodDisruptionBudget
@@ -164,6 +165,24 @@ class StorageHandler:
         self.scheduler.on_storage_delete(self.resource, obj)
 
 
+class DeviceClassHandler:
+    """DeviceClasses (resource.k8s.io/v1): the extended resources DRA serves, which the DRA guard
+    reads (scheduler/draguard.py). Only a change of the spec concerns the scheduler."""
+
+    def __init__(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: DeviceClass) -> None:
+        self.scheduler.on_device_class(obj)
+
+    def on_update(self, old: DeviceClass, new: DeviceClass) -> None:
+        if old.spec != new.spec:
+            self.scheduler.on_device_class(new)
+
+    def on_delete(self, obj: DeviceClass) -> None:
+        self.scheduler.on_device_class_delete(obj.metadata.name)
+
+
 class PodGroupHandler:
     """PodGroups (scheduling.k8s.io/v1beta1, GenericWorkload): gang scheduling's groups."""
 
@@ -230,6 +249,9 @@ STORAGE_COLLECTIONS: dict[str, tuple[str, str]] = {
 }
 
 
+DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+
+
 def _service_selector(svc: SelectsByMap) -> LabelSelector | None:
     if not svc.spec.selector or svc.spec.type == "ExternalName":
         return None
@@ -282,6 +304,8 @@ def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Ca
     # claim is not known yet is retried when the claim arrives (the volume plugins' hints).
     for resource, (path, name) in STORAGE_COLLECTIONS.items():
         reflectors.append(Reflector(client, path, STORAGE_TYPES[resource], StorageHandler(scheduler, resource), name=name))
+    # As kube-scheduler with DynamicResourceAllocation (GA, locked on): resource.k8s.io/v1 is served.
+    reflectors.append(Reflector(client, DEVICE_CLASSES, DeviceClass, DeviceClassHandler(scheduler), name="deviceclasses"))
     if features.current().generic_workload:
         # As kube-scheduler with the gate: without the API served, this list never syncs and
         # the scheduler never becomes ready.

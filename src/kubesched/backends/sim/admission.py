@@ -19,9 +19,10 @@ admission plugins the scheduler's input depends on.
   metadata.resourceVersion or creationTimestamp) with spec.priority set keeps that priority,
   as it would in the cluster;
 - nodes without status.allocatable use status.capacity (as the kubelet reports), get
-  `pods: 110` if neither says, the kubelet's kubernetes.io/hostname, kubernetes.io/os=linux
-  and kubernetes.io/arch=amd64 labels if absent, and the node.kubernetes.io/unschedulable
-  NoSchedule taint when cordoned (spec.unschedulable).
+  `pods: 110` if neither says, the labels a kubelet registers with if absent
+  (kubernetes.io/hostname, kubernetes.io/os=linux and kubernetes.io/arch=amd64, and the same
+  under the deprecated beta.kubernetes.io/os and beta.kubernetes.io/arch keys), and the
+  node.kubernetes.io/unschedulable NoSchedule taint when cordoned (spec.unschedulable).
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+# Deprecated since v1.14, and still set by v1.37's kubelet: old manifests (the sock-shop demo's
+# nodeSelector among them) select on these.
+BETA_OS_LABEL = "beta.kubernetes.io/os"
+BETA_ARCH_LABEL = "beta.kubernetes.io/arch"
 ALWAYS_PRESENT_NAMESPACES = ("default", "kube-system")
 
 
@@ -190,10 +198,7 @@ class Admission:
             status.allocatable = dict(status.capacity)
         if "pods" not in status.allocatable:
             status.allocatable["pods"] = DEFAULT_MAX_PODS
-        labels = node.metadata.labels
-        labels.setdefault("kubernetes.io/hostname", node.metadata.name)
-        labels.setdefault("kubernetes.io/os", "linux")
-        labels.setdefault("kubernetes.io/arch", "amd64")
+        _kubelet_labels(node)
         if node.spec.unschedulable and not any(
             t.key == UNSCHEDULABLE_TAINT and t.effect == "NoSchedule" for t in node.spec.taints
         ):
@@ -245,6 +250,19 @@ def namespace(ns: Namespace) -> Namespace:
 def implicit_namespace(name: str) -> Namespace:
     """A namespace the input uses without declaring it, as if it had been created first."""
     return Namespace(metadata=ObjectMeta(name=name, uid=stable_uid("Namespace", name), labels={NAMESPACE_NAME_LABEL: name}))
+
+
+def _kubelet_labels(node: Node) -> None:
+    """The labels a kubelet registers its node with (pkg/kubelet's initialNode), where the
+    manifest lacks them: its hostname, and its OS and architecture under both the stable and
+    the deprecated beta keys (it sets both from one value, so a manifest giving either key
+    gets the other with the same value; linux/amd64 when it gives neither)."""
+    labels = node.metadata.labels
+    labels.setdefault(HOSTNAME_LABEL, node.metadata.name)
+    for stable, beta, default in ((OS_LABEL, BETA_OS_LABEL, "linux"), (ARCH_LABEL, BETA_ARCH_LABEL, "amd64")):
+        value = labels.get(stable, labels.get(beta, default))
+        labels.setdefault(stable, value)
+        labels.setdefault(beta, value)
 
 
 def _add_default_tolerations(tolerations: list[Toleration]) -> None:

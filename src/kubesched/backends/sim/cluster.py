@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.customresources import object_key
+from kubesched.api.dra import DEVICE_CLASS
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -104,6 +105,9 @@ class SimCluster:
     quotas: QuotaLedger | None = None
     # The disruption controller's part, when the input has PodDisruptionBudgets.
     disruption: DisruptionController | None = None
+    # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key, as
+    # created: nothing writes them (no device is allocated; the scheduler leaves such pods pending).
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     _external_times: list[float] = field(default_factory=list)  # a heap: when each pending change is due
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
@@ -216,6 +220,11 @@ class SimCluster:
 
     def publish_pdb(self, pdb: PodDisruptionBudget) -> None:
         self._sched().on_pdb(msgspec.structs.replace(pdb))
+    def add_device_object(self, resource: str, obj: Any) -> None:
+        """A DRA object created (now, or at its arrival time); the scheduler is told of classes."""
+        self.devices.setdefault(resource, {})[object_key(obj)] = obj
+        if resource == DEVICE_CLASS:
+            self._sched().on_device_class(obj)
 
     def add_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,

@@ -77,6 +77,8 @@ class ClusterInput:
     # StorageClasses first, then the rest in document order, a StatefulSet's claims after its
     # other objects (arriving with its first pod).
     storage: list[tuple[str, Any, float]] = field(default_factory=list)
+    # DRA objects (event resource, api.dra object, arrival), in document order.
+    devices: list[tuple[str, Any, float]] = field(default_factory=list)
     # Scheduler configuration changes in virtual time (backends.sim.configchanges), in time order.
     config_changes: list[ConfigChange] = field(default_factory=list)
     # PodGroups (scheduling.k8s.io/v1beta1) and when they are created (sim.kubesched.io/arrival).

@@ -25,6 +25,7 @@ import numpy as np
 
 from kubesched.api.podgroups import PodGroupStatus
 from kubesched.api.xk8s import ElasticQuota
+from kubesched.backends.sim import podviews
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.clusterinput import ClusterInput
 from kubesched.backends.sim.disruption import DisruptionController
@@ -89,6 +90,9 @@ class SimResult:
     # With ElasticQuotas (backends.sim.quotas): tenants, pods that ran borrowing and for how long
     # (pod-seconds), and preemptions that gave a lender its min back.
     quota: dict[str, Any] = field(default_factory=dict)
+    # Pods of the input bound by spec.nodeName to a node that does not exist (pod -> node): not
+    # pods to place, and never run: they stay Pending (backends.sim.podviews).
+    bound_to_missing_nodes: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -236,6 +240,18 @@ class Simulation:
             self.progress(sim.binds, total)
         return self._result(sched, sim, owned, wall, clock.now(), sched.queue.scheduling_cycle - first_cycle)
 
+    def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The scheduler's explanation of a pod after the run (scheduler.explain's JSON), with what
+        the simulated cluster shows of it (backends.sim.podviews); None if the scheduler knows no
+        such pod."""
+        data = self.scheduler.explain(namespace, name)
+        return self.as_the_cluster_shows(data) if data is not None else None
+
+    def as_the_cluster_shows(self, explanation: dict[str, Any]) -> dict[str, Any]:
+        """An explanation of this run's scheduler, with what the simulated cluster shows of its pod."""
+        pod = self.cluster.pods.get(str(explanation.get("uid") or ""))
+        return podviews.as_the_cluster_shows(explanation, pod, self.cluster.nodes)
+
     def _group_stats(self, sim: SimCluster, end: float) -> dict[str, Any]:
         if not self.input.pod_groups:
             return {}
@@ -303,6 +319,11 @@ class Simulation:
                 sim.add_storage(resource, obj)
             else:
                 sim.at(arrival, lambda r=resource, o=obj: sim.add_storage(r, o))
+        for resource, obj, arrival in self.input.devices:
+            if arrival <= 0:
+                sim.add_device_object(resource, obj)
+            else:
+                sim.at(arrival, lambda r=resource, o=obj: sim.add_device_object(r, o))
         for sp in self.input.pods:
             uid = sp.pod.metadata.uid
             if sp.duration is not None:
@@ -328,7 +349,8 @@ class Simulation:
             if node or key in preempted:
                 continue
             message, is_gated = sched.pending_reason(uid, key)
-            unschedulable[key] = message
+            # A gated pod's message is the one its PodScheduled condition shows, as in a cluster.
+            unschedulable[key] = podviews.pending_message(current, message) if is_gated else message
             gated += is_gated
         scheduled = sum(1 for v in placements.values() if v)
         durations = sched.cycle_seconds  # a histogram: quantiles within 1.1% of the exact ones
@@ -365,6 +387,7 @@ class Simulation:
             shadows=sched.shadow_summary(),
             groups=self._group_stats(sim, virtual),
             quota=sim.quotas.summary(virtual) if sim.quotas is not None else {},
+            bound_to_missing_nodes=podviews.bound_to_missing_nodes(sim.pods.values(), sim.nodes),
         )
 
 

@@ -1,11 +1,12 @@
 """Finding and reading manifest files: directories walked, files read within a size limit, YAML
 and JSON documents parsed, `kind: List` (PodList, NodeList...) opened into its items, each object
-with the file, document and item it came from.
+with the file, document and item it came from. A file that cannot be read or parsed is an error
+naming it, which a caller may take as one refused object and read on (objects_in).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,14 +97,31 @@ def document_objects(origin: Origin, data: Any) -> Iterator[tuple[Origin, dict[s
     yield origin, data
 
 
-def objects_in(files: Sequence[Path]) -> Iterator[tuple[Origin, dict[str, Any]]]:
-    """Every object of the files, in order; a file without any is an error."""
+def objects_in(files: Sequence[Path], refuse: Callable[[ManifestError], None] | None = None) -> Iterator[tuple[Origin, dict[str, Any]]]:
+    """Every object of the files, in order; a file without any is an error. A file that cannot be
+    read or parsed (invalid YAML or JSON), a document that is not an object and a file without
+    objects raise ManifestError; given `refuse`, it gets the error instead and reading goes on with
+    the next document or file (what came before the error stays read, as kubectl applies it)."""
     for f in files:
         found = 0
-        for origin, data in documents(f):
-            for entry in document_objects(origin, data):
-                found += 1
-                yield entry
-        if not found:
-            # kubectl apply says "no objects passed to apply"; an empty file is a mistake here too.
-            raise ManifestError(f"{f}: no Kubernetes objects in this file (it is empty, or holds only comments or empty documents)")
+        try:
+            for origin, data in documents(f):
+                try:
+                    for entry in document_objects(origin, data):
+                        found += 1
+                        yield entry
+                except ManifestError as exc:
+                    found += 1  # a document, if not an object: the file is not empty
+                    _refused(exc, refuse)
+            if not found:
+                # kubectl apply says "no objects passed to apply"; an empty file is a mistake here too.
+                raise ManifestError(f"{f}: no Kubernetes objects in this file (it is empty, or holds only comments or empty "
+                                    "documents)")
+        except ManifestError as exc:
+            _refused(exc, refuse)
+
+
+def _refused(exc: ManifestError, refuse: Callable[[ManifestError], None] | None) -> None:
+    if refuse is None:
+        raise exc
+    refuse(exc)

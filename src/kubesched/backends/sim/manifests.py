@@ -10,7 +10,9 @@ Kinds read: Node, Pod, Namespace, Service (v1), PriorityClass (scheduling.k8s.io
 Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (v1), the storage
 the volume plugins read: PersistentVolumeClaim, PersistentVolume (v1), StorageClass, CSINode,
 CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), PodGroup and Workload
-(scheduling.k8s.io/v1beta1), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
+(scheduling.k8s.io/v1beta1), DRA's DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice
+(resource.k8s.io/v1: kept, and DeviceClasses given to the scheduler; kubesched does not allocate devices
+yet, so pods that need them stay pending), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
 checked against their CRDs' schema: backends.sim.customobjects), and the ConfigMap named
 `kubesched-simulation` (backends.sim.settings). The simulated cluster runs a stand-in PV controller (see
 backends.sim.cluster): it binds claims, provisions WaitForFirstConsumer claims on the node the
@@ -35,7 +37,8 @@ List), the object (kind, namespace/name) and the field. By default the first ref
 the load; with keep_going=True it is left out, its line goes to ClusterInput.errors, and the rest
 loads (what needs it fails as on the API server: a pod naming a refused PriorityClass is refused
 with "no PriorityClass with name ... was found", one in a refused Namespace with `namespaces "x"
-not found`). Unreadable files and invalid YAML stay fatal.
+not found`). A file that cannot be read or parsed (invalid YAML, say) is refused the same way,
+named: what came before the error in it stays, and the other files load.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.dra import API_VERSION as DRA_API_VERSION
+from kubesched.api.dra import DRA_KINDS, DRA_TYPES, NAMESPACED_DRA_KINDS
 from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass
 from kubesched.api.podgroups import DisruptionMode, PodGroup, PodGroupStatus
@@ -101,6 +106,7 @@ _GROUPS: dict[str, frozenset[str]] = {
     "PodGroup": frozenset({"scheduling.k8s.io"}),
     "Workload": frozenset({"scheduling.k8s.io"}),
     "PodDisruptionBudget": frozenset({"policy"}),
+    **{kind: frozenset({"resource.k8s.io"}) for kind in DRA_KINDS},
 }
 # kind -> the API versions a current API server serves it in (others: "no matches for kind").
 _SERVED: dict[str, frozenset[str]] = {
@@ -126,11 +132,12 @@ _SERVED: dict[str, frozenset[str]] = {
     "PodGroup": frozenset({"scheduling.k8s.io/v1beta1"}),
     "Workload": frozenset({"scheduling.k8s.io/v1beta1"}),
     "PodDisruptionBudget": frozenset({"policy/v1"}),
+    **{kind: frozenset({DRA_API_VERSION}) for kind in DRA_KINDS},
 }
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job",
-                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload", "PodDisruptionBudget"})
-_GENERATE_NAME_KINDS = frozenset({"Pod", "Node"})
+                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload", "PodDisruptionBudget",
+                         *NAMESPACED_DRA_KINDS})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
     "CronJob": "no Jobs are generated; write the Job with a sim.kubesched.io/arrival annotation instead",
@@ -148,7 +155,7 @@ class _Doc:
     raw: dict[str, Any]
     kind: str
     namespace: str  # "" for cluster-scoped kinds
-    name: str  # may be "" for Pods/Nodes with generateName
+    name: str  # "" for Pods and Nodes copied (sim.kubesched.io/count) from a generateName
     meta: ObjectMeta
 
     def describe(self) -> str:
@@ -179,8 +186,9 @@ def _api_group(api_version: Any) -> str | None:
 
 
 class _Loader:
-    def __init__(self, keep_going: bool = False, disabled_admission: frozenset[str] = frozenset()) -> None:
+    def __init__(self, keep_going: bool = False, disabled_admission: frozenset[str] = frozenset(), seed: int = 0) -> None:
         self.keep_going = keep_going
+        self.seed = seed
         self.admission = Admission(disabled_admission)
         self.errors: list[str] = []
         self.docs: dict[str, list[_Doc]] = {kind: [] for kind in _GROUPS}
@@ -198,6 +206,7 @@ class _Loader:
         # Node name -> summed requests (and non-zero requests) of the pods bound to it by nodeName.
         self.bound: dict[str, dict[str, int]] = {}
         self.storage: list[tuple[str, Any, float]] = []
+        self.devices: list[tuple[str, Any, float]] = []
         self.config_changes: list[ConfigChange] = []
         self.pod_groups: list[tuple[PodGroup, float]] = []
         self.pdbs: list[tuple[PodDisruptionBudget, float]] = []
@@ -265,9 +274,12 @@ class _Loader:
             path = f"metadata.{exc.field}" if exc.field and not exc.field.startswith("[") else f"metadata{exc.field}"
             raise probe.invalid([FieldIssue(path, exc.message, decode=True)]) from None
         namespace = (meta.namespace or "default") if kind in _NAMESPACED else ""
+        if not meta.name and meta.generate_name and not (kind in ("Pod", "Node") and SIM_COUNT in meta.annotations):
+            # The API server names the object before it validates it (copies are named one by one).
+            meta.name = self._generate(kind, namespace, meta.generate_name)
+            meta_raw = {**(meta_raw or {}), "name": meta.name}
+            raw = {**raw, "metadata": meta_raw}
         doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
-        if not meta.name and kind not in _GENERATE_NAME_KINDS:
-            raise doc.invalid([FieldIssue("metadata.name", "Required value: name is required")])
         # A value of the wrong type anywhere (read by kubesched or not) is the decoder's error.
         mistyped = wrong_type(kind, raw)
         issues = [FieldIssue(*mistyped, decode=True)] if mistyped else self._validate(doc, meta_raw or {})
@@ -313,13 +325,18 @@ class _Loader:
         meta = raw.get("metadata")
         meta_raw: dict[str, Any] = meta if isinstance(meta, dict) else {}
         namespace = str(meta_raw.get("namespace") or "default")
+        scope = f"{kind}.{_api_group(raw.get('apiVersion'))}"
+        prefix = meta_raw.get("generateName")
+        if not meta_raw.get("name") and isinstance(prefix, str) and prefix:
+            meta_raw = {**meta_raw, "name": self._generate(scope, namespace, prefix)}
+            raw = {**raw, "metadata": meta_raw}
         doc = _Doc(origin, raw, kind, namespace, str(meta_raw.get("name") or ""), ObjectMeta())
         try:
             resource, obj = read_custom(raw, namespace)
         except ValueError as exc:
             raise doc.error(str(exc)) from None
         doc.meta = obj.metadata
-        key = (f"{kind}.{_api_group(raw.get('apiVersion'))}", namespace, doc.name)
+        key = (scope, namespace, doc.name)
         if key in self.seen:
             raise doc.error(f"defined twice: first at {self.seen[key]}")
         self.seen[key] = origin
@@ -405,6 +422,7 @@ class _Loader:
             background=self.background,
             settings=self.settings,
             storage=self.storage,
+            devices=self.devices,
             config_changes=sorted(self.config_changes, key=lambda c: c.at),
             pod_groups=self.pod_groups,
             custom_objects=custom,
@@ -484,6 +502,12 @@ class _Loader:
             resource = STORAGE_KINDS[doc.kind]
             obj = self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))
             self.storage.append((resource, obj, self._storage_arrival(doc)))
+        elif doc.kind in DRA_KINDS:
+            resource = DRA_KINDS[doc.kind]
+            obj = self._decode(doc, DRA_TYPES[resource])
+            obj.metadata.namespace = doc.namespace
+            obj.metadata.uid = obj.metadata.uid or stable_uid(doc.kind, doc.namespace, doc.name)
+            self.devices.append((resource, obj, self._storage_arrival(doc)))
         elif doc.kind == "PodGroup":
             pg: PodGroup = self._decode(doc, PodGroup)
             pg.metadata.namespace = doc.namespace
@@ -617,11 +641,15 @@ class _Loader:
         return [self._generate(scope, ns, meta.generate_name) for _ in range(count)]
 
     def _generate(self, scope: str, ns: str, prefix: str) -> str:
+        """A name for generateName `prefix`, as the API server makes it (the prefix cut to 58
+        characters, 5 of its random characters), drawn from the run's seed so runs repeat (seed
+        0 gives the names it always gave)."""
         prefix = prefix[:MAX_GENERATE_NAME_PREFIX]
         key = (scope, ns, prefix)
         n = self.generate_counters.get(key, 0)
         self.generate_counters[key] = n + 1
-        return self.namer.generate(scope, ns, prefix, f"{scope}/{ns}/{prefix}/{n}")
+        draw = f"{scope}/{ns}/{prefix}/{n}"
+        return self.namer.generate(scope, ns, prefix, f"seed {self.seed}/{draw}" if self.seed else draw)
 
     # pods ------------------------------------------------------------------------------------
 
@@ -742,14 +770,15 @@ def _claimed(doc: _Doc) -> int:
 
 def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dict[str, Any]],
                  source: str = "<input>", *, keep_going: bool = False,
-                 disabled_admission: frozenset[str] = frozenset()) -> ClusterInput:
+                 disabled_admission: frozenset[str] = frozenset(), seed: int = 0) -> ClusterInput:
     """Build a cluster from already-parsed objects (dicts, or (Origin, dict) pairs).
 
     An object the API server would refuse raises ManifestError; with keep_going it is left out
     and its message added to ClusterInput.errors instead, and the rest loads. Problems with the
     input's shape (a document that is not an object) stay fatal. `disabled_admission` names
-    admission plugins the emulated API server runs without (only "Priority" changes anything)."""
-    loader = _Loader(keep_going, disabled_admission)
+    admission plugins the emulated API server runs without (only "Priority" changes anything);
+    `seed` draws the names of objects given a generateName."""
+    loader = _Loader(keep_going, disabled_admission, seed)
     for i, entry in enumerate(objects, 1):
         if isinstance(entry, tuple):
             origin, data = entry
@@ -760,18 +789,24 @@ def load_objects(objects: Iterable[tuple[Origin, dict[str, Any]]] | Iterable[dic
     return loader.build()
 
 
-def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = False) -> ClusterInput:
+def load_paths(paths: Sequence[str | Path] | str | Path, *, keep_going: bool = False, seed: int = 0) -> ClusterInput:
     """Read manifest files and directories into a ClusterInput; ManifestError on bad input.
 
     With keep_going, objects the API server would refuse are left out and listed in
-    ClusterInput.errors (see load_objects); unreadable files and invalid YAML stay fatal."""
+    ClusterInput.errors (see load_objects), and so are files that cannot be read or parsed
+    (invalid YAML or JSON, a document that is not an object, no objects at all), each named, the
+    rest loading. `seed` draws the names of objects given a generateName."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = find_files(paths)
     if not files:
         raise ManifestError(f"no manifest files (*.yaml, *.yml, *.json) in {', '.join(str(p) for p in paths)}")
 
-    cluster = load_objects(objects_in(files), keep_going=keep_going)
+    loader = _Loader(keep_going, seed=seed)
+    # A file that cannot be read or parsed is refused as an object is: fatal unless keep_going.
+    for origin, obj in objects_in(files, loader.refuse):
+        loader.add(origin, obj)
+    cluster = loader.build()
     if len(paths) == 1:
         only = Path(paths[0])
         cluster.name = only.stem if only.is_file() else only.name

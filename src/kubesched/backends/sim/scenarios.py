@@ -45,22 +45,23 @@ def scenario_path(name: str) -> Path:
     return Path(str(resources.files("kubesched.backends.sim") / "builtin" / f"{name}.yaml"))
 
 
-def load_scenario(ref: str, *, keep_going: bool = False) -> ClusterInput:
-    """A built-in scenario by name, else manifests at a path (file or directory); `keep_going` as
-    in load_paths (refused objects listed in ClusterInput.errors, the rest loaded)."""
+def load_scenario(ref: str, *, keep_going: bool = False, seed: int = 0) -> ClusterInput:
+    """A built-in scenario by name, else manifests at a path (file or directory); `keep_going` and
+    `seed` as in load_paths (refused objects listed in ClusterInput.errors, the rest loaded;
+    generated names drawn from the seed)."""
     if ref in _SCENARIOS:
-        cluster = load_paths([scenario_path(ref)], keep_going=keep_going)
+        cluster = load_paths([scenario_path(ref)], keep_going=keep_going, seed=seed)
         cluster.name = ref
         cluster.description = _SCENARIOS[ref]
         return cluster
-    return load_refs([ref], keep_going=keep_going)
+    return load_refs([ref], keep_going=keep_going, seed=seed)
 
 
-def load_refs(refs: Sequence[str], *, keep_going: bool = False) -> ClusterInput:
+def load_refs(refs: Sequence[str], *, keep_going: bool = False, seed: int = 0) -> ClusterInput:
     """Paths to manifests and built-in scenario names, in any mix, as one cluster (a path that
     exists wins over a built-in of the same name); the message names every ref that is neither."""
     if len(refs) == 1 and refs[0] in _SCENARIOS and not Path(refs[0]).exists():
-        return load_scenario(refs[0], keep_going=keep_going)
+        return load_scenario(refs[0], keep_going=keep_going, seed=seed)
     paths: list[Path] = []
     missing: list[str] = []
     for ref in refs:
@@ -73,4 +74,4 @@ def load_refs(refs: Sequence[str], *, keep_going: bool = False) -> ClusterInput:
     if missing:
         known = ", ".join(sorted(_SCENARIOS))
         raise ManifestError(f"{', '.join(missing)}: no such file, directory or built-in scenario (built-in: {known})")
-    return load_paths(paths, keep_going=keep_going)
+    return load_paths(paths, keep_going=keep_going, seed=seed)

@@ -580,11 +580,7 @@ def _claim_volumes(spec: dict[str, Any], templates: list[dict[str, Any]], pod_na
 def _job(obj: Job, raw: dict[str, Any], ns: str, namer: Namer, adoption: Adoption) -> Expansion:
     name = obj.metadata.name
     spec = obj.spec
-    template = _template(spec.template)
-    policy = template.spec.restart_policy
-    if policy not in ("OnFailure", "Never"):
-        shown = "Required value" if not policy else f'Unsupported value: "{policy}"'
-        raise FieldError("spec.template.spec.restartPolicy", f'{shown}: supported values: "OnFailure", "Never"')
+    template = _template(spec.template)  # its restartPolicy was checked with the Job (api.validation)
     # A huge parallelism with few completions makes few pods: the limit applies to those made.
     parallelism = _replicas(spec.parallelism, "spec.parallelism", limit=False)
     if spec.completions is not None and spec.completions < 0:

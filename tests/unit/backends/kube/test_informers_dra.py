@@ -1,0 +1,38 @@
+"""The kube backend's DeviceClass watch: always on (DynamicResourceAllocation is GA and locked on in
+kube v1.37.2), and each change reaching the cache the DRA guard reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import make_node
+from kubesched.api.dra import DeviceClass, DeviceClassSpec
+from kubesched.api.objects import ObjectMeta
+from kubesched.backends.kube.informers import DEVICE_CLASSES, DeviceClassHandler, build_informers
+from unit.simkit import run
+
+
+def scheduler() -> Any:
+    _, sim = run([make_node("n1").without("ephemeral-storage").manifest()])
+    return sim.scheduler
+
+
+def test_device_classes_are_watched() -> None:
+    client: Any = object()  # reflectors are built, not started
+    (r,) = [r for r in build_informers(client, scheduler()).reflectors if r.name == "deviceclasses"]
+    assert r.path == DEVICE_CLASSES == "/apis/resource.k8s.io/v1/deviceclasses"
+    assert r.kind is DeviceClass and isinstance(r.handler, DeviceClassHandler)
+
+
+def test_each_change_reaches_the_cache() -> None:
+    sched = scheduler()
+    handler = DeviceClassHandler(sched)
+    plain = DeviceClass(metadata=ObjectMeta(name="gpu", resource_version="1"))
+    mapped = DeviceClass(metadata=ObjectMeta(name="gpu", resource_version="2"),
+                         spec=DeviceClassSpec(extended_resource_name="example.com/gpu"))
+    handler.on_add(plain)
+    assert sched.cache.device_classes.class_for("example.com/gpu") is None
+    handler.on_update(plain, mapped)
+    assert sched.cache.device_classes.class_for("example.com/gpu") == "gpu"
+    handler.on_delete(mapped)
+    assert len(sched.cache.device_classes) == 0
