@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration conformance fuzz k8s-bin perf-src prometheus-bin chromium-bin otelcol-bin lint typecheck bench bench-kube bench-bind clean
+.PHONY: demo test unit integration conformance fuzz k8s-bin perf-src prometheus-bin chromium-bin otelcol-bin lint typecheck known-fields bench bench-kube bench-bind clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ conformance: $(STAMP) k8s-bin
 # (hypothesis prints it with any failure; replay with --hypothesis-seed=N). FUZZ_EXAMPLES=100 for more.
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/unit/fuzz -p no:cacheprovider --hypothesis-show-statistics -q
+
+# Rewrites src/kubesched/api/known-fields.json (the fields each kind the manifests may hold has) from
+# the pinned kube-apiserver's OpenAPI, after a kind is added; tests/integration/api checks it is current.
+known-fields: $(STAMP) k8s-bin
+	cd tests && ../$(BIN)/python -m integration.harness.openapi
 
 # Builds the control-plane binaries if missing (seconds when they are there); envtest-style
 # KUBEBUILDER_ASSETS, when set, is used instead and nothing is built.

@@ -35,3 +35,22 @@ def make_xk8s_pod_group(name: str, min_member: int, namespace: str = "default", 
     """A scheduler-plugins (Coscheduling) PodGroup."""
     return {"apiVersion": XK8S_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace},
             "spec": {"minMember": min_member, **spec}}
+
+
+def make_pdb(name: str, *, min_available: int | str | None = None, max_unavailable: int | str | None = None,
+             match_labels: dict[str, str] | None = None, namespace: str = "default", status: dict[str, Any] | None = None,
+             **spec: Any) -> dict[str, Any]:
+    """A policy/v1 PodDisruptionBudget selecting `match_labels` (none: no selector); `status` as
+    `kubectl get -o yaml` writes it (camelCase fields), when given."""
+    body: dict[str, Any] = dict(spec)
+    if min_available is not None:
+        body["minAvailable"] = min_available
+    if max_unavailable is not None:
+        body["maxUnavailable"] = max_unavailable
+    if match_labels is not None:
+        body["selector"] = {"matchLabels": match_labels}
+    out: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                           "metadata": {"name": name, "namespace": namespace}, "spec": body}
+    if status is not None:
+        out["status"] = status
+    return out

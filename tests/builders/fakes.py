@@ -97,5 +97,5 @@ def unit_services(cache: Cache, clock: Clock | None = None) -> Services:
         metrics=SchedulerMetrics(),
         shared=SharedObjects(),
         cluster_event=lambda event: None,
-        record_preemption=lambda victims: None,
+        record_preemption=lambda victims, pdb_violations, preemptor: None,
     )

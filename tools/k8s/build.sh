@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the real control plane used by kubesched's integration tests: etcd, kube-apiserver and
-# kube-scheduler, from the Go wrapper modules next to this script, through the Go module proxy.
+# Builds the real control plane used by kubesched's integration tests: etcd, kube-apiserver,
+# kube-scheduler and kube-controller-manager (the tests run only its disruption controller), from
+# the Go wrapper modules next to this script, through the Go module proxy.
 #
 #   tools/k8s/build.sh              build if missing, print the directory holding the binaries
 #   tools/k8s/build.sh --force      rebuild even if the binaries are there
@@ -53,14 +54,15 @@ reports_version() {
     grep -qxF -- "$2" <<<"$out"
 }
 
-# True when the three binaries in $1 exist, run, and report the pinned versions.
+# True when the four binaries in $1 exist, run, and report the pinned versions.
 binaries_ok() {
     local dir="$1" b
-    for b in etcd kube-apiserver kube-scheduler; do
+    for b in etcd kube-apiserver kube-scheduler kube-controller-manager; do
         [[ -x "$dir/$b" ]] || return 1
     done
     reports_version "$dir/kube-apiserver" "Kubernetes $KUBE_VERSION" || return 1
     reports_version "$dir/kube-scheduler" "Kubernetes $KUBE_VERSION" || return 1
+    reports_version "$dir/kube-controller-manager" "Kubernetes $KUBE_VERSION" || return 1
     reports_version "$dir/etcd" "etcd Version: ${ETCD_VERSION#v}" || return 1
 }
 
@@ -114,15 +116,15 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
     kube_ldflags+=" -X $pkg.gitCommit= -X $pkg.buildDate=$build_date"
 done
 
-echo "build.sh: building kube-apiserver, kube-scheduler $KUBE_VERSION and etcd $ETCD_VERSION with $(go version | awk '{print $3}') (a few minutes the first time)" >&2
+echo "build.sh: building kube-apiserver, kube-scheduler, kube-controller-manager $KUBE_VERSION and etcd $ETCD_VERSION with $(go version | awk '{print $3}') (a few minutes the first time)" >&2
 start=$SECONDS
 (cd "$here/etcd" && go build "${goflags[@]}" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
 (cd "$here/kube" && go build "${goflags[@]}" -ldflags "$kube_ldflags" -o "$tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler)
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager)
 
 if ! binaries_ok "$tmp"; then
     echo "build.sh: the freshly built binaries do not report the expected versions:" >&2
-    for b in etcd kube-apiserver kube-scheduler; do "$tmp/$b" --version 2>&1 | sed "s/^/  $b: /" >&2 || true; done
+    for b in etcd kube-apiserver kube-scheduler kube-controller-manager; do "$tmp/$b" --version 2>&1 | sed "s/^/  $b: /" >&2 || true; done
     exit 1
 fi
 chmod 0755 "$tmp"

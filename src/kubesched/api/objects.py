@@ -17,6 +17,8 @@ Quantity = str | int | float
 # Go's int32 / int64 fields: a number outside them cannot be decoded by the API server, so it is a
 # decode error here too, naming the field (and never reaches int64 numpy columns or scoring).
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+# intstr.IntOrString: an int32 or a string (a percentage, "50%").
+IntOrString = Int32 | str
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 

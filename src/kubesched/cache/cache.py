@@ -19,6 +19,7 @@ from kubesched.api.selectors import Selector
 from kubesched.cache.customobjects import CustomObjectIndex
 from kubesched.cache.deviceclasses import DeviceClassIndex
 from kubesched.cache.nodetable import NodeTable
+from kubesched.cache.pdbs import PdbIndex
 from kubesched.cache.podgroups import ASSUMED, BOUND, PodGroupIndex
 from kubesched.cache.podindex import PodIndex
 from kubesched.cache.storage import StorageIndex
@@ -67,6 +68,8 @@ class Cache:
         self.groups = PodGroupIndex()
         # Custom objects (CRD-backed kinds) that plugins read, as the backend delivers them.
         self.custom = CustomObjectIndex()
+        # PodDisruptionBudgets, for preemption.
+        self.pdbs = PdbIndex()
         # DeviceClasses: which extended resources DRA serves (scheduler/draguard.py).
         self.device_classes = DeviceClassIndex()
 

@@ -123,8 +123,9 @@ class Handle(Protocol):
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
 
-    def record_preemption(self, victims: Sequence[PodInfo]) -> None:
-        """Counts a preemption and its victims (metrics, the decision record)."""
+    def record_preemption(self, victims: Sequence[PodInfo], pdb_violations: int = 0, preemptor: str = "pod") -> None:
+        """Counts a preemption, its victims and how many of them a PodDisruptionBudget protected
+        (stats and metrics; `preemptor`: "pod" or "podgroup")."""
         ...
 
     def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:

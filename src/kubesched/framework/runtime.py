@@ -909,8 +909,8 @@ class Framework:
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self.services.cluster.record_event(pi, type_, reason, message)
 
-    def record_preemption(self, victims: Sequence[PodInfo]) -> None:
-        self.services.record_preemption(victims)
+    def record_preemption(self, victims: Sequence[PodInfo], pdb_violations: int = 0, preemptor: str = "pod") -> None:
+        self.services.record_preemption(victims, pdb_violations, preemptor)
 
     def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
         self.services.spawn(coro, what)

@@ -69,6 +69,7 @@ class Services:
     metrics: SchedulerMetrics
     shared: SharedObjects
     cluster_event: Callable[[ClusterEvent], None]  # moves pods the event may help (the queue)
-    record_preemption: Callable[[Sequence[PodInfo]], None]  # stats, metrics, the decision record
+    # A preemption's victims, how many a PodDisruptionBudget protected, "pod" or "podgroup": stats, metrics.
+    record_preemption: Callable[[Sequence[PodInfo], int, str], None]
     activate: Callable[[Iterable[str]], None] = lambda uids: None  # pods to retry now (kube's PodActivator)
     pending_pods: Callable[[], Iterable[PodInfo]] = lambda: ()  # the queue's pods (kube's pod lister, pending)

@@ -107,6 +107,8 @@ class PreemptionPlan:
     node: str | None
     victims: list[PodInfo]
     message: str = ""
+    # Those of the victims whose eviction would violate a PodDisruptionBudget.
+    violating: list[PodInfo] = field(default_factory=list)
 
 
 # One part of a pod's scheduling signature: a signer's name and a hashable value (kube's SignFragment).

@@ -105,6 +105,10 @@ def _preemption(console: Console, plan: JSON) -> None:
     if plan.get("possible"):
         victims = ", ".join(plan.get("victims") or []) or "no pods"
         _line(console, Text(f"preemption would help: on {plan.get('node')}, evicting {victims}"))
+        violating = plan.get("violating_budgets") or []
+        if violating:
+            _line(console, Text(f"  evicting {', '.join(violating)} would violate a PodDisruptionBudget: "
+                                "no candidate node spared the budgets' pods"))
     else:
         _line(console, Text(f"preemption would not help: {plan.get('message') or 'no candidate node'}"))
 

@@ -207,6 +207,11 @@ class SchedulerMetrics(Collector):
         self.preemption_victims = BatchedHistogram(
             "scheduler_preemption_victims", "Number of selected preemption victims", [], exponential_buckets(1, 2, 7)
         )
+        self.preemption_pdb_violations = LabelledCounter(
+            "scheduler_preemption_pdb_violations_total",
+            "Total number of pod disruption budget violations caused by preemption.",
+            ["preemptor"],
+        )
         self.incoming_pods = LabelledCounter(
             "scheduler_queue_incoming_pods_total",
             "Number of pods added to scheduling queues by event and queue type.",
@@ -244,7 +249,7 @@ class SchedulerMetrics(Collector):
         self._reasons_seen: dict[tuple[str, str], set[str]] = {}
         self.counters: list[LabelledCounter] = [
             self.attempts, self.preemption_attempts, self.incoming_pods, self.bind_failures, self.filter_rejections,
-            self.score_decided, self.group_attempts, self.batch_attempts,
+            self.score_decided, self.group_attempts, self.batch_attempts, self.preemption_pdb_violations,
         ]
         self.histograms: list[BatchedHistogram] = [
             self.attempt_duration,
@@ -282,9 +287,13 @@ class SchedulerMetrics(Collector):
         label = "15+" if attempts >= ATTEMPTS_LABEL_CAP else str(attempts)
         self.sli_duration.observe((label,), seconds)
 
-    def preemption(self, victims: int) -> None:
+    def preemption(self, victims: int, pdb_violations: int = 0, preemptor: str = "pod") -> None:
+        """A preemption: its victims, and those of them a PodDisruptionBudget protected
+        (`preemptor`: "pod" or "podgroup", as kube labels them)."""
         self.preemption_attempts.inc(())
         self.preemption_victims.observe((), float(victims))
+        if pdb_violations:
+            self.preemption_pdb_violations.inc((preemptor,), float(pdb_violations))
 
     def outcome(self, profile: str, rejections: Sequence[tuple[str, str, int]], decided_by: str | None) -> None:
         """A cycle's per-plugin outcome: the nodes each Filter plugin rejected, and which Score

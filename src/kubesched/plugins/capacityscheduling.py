@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.xk8s import ELASTICQUOTAS
+from kubesched.cache.pdbs import Budget
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import POD, ActionType, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.handle import Handle
@@ -50,6 +51,7 @@ from kubesched.plugins.helper.preemption import (
     DryRun,
     NodeTrial,
     importance_key,
+    reprieve_order,
     taking,
 )
 
@@ -252,7 +254,7 @@ class _QuotaPreemption(DefaultPreemption):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
-    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: DryRun) -> None:
+    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: DryRun, budgets: list[Budget]) -> None:
         """upstream's SelectVictimsOnNode, on a copy of the cycle state for this node."""
         handle = self.handle
         table = handle.table
@@ -305,15 +307,21 @@ class _QuotaPreemption(DefaultPreemption):
                 run.count(GLOBAL_QUOTA_MAX_EXCEEDED)
                 return
             victims: list[PodInfo] = []
+            violations = 0
             potential.sort(key=importance_key)  # spare the most important first
-            for p in potential:
+            # The budget-violating ones are tried first; upstream's copy of the filter draws down
+            # every budget covering a pod, and counts a violation only where the pod does not fit.
+            order, violating = reprieve_order(potential, budgets, counts_every_budget=True)
+            for p in order:
                 if not trial.put_back(p):
                     return
                 alive, _, _ = self._fits(trial_state, pi, [row], nominated)
                 broken = own is not None and (own.used_over_max_with(requests.in_quota)
                                               or snapshot.aggregated_used_over_min_with(requests.all_quotas))
+                if not alive[row] and p.uid in violating:
+                    violations += 1
                 if not alive[row] or broken:
                     if not trial.take(p):
                         return
                     victims.append(p)
-        self._add_candidate(run, row, victims)
+        self.add_candidate(run, row, victims, violations, violating)

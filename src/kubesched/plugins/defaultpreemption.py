@@ -13,10 +13,15 @@ The PostFilter of kube-scheduler's default profile, with its semantics:
   max(minCandidateNodesPercentage% of them, minCandidateNodesAbsolute) candidates are found.
 - On each node the victims are chosen as kube's SelectVictimsOnNode does: every pod of lower
   priority is taken off; if the pod still does not fit, the node is no candidate. Otherwise the
-  potential victims are put back one at a time, most important first (higher priority, then
-  earlier start), and each one that keeps the preemptor fitting is spared. Fitting means passing
-  every Filter with the node's nominated pods of equal or higher priority counted, and without
-  them, as kube's RunFilterPluginsWithNominatedPods.
+  potential victims are put back one at a time, and each one that keeps the preemptor fitting is
+  spared: first those whose eviction would violate a PodDisruptionBudget (a budget covering the
+  pod, drawn down from its disruptionsAllowed by the node's more important victims, would go
+  below zero; pods in its disruptedPods do not count), then the others, each kind most important
+  first (higher priority, then earlier start). The victims that violate a budget are the node's
+  PDB violations. Fitting means passing every Filter with the node's nominated pods of equal or
+  higher priority counted, and without them, as kube's RunFilterPluginsWithNominatedPods.
+- The dry run stops once it has the candidates it wants and one of them violates no budget; when
+  every candidate violates one it looks on, keeping as many of each kind.
 - The node is chosen as kube's pickOneNodeForPreemption: fewest PodDisruptionBudget violations,
   then the lowest highest-victim priority, the smallest sum of victim priorities, the fewest
   victims, the latest earliest start among the highest-priority victims, then the first.
@@ -28,9 +33,6 @@ The PostFilter of kube-scheduler's default profile, with its semantics:
   nomination.
 - Failures carry kube's messages, prefixed "preemption: ", e.g.
   "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
-
-PodDisruptionBudgets are not modelled yet: every candidate has 0 PDB violations and no victim is
-tried first for violating one.
 
 Cost: the Filters here run over the whole table at once, so one "does it fit" question costs a
 filter pass whatever the number of rows asked about. When no PreFilter extension (AddPod/RemovePod)
@@ -52,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
+from kubesched.cache.pdbs import Budget
 from kubesched.cache.podgroups import member_key
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ASSIGNED_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
@@ -77,6 +80,7 @@ from kubesched.plugins.helper.preemption import (
     aggregate_errors,
     importance_key,
     pick_one_node,
+    reprieve_order,
     taking,
     terminating_by_preemption,
 )
@@ -217,11 +221,12 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         current = gp.ongoing(handle, members, lambda o: self.executor.deleting_now(o) or terminating_by_preemption(o.pod))
         if current:
             return Status(Code.SUCCESS, (GROUP_MESSAGE_PREFIX + gp.ONGOING,), NAME)
-        status, victims, proposed = gp.evaluate(handle, group, place, still_fits)
+        found = gp.evaluate(handle, group, place, still_fits)
+        status, victims, proposed = found.status, found.victims, found.proposed
         if status.code != Code.SUCCESS:
             return Status(status.code, tuple(GROUP_MESSAGE_PREFIX + r for r in status.reasons) if status.reasons else (), NAME)
         message = f"Preempted by podgroup {group.metadata.uid} on node {gp.CANDIDATE_NODE}"
-        handle.record_preemption(victims)
+        handle.record_preemption(victims, found.pdb_violations, "podgroup")
         doomed = self.executor.to_delete(victims, message + " (in kube-scheduler memory).")
         # Its members wait at PreEnqueue until the deletions are through, as kube's do.
         self.executor.evict(_preemptor_key(group), members, doomed, gp.CANDIDATE_NODE, message)
@@ -237,7 +242,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
         if best is None:
             message = MESSAGE_PREFIX + status.message() if status is not None and status.reasons else ""
             return PreemptionPlan(None, [], message)
-        return PreemptionPlan(best.node, list(best.victims), "")
+        return PreemptionPlan(best.node, list(best.victims), "", [v for v in best.victims if v.uid in best.violating])
 
     def _preempt(
         self, state: CycleState, pi: PodInfo, diagnosis: Diagnosis
@@ -274,7 +279,7 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
                 # kube still dry-runs every node but keeps no candidate; the nodes that would have
                 # been one get no status of their own.
                 run.examined -= len(run.candidates)
-                run.candidates = []
+                run.drop_candidates()
         if not run.candidates:
             if run.errors:
                 return None, None, Status(Code.ERROR, (aggregate_errors(run.errors),))
@@ -325,20 +330,28 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
     # --- the dry run ------------------------------------------------------------------------------------------
 
     def dry_run(self, state: CycleState, pi: PodInfo, order: list[int], wanted: int) -> DryRun:
-        """Examines the rows in `order` until `wanted` candidates are found (kube's DryRunPreemption)."""
-        run = DryRun()
+        """Examines the rows in `order` until `wanted` candidates are found, one of them violating no
+        PodDisruptionBudget (kube's DryRunPreemption: when every candidate violates one, it looks
+        on, to the last node, keeping `wanted` of each kind)."""
+        run = DryRun(wanted)
+        budgets = self.budgets()
         if self.extensions_active(state):
             for row in order:
-                if len(run.candidates) >= wanted:
+                if run.enough:
                     break
-                self._dry_run_node(state, pi, row, run)
+                self._dry_run_node(state, pi, row, run, budgets)
             return run
         pos = 0
-        while pos < len(order) and len(run.candidates) < wanted:
-            chunk = order[pos : pos + wanted - len(run.candidates)]
+        while pos < len(order) and not run.enough:
+            need = wanted - len(run.candidates)
+            chunk = order[pos : pos + (need if need > 0 else wanted)]
             pos += len(chunk)
-            self._dry_run_batch(state, pi, chunk, run)
+            self._dry_run_batch(state, pi, chunk, run, budgets)
         return run
+
+    def budgets(self) -> list[Budget]:
+        """The PodDisruptionBudgets preemption weighs (kube lists them all, each preemption)."""
+        return self.handle.cache.pdbs.all()
 
     def extensions_active(self, state: CycleState) -> bool:
         """Whether some PreFilter AddPod/RemovePod extension keeps state for this pod: then each node
@@ -369,15 +382,16 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             run.count(reason, count)
         run.errors.extend(errors)
 
-    def _dry_run_batch(self, state: CycleState, pi: PodInfo, rows: list[int], run: DryRun) -> None:
+    def _dry_run_batch(self, state: CycleState, pi: PodInfo, rows: list[int], run: DryRun, budgets: list[Budget]) -> None:
         """Dry-runs several nodes at once; only valid when no PreFilter extension is active."""
         table = self.handle.table
         run.examined += len(rows)
         victims_of: dict[int, list[PodInfo]] = {}
+        violating_of: dict[int, set[str]] = {}
         for row in rows:
             pods = self._lower_priority_pods(pi, row)
             if pods:
-                victims_of[row] = pods
+                victims_of[row], violating_of[row] = reprieve_order(pods, budgets)
             else:
                 run.count(NO_VICTIMS)
         if not victims_of:
@@ -411,9 +425,11 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             out = [i for i, (row, p) in enumerate(pairs) if (row, p.uid) in taken.out]
             taken.put_back_all([pairs[i] for i in out], requests.subset(np.array(out, dtype=np.intp)))
         for row in fitting:
-            self._add_candidate(run, row, chosen[row])
+            if run.enough:
+                break  # the rows after it would not have been looked at, one by one
+            self._add_candidate(run, row, chosen[row], violating_of[row])
 
-    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: DryRun) -> None:
+    def _dry_run_node(self, state: CycleState, pi: PodInfo, row: int, run: DryRun, budgets: list[Budget]) -> None:
         """Dry-runs one node on its own copy of the cycle state (kube's SelectVictimsOnNode)."""
         handle = self.handle
         table = handle.table
@@ -434,7 +450,8 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
             if not alive[row]:
                 self._record_failures(run, rejections, errors)
                 return
-            for p in pods:
+            order, violating = reprieve_order(pods, budgets)
+            for p in order:
                 if not trial.put_back(p):
                     return
                 alive, _, _ = self._fits(trial_state, pi, [row], nominated)
@@ -442,22 +459,30 @@ class DefaultPreemption(Plugin, PreEnqueuePlugin, PostFilterPlugin, PostFilterPr
                     if not trial.take(p):
                         return
                     victims.append(p)
-        self._add_candidate(run, row, victims)
+        self._add_candidate(run, row, victims, violating)
 
-    def _add_candidate(self, run: DryRun, row: int, victims: list[PodInfo]) -> None:
+    def _add_candidate(self, run: DryRun, row: int, victims: list[PodInfo], violating: set[str]) -> None:
+        """`victims` in the order they were given up; `violating`: the uids of the node's potential
+        victims whose eviction would violate a PodDisruptionBudget."""
+        violations = sum(1 for v in victims if v.uid in violating)
+        if violations and violations < len(victims):
+            victims.sort(key=importance_key)  # the violating ones were given up first: back to importance order
+        self.add_candidate(run, row, victims, violations, violating)
+
+    def add_candidate(self, run: DryRun, row: int, victims: list[PodInfo], violations: int, violating: set[str]) -> None:
         node = self.handle.table.name_of(row)
         if not victims:
             # The pod fits with nothing evicted: the Filters disagree with the failed cycle.
             run.errors.append(expected_victim_error(node))
             return
-        run.candidates.append(Candidate(row, node, victims))
+        run.add(Candidate(row, node, victims, violations, frozenset(v.uid for v in victims if v.uid in violating)))
 
     # --- acting on the choice (kube's prepareCandidate) -----------------------------------------------------
 
     def prepare(self, pi: PodInfo, best: Candidate) -> None:
         handle = self.handle
         message = preempted_message(pi, best.node)
-        handle.record_preemption(best.victims)
+        handle.record_preemption(best.victims, best.pdb_violations, "pod")
         self.executor.evict(pi.uid, [pi], self.executor.to_delete(best.victims, message), best.node, message)
         # Lower-priority pods nominated here may no longer fit: let them look elsewhere.
         for other in handle.nominated_pods(best.node):

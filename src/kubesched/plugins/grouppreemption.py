@@ -10,20 +10,20 @@ For a PodGroup its cycle could not place, the whole cluster is one candidate dom
    "No preemption victims found for incoming preemptor".
 4. Every candidate is taken off its node and the group algorithm runs once: if the group does
    not fit even then, that is the answer.
-5. Candidates, most important first (higher priority, a group before a pod, more pods, earlier
-   start), are put back one by one while the group's proposed placement still passes every
-   Filter with them (the check is the group cycle's, kubesched.scheduler.reprieve); those that cannot
-   stay are the victims.
+5. Candidates are put back one by one while the group's proposed placement still passes every
+   Filter with them (the check is the group cycle's, kubesched.scheduler.reprieve); those that
+   cannot stay are the victims. The units whose eviction would violate a PodDisruptionBudget are
+   tried first, then the others; each kind most important first (higher priority, a group before
+   a pod, more pods, earlier start).
 6. Victims are evicted (pods held at Permit are rejected instead), each with a Preempted event
    naming the PodGroup, and every member with a proposed node is nominated to it.
 
-PodDisruptionBudgets are not read (kubesched's preemption does not yet, for pods either).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodInfo
@@ -32,7 +32,7 @@ from kubesched.cache.podgroups import member_key
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PlaceGroup, StillFits
-from kubesched.plugins.helper.preemption import start_time
+from kubesched.plugins.helper.preemption import split_by_budgets, start_time
 
 NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"
@@ -92,13 +92,19 @@ def ongoing(handle: Handle, members: Sequence[PodInfo], deleting: Callable[[PodI
     return out if found else {}
 
 
-def evaluate(
-    handle: Handle, group: PodGroup, place: PlaceGroup, still_fits: StillFits
-) -> tuple[Status, list[PodInfo], list[tuple[PodInfo, str]]]:
-    """Steps 3-5: the status, the victims, and the members' proposed nodes (step 6 is the caller's)."""
+@dataclass(slots=True)
+class Evaluation:
+    status: Status
+    victims: list[PodInfo] = field(default_factory=list)  # most important first
+    proposed: list[tuple[PodInfo, str]] = field(default_factory=list)  # each member's proposed node
+    pdb_violations: int = 0  # victims whose eviction violates a PodDisruptionBudget
+
+
+def evaluate(handle: Handle, group: PodGroup, place: PlaceGroup, still_fits: StillFits) -> Evaluation:
+    """Steps 3-5 (step 6 is the caller's)."""
     units = victim_units(handle, group)
     if not units:
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_GROUP_VICTIMS,)), [], []
+        return Evaluation(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_GROUP_VICTIMS,)))
     cache = handle.cache
     # Victims are lifted off the table and the pod index both: the group's cycles compute their
     # PreFilter state (pod affinity, topology spread) afresh from the index.
@@ -110,9 +116,12 @@ def evaluate(
                 taken[pi.uid] = (row, pi)
         status, proposed = place()
         if status is not None:
-            return status, [], []
-        victims: list[PodInfo] = []
-        for unit in sorted(units, key=Unit.key):
+            return Evaluation(status)
+        ordered = sorted(units, key=Unit.key)
+        violating, others = split_by_budgets(ordered, lambda u: (pi for _, pi in u.pods), handle.cache.pdbs.all())
+        given_up: list[Unit] = []
+        violations = 0
+        for unit, count in [*violating, *((u, 0) for u in others)]:
             for row, pi in unit.pods:
                 cache.restore(pi, row)
             if still_fits(proposed, unit.pods):
@@ -121,8 +130,11 @@ def evaluate(
                 continue
             for row, pi in unit.pods:
                 cache.lift(pi, row)
-            victims.extend(pi for _, pi in unit.pods)
-        return Status(Code.SUCCESS, (f"found a placement for podgroup, preempting {len(victims)} victims",)), victims, proposed
+            given_up.append(unit)
+            violations += count
+        victims = [pi for unit in sorted(given_up, key=Unit.key) for _, pi in unit.pods]
+        message = f"found a placement for podgroup, preempting {len(victims)} victims"
+        return Evaluation(Status(Code.SUCCESS, (message,)), victims, proposed, violations)
     finally:
         for row, pi in taken.values():
             cache.restore(pi, row)

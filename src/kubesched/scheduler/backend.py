@@ -19,6 +19,7 @@ from kubesched.api.dra import DeviceClass
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.selectors import Selector
 from kubesched.framework.handle import WaitingPod
 from kubesched.framework.services import ClusterWrites
@@ -111,6 +112,12 @@ class SchedulerPort(ReloadTarget, Protocol):
     def refresh_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup whose status alone changed: kept, no event."""
         ...
+
+    def on_pdb(self, pdb: PodDisruptionBudget) -> None:
+        """A PodDisruptionBudget (policy/v1) added or updated, status included."""
+        ...
+
+    def on_pdb_delete(self, namespace: str, name: str) -> None: ...
 
     def on_pod_group_delete(self, namespace: str, name: str) -> None: ...
 

@@ -29,14 +29,20 @@ def load_config(path: str | Path | None, registry: Registry | None = None) -> Sc
     cfg = read_config(path, registry)
     if path is not None:
         # What simulate and run do next: build the scheduler. A plugin that cannot start fails here.
-        build_check(cfg, registry)
+        try:
+            build_check(cfg, registry)
+        except ConfigError as exc:
+            raise exc.in_file(str(path)) from None
     return cfg
 
 
 def load_config_text(text: str, source: str, registry: Registry | None = None) -> SchedulerConfig:
     """A configuration file's text, as load_config loads the file (what `run` watches for changes)."""
     cfg = parse_config_text(text, source, registry)
-    build_check(cfg, registry)
+    try:
+        build_check(cfg, registry)
+    except ConfigError as exc:
+        raise exc.in_file(source) from None
     return cfg
 
 

@@ -269,12 +269,12 @@ class Scheduler(EventHandlers, SchedulingCycle):
                 if pace is not None:
                     await pace(stop)
 
-    def record_preemption(self, victims: Sequence[PodInfo]) -> None:
+    def record_preemption(self, victims: Sequence[PodInfo], pdb_violations: int = 0, preemptor: str = "pod") -> None:
         """Called by PostFilter plugins that evict pods: stats and metrics (the decision record
         takes the victims from the PostFilter result)."""
         self.stats.preemption_attempts += 1
         self.stats.victims += len(victims)
-        self.metrics.preemption(len(victims))
+        self.metrics.preemption(len(victims), pdb_violations, preemptor)
 
     def spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
         """Runs a side effect (a victim's deletion, a status patch) in the background, tracked so

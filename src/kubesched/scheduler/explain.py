@@ -229,6 +229,7 @@ def _preemption(fwk: Framework, state: CycleState, pi: PodInfo, found: Feasibili
                 "possible": plan.node is not None,
                 "node": plan.node,
                 "victims": [v.key for v in plan.victims],
+                "violating_budgets": [v.key for v in plan.violating],
                 "message": plan.message,
             }
     return None

@@ -17,6 +17,7 @@ from kubesched.api.dra import DEVICE_CLASS, DeviceClass
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.selectors import Selector
 from kubesched.cache.podgroups import PENDING, group_key
 from kubesched.framework.events import (
@@ -222,6 +223,14 @@ class EventHandlers:
         if old is not None:
             self.queue.group_deleted(key)
             self._move(PODGROUP_DELETE, old, None)
+
+    def on_pdb(self, pdb: PodDisruptionBudget) -> None:
+        """A PodDisruptionBudget added or updated (its status too: the disruption controller's
+        count is what preemption reads). No pod moves: kube registers no event for budgets."""
+        self.cache.pdbs.set(pdb)
+
+    def on_pdb_delete(self, namespace: str, name: str) -> None:
+        self.cache.pdbs.remove(namespace, name)
 
     def on_storage_delete(self, resource: str, old: Any) -> None:
         self.cache.storage.delete(resource, old)

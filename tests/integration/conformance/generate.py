@@ -5,8 +5,11 @@ disagreement can be written to a file and replayed (CONFORMANCE_REPLAY=F, see te
 It covers resources and extended resources, nodeSelector, node affinity with every operator,
 taints and tolerations, cordoned nodes, host ports, pod (anti-)affinity hard and soft, topology
 spread (minDomains, node inclusion policies), priorities with preemption and preemptionPolicy
-Never, scheduling gates (a gated pod stays gated), declared features (nodes declaring some, pods
-whose restart rules need one), and profiles with other scoring strategies and weights.
+Never, PodDisruptionBudgets over some of the pods (minAvailable or maxUnavailable, an integer or a
+percentage; the pods have no controller, so only an integer minAvailable expects any pod, as kube's
+disruption controller counts them), scheduling gates (a gated pod stays gated), declared features
+(nodes declaring some, pods whose restart rules need one), and profiles with other scoring
+strategies and weights.
 """
 
 from __future__ import annotations
@@ -128,6 +131,21 @@ def _profile(rng: random.Random) -> str:
     return "default" if rng.random() < 0.7 else rng.choice(sorted(set(PROFILES) - {"default"}))
 
 
+def _budgets(seed: int, with_priority: bool) -> list[JSON]:
+    """PodDisruptionBudgets, from an RNG of their own (the seeds' other draws stay as they were):
+    more often where pods have priorities, for preemption to weigh them."""
+    rng = random.Random(f"pdbs-{seed}")
+    if rng.random() >= (0.6 if with_priority else 0.15):
+        return []
+    budgets = []
+    # One budget an app: kube's controller recounts only one of the budgets selecting a pod that
+    # changed, chosen arbitrarily (a MultiplePodDisruptionBudgets event), so overlapping ones go stale.
+    for i, app in enumerate(rng.sample(APPS, rng.randint(1, 2))):
+        field = rng.choice(("minAvailable", "maxUnavailable"))
+        budgets.append({"name": f"pdb-{i}", "app": app, field: rng.choice((0, 1, 2, "0%", "50%", "100%"))})
+    return budgets
+
+
 def scenario(seed: int) -> JSON:
     rng = random.Random(seed)
     nodes = [_node(rng, i) for i in range(rng.randint(2, 5))]
@@ -152,7 +170,8 @@ def scenario(seed: int) -> JSON:
     if gates.random() < 0.15:
         gates.choice(pending)["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
     _declared_features(random.Random(f"features-{seed}"), nodes, pending)
-    return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile}
+    return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile,
+            "pdbs": _budgets(seed, with_priority)}
 
 
 # --- declared features (NodeDeclaredFeatures), from an RNG of their own -----------------------------

@@ -1,6 +1,7 @@
 """Runs a generated scenario on a real apiserver through one scheduler, pod by pod, and records what
 a user sees of each: the node it lands on, the first FailedScheduling condition, the nomination,
-the pods preempted for it; and, from the scheduler's log, the nodes feasible in the cycle that
+the pods preempted for it, the PodDisruptionBudgets' status when it was created; and, from the
+scheduler's log, the nodes feasible in the cycle that
 placed it with their final scores (kube-scheduler's -v=10 "Calculated node's final score for pod",
 kubesched's `kubesched.decisions` logger). Both schedulers run all of generate.PROFILES at once."""
 
@@ -13,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from builders import make_priority_class
+from builders import make_pdb, make_priority_class
+from integration.harness.disruption import mark_ready
 from integration.harness.objects import create_ready_node
 from integration.harness.rest import ApiError, Kube
 from kubesched.observe.decisions import parse_final_scores
@@ -22,6 +24,10 @@ from .generate import JSON, PRIORITIES, PROFILES
 
 QUIET = 0.6  # seconds a failed pod must stay failed (and unnominated) to count as settled
 STEP_TIMEOUT = 20.0
+SETTLE_TIMEOUT = 15.0  # seconds the disruption controller has to count a step's pods
+# What of a budget's status is compared: what the disruption controller computes from the pods.
+BUDGET_FIELDS = ("expectedPods", "desiredHealthy", "currentHealthy", "disruptionsAllowed")
+Budgets = dict[str, dict[str, int]]
 
 
 @dataclass
@@ -40,6 +46,10 @@ class Step:
     # Where the scenario's other pods were when this one was created (None: pending; deleted ones
     # left out): two runs are compared on a pod only from the same state (see queueing_apart).
     cluster: dict[str, str | None] = field(default_factory=dict)
+    # The scenario's PodDisruptionBudgets' status then, by name (BUDGET_FIELDS); and, on the last
+    # step only, at the end of the scenario.
+    budgets: Budgets = field(default_factory=dict)
+    budgets_at_end: Budgets | None = None
 
 
 def scheduler_name(side: str, profile: str) -> str:
@@ -97,6 +107,52 @@ def pod_manifest(pod: JSON, namespace: str, scheduler: str, prefix: str) -> JSON
             "spec": spec}
 
 
+def budget_manifest(budget: JSON, namespace: str) -> JSON:
+    """A scenario's budget as a policy/v1 PodDisruptionBudget selecting its app's pods."""
+    return make_pdb(budget["name"], namespace=namespace, match_labels={"app": budget["app"]},
+                    min_available=budget.get("minAvailable"), max_unavailable=budget.get("maxUnavailable"))
+
+
+def budget_status(status: JSON) -> dict[str, int]:
+    return {name: int(status.get(name) or 0) for name in BUDGET_FIELDS}
+
+
+def _settled_budgets(kube: Kube, scenario: JSON, namespace: str) -> Budgets:
+    """The budgets' status once the disruption controller has counted the pods as they are now.
+    Bound pods are marked Ready first, as their kubelet would (the simulated kubelet makes a pod
+    ready as it lands); then the controller has SETTLE_TIMEOUT seconds to report every budget's
+    pods: its expected pods (the selected ones for an integer minAvailable, none otherwise: no pod
+    has a controller) and the ready ones."""
+    if not scenario.get("pdbs"):
+        return {}
+    pods = [p for p in kube.list(f"/api/v1/namespaces/{namespace}/pods") if not p["metadata"].get("deletionTimestamp")]
+    for pod in pods:
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+        if pod["spec"].get("nodeName") and not ready:
+            mark_ready(kube, namespace, pod["metadata"]["name"])
+    want = {}
+    for budget in scenario["pdbs"]:
+        selected = [p for p in pods if (p["metadata"].get("labels") or {}).get("app") == budget["app"]]
+        expected = len(selected) if isinstance(budget.get("minAvailable"), int) else 0
+        want[budget["name"]] = (expected, sum(1 for p in selected if p["spec"].get("nodeName")))
+
+    def current() -> dict[str, JSON]:
+        return {name: kube.get(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}") for name in want}
+
+    def counted(pdb: JSON) -> bool:
+        status = pdb.get("status") or {}
+        return (status.get("observedGeneration") == pdb["metadata"]["generation"]
+                and (status.get("expectedPods", 0), status.get("currentHealthy", 0)) == want[pdb["metadata"]["name"]])
+
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    budgets = current()
+    while not all(map(counted, budgets.values())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        budgets = current()
+    time.sleep(0.1)  # for the schedulers' informers to have the status too
+    return {name: budget_status(pdb.get("status") or {}) for name, pdb in budgets.items()}
+
+
 def _create(kube: Kube, manifest: JSON) -> JSON:
     deadline = time.monotonic() + 10
     while True:
@@ -145,13 +201,16 @@ def run_side(
     the best score, another of the preemption candidates tied on every criterion): the pods are then
     re-created (bound) or deleted as in the reference, so that the two runs go on from the same state."""
     scheduler = scheduler_name(side, scenario["profile"])
+    for budget in scenario.get("pdbs", ()):
+        kube.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget_manifest(budget, namespace))
     for pod in scenario["existing"]:
         _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
     steps = []
     for pod in scenario["pending"]:
+        budgets = _settled_budgets(kube, scenario, namespace)
         before = _placements(kube, namespace, prefix)
         created = _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
-        step = Step(pod["name"], cluster=before)
+        step = Step(pod["name"], cluster=before, budgets=budgets)
         _follow(kube, namespace, pod["name"], created, step, prefix)
         step.preempted = sorted(set(before) - _names(kube, namespace) - {pod["name"]})
         steps.append(step)
@@ -159,6 +218,8 @@ def run_side(
         if fix is not None and fix.node != step.node:
             _realign(kube, scenario, namespace, prefix, pod["name"], fix)
     time.sleep(QUIET)  # retries the last pods' events set off
+    if steps and scenario.get("pdbs"):
+        steps[-1].budgets_at_end = _settled_budgets(kube, scenario, namespace)
     for step in steps:
         current = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{step.pod}")
         if current is None:
@@ -237,6 +298,9 @@ def _unprefix(message: str, prefix: str) -> str:
 
 
 def clear_namespace(kube: Kube, namespace: str) -> None:
+    """Deletes the scenario's pods and budgets (budgets first: the controller then stops counting)."""
+    kube.request("DELETE", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+                 {"apiVersion": "v1", "kind": "DeleteOptions"})
     for name in _names(kube, namespace):
         kube.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", grace_period_seconds=0, missing_ok=True)
     deadline = time.monotonic() + 20
@@ -249,7 +313,7 @@ def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
     scored, on the nodes feasible for both (a difference in the feasible nodes is its own line)."""
     out = []
     for theirs, mine in zip(kube_steps, ours, strict=True):
-        for what in ("node", "reason", "message", "nominated", "preempted", "feasible"):
+        for what in ("node", "reason", "message", "nominated", "preempted", "feasible", "budgets"):
             a, b = getattr(theirs, what), getattr(mine, what)
             if a != b:
                 out.append(f"{theirs.pod} {what}: kube-scheduler {a!r} / kubesched {b!r}")
@@ -283,12 +347,17 @@ def queueing_apart(kube_steps: list[Step], ours: list[Step], lines: list[str]) -
 
 
 def compare_final(kube_steps: list[Step], ours: list[Step]) -> list[str]:
-    """Where pods left pending ended, or what their condition says after the later pods' events."""
-    return [
+    """Where pods left pending ended, or what their condition says after the later pods' events;
+    and the budgets' status at the end."""
+    out = [
         f"{theirs.pod} final: kube-scheduler {theirs.final!r} / kubesched {mine.final!r}"
         for theirs, mine in zip(kube_steps, ours, strict=True)
         if theirs.node is None and theirs.final != mine.final
     ]
+    if kube_steps and kube_steps[-1].budgets_at_end != ours[-1].budgets_at_end:
+        out.append(f"{kube_steps[-1].pod} budgets_at_end: kube-scheduler {kube_steps[-1].budgets_at_end!r} / "
+                   f"kubesched {ours[-1].budgets_at_end!r}")
+    return out
 
 
 def write_reproducer(directory: Path, scenario: JSON, kube_steps: list[Step], ours: list[Step], diffs: list[str]) -> Path:
@@ -420,18 +489,46 @@ def priorities(scenario: JSON) -> dict[str, int]:
     return {p["name"]: PRIORITIES.get(p["spec"].get("priorityClassName", ""), 0) for p in [*scenario["existing"], *scenario["pending"]]}
 
 
-def preemption_tie(theirs: Step, mine: Step, preemption: KubePreemption | None, priority: dict[str, int]) -> bool:
+def budget_violations(scenario: JSON, step: Step, node: str, victims: list[str]) -> int:
+    """How many of `victims` kube counted as violating a budget on `node` (the candidate's
+    numPDBViolations): the node's potential victims (its pods of lower priority than the step's
+    pod), most important first, draw down the budgets selecting them from their disruptionsAllowed
+    at the step; a pod that takes one below zero violates it. Among pods of equal priority kube's
+    order is its sort's (no start times here): they are taken by name, which may count otherwise
+    when a budget runs out among them."""
+    if not step.budgets:
+        return 0
+    priority = priorities(scenario)
+    app = {p["name"]: p["labels"].get("app") for p in [*scenario["existing"], *scenario["pending"]]}
+    allowed = {b["name"]: step.budgets.get(b["name"], {}).get("disruptionsAllowed", 0) for b in scenario["pdbs"]}
+    potential = sorted((p for p, n in step.cluster.items() if n == node and priority[p] < priority[step.pod]),
+                       key=lambda p: (-priority[p], p))
+    violating = set()
+    for pod in potential:
+        for budget in scenario["pdbs"]:
+            if app[pod] == budget["app"]:
+                allowed[budget["name"]] -= 1
+                if allowed[budget["name"]] < 0:
+                    violating.add(pod)
+                    break
+    return len(violating & set(victims))
+
+
+def preemption_tie(theirs: Step, mine: Step, preemption: KubePreemption | None, scenario: JSON) -> bool:
     """Whether `mine` preempted on another of the candidates tied with kube-scheduler's choice on
-    every criterion of pickOneNodeForPreemption, with the very victims kube found there. No PDBs;
-    and no kubelet sets status.startTime here, so kube's last criterion (the latest start of the
-    highest-priority victims) reads time.Now() for every victim, call after call, over candidates
-    taken from a map: among those tied on the others the pick is random."""
+    every criterion of pickOneNodeForPreemption (budget violations first, see budget_violations),
+    with the very victims kube found there. No kubelet sets status.startTime here, so kube's last
+    criterion (the latest start of the highest-priority victims) reads time.Now() for every victim,
+    call after call, over candidates taken from a map: among those tied on the others the pick is
+    random."""
     if preemption is None or mine.nominated is None or theirs.nominated is None or mine.nominated == theirs.nominated:
         return False
+    priority = priorities(scenario)
 
-    def key(node: str) -> tuple[int, int, int]:
-        ps = [priority.get(v, 0) for v in preemption.candidates[node]]
-        return (max(ps, default=0), sum(p + 2**31 for p in ps), len(ps))
+    def key(node: str) -> tuple[int, int, int, int]:
+        victims = preemption.candidates[node]
+        ps = [priority.get(v, 0) for v in victims]
+        return (budget_violations(scenario, theirs, node, victims), max(ps, default=0), sum(p + 2**31 for p in ps), len(ps))
 
     if mine.nominated not in preemption.candidates or theirs.nominated not in preemption.candidates:
         return False

@@ -2,21 +2,25 @@
 
 Pending pods arrive ten virtual seconds apart, as the real runs create them one at a time and wait
 for each; a pod's step is what happened to it before the next one arrived. The feasible nodes and
-final scores come from the `kubesched.decisions` logger, caught in-process with the virtual time."""
+final scores come from the `kubesched.decisions` logger, caught in-process with the virtual time;
+the PodDisruptionBudgets' status from what the simulated disruption controller publishes."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from unittest import mock
 
 from builders import make_node
+from kubesched.api.policy import PodDisruptionBudget
+from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.engine import Simulation
 from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import parse_config
 from kubesched.observe import decisions
 
 from .generate import JSON, PROFILES
-from .runner import Step, pod_manifest, priority_classes, set_placement
+from .runner import Budgets, Step, budget_manifest, budget_status, pod_manifest, priority_classes, set_placement
 
 GAP = 10.0  # virtual seconds between two pending pods
 
@@ -30,6 +34,7 @@ def _objects(scenario: JSON) -> list[JSON]:
         if n.get("declared"):
             node.declared(*n["declared"])
         objects.append(node.manifest())
+    objects += [budget_manifest(b, "default") for b in scenario.get("pdbs", ())]
     objects += [pod_manifest(p, "default", "default-scheduler", "") for p in scenario["existing"]]
     for i, p in enumerate(scenario["pending"]):
         pod = pod_manifest(p, "default", "default-scheduler", "")
@@ -50,12 +55,26 @@ def simulate_side(scenario: JSON) -> list[Step]:
             for pod, scores in decisions.parse_final_scores(record.getMessage()):
                 scored.append((sim.cluster.clock.now(), pod, scores))
 
+    published: list[tuple[float, str, dict[str, int]]] = []  # (virtual time, budget, status)
+    publish = SimCluster.publish_pdb
+
+    def record(cluster: SimCluster, pdb: PodDisruptionBudget) -> None:
+        s = pdb.status
+        published.append((cluster.clock.now(), pdb.metadata.name, budget_status({
+            "expectedPods": s.expected_pods, "desiredHealthy": s.desired_healthy,
+            "currentHealthy": s.current_healthy, "disruptionsAllowed": s.disruptions_allowed})))
+        publish(cluster, pdb)
+
+    def budgets(before: float) -> Budgets:
+        return {name: status for t, name, status in published if t < before}  # the last of each
+
     catch, level, propagate = Catch(), decisions.log.level, decisions.log.propagate
     decisions.log.addHandler(catch)
     decisions.log.setLevel(logging.DEBUG)
     decisions.log.propagate = False  # caught here only
     try:
-        asyncio.run(sim.run())
+        with mock.patch.object(SimCluster, "publish_pdb", record):
+            asyncio.run(sim.run())
     finally:
         decisions.log.removeHandler(catch)
         decisions.log.setLevel(level)
@@ -71,7 +90,8 @@ def simulate_side(scenario: JSON) -> list[Step]:
         cluster = {p["name"]: p["spec"]["nodeName"] for p in scenario["existing"]}
         cluster.update({p["name"]: landed.get(p["name"]) for p in scenario["pending"][:i]})
         mine = [r for r in records if r.pod == key and start <= r.time < end]
-        step = Step(pod["name"], cluster={name: node for name, node in cluster.items() if name not in gone})
+        step = Step(pod["name"], cluster={name: node for name, node in cluster.items() if name not in gone},
+                    budgets=budgets(start))
         failed = next((r for r in mine if r.result in ("unschedulable", "error")), None)
         if pod["spec"].get("schedulingGates"):  # never attempted: the condition the pod was given
             shown = next(p for p in sim.cluster.pods.values() if p.key == key)
@@ -88,4 +108,6 @@ def simulate_side(scenario: JSON) -> list[Step]:
             step.node = bound[0].message.rsplit(" to ", 1)[1]
         set_placement(step, next((s for t, p, s in reversed(scored) if p == key and start <= t < end), None))
         steps.append(step)
+    if steps and scenario.get("pdbs"):
+        steps[-1].budgets_at_end = budgets(float("inf"))
     return steps

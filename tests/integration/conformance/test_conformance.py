@@ -3,7 +3,9 @@
 node tied for kube-scheduler's best score is accepted), the first FailedScheduling condition
 (reason and message, to the character), its nomination and the pods preempted for it; and on what
 the schedulers log of the cycle that placed it: the feasible nodes and each one's final score
-(kube-scheduler's -v=10 log, kubesched's `kubesched.decisions` logger).
+(kube-scheduler's -v=10 log, kubesched's `kubesched.decisions` logger). kube-controller-manager's
+disruption controller runs beside them, so the scenarios' PodDisruptionBudgets carry the status a
+real cluster gives them; that status is compared with the simulator's own, step by step.
 
 `make test` runs a small seeded sample; `make conformance` runs CONFORMANCE_SCENARIOS of them
 (default 300). A disagreement writes the scenario, both runs and the differences to a file
@@ -23,6 +25,7 @@ import pytest
 
 from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
+from integration.harness.disruption import run_disruption_controller
 from integration.harness.kube_scheduler import KubeScheduler, run_kube_scheduler
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.rest import Kube
@@ -43,7 +46,6 @@ from .runner import (
     kubesched_placements,
     log_size,
     preemption_tie,
-    priorities,
     profiles,
     queueing_apart,
     read_log,
@@ -73,6 +75,7 @@ def schedulers(
     config = kubesched_config(control_plane.admin_kubeconfig)
     config["profiles"] = profiles("ours")
     with (
+        run_disruption_controller(control_plane),
         run_kube_scheduler(control_plane, profiles=profiles("kube"), extra_args=["--v=10"]) as ks,
         run_kubesched(tmp_path_factory.mktemp("conformance"), config, log_level=DECISIONS) as ours,
     ):
@@ -92,14 +95,14 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
         kube_log = read_log(ks.log_file, since)
         log_problems = kube_placement_problems(theirs, kube_placements(kube_log, KUBE_NS, prefix))
         reference = {s.pod: s for s in theirs}
-        preemptions, priority = kube_preemptions(kube_log, KUBE_NS, prefix), priorities(sc)
+        preemptions = kube_preemptions(kube_log, KUBE_NS, prefix)
 
         def tie(step: Step) -> str | None:
             """How `step` broke a tie kube-scheduler broke the other way, if it did."""
             want = reference[step.pod]
             if step.node is None or want.node is None or want.node == step.node:
                 return None
-            if preemption_tie(want, step, preemptions.get(step.pod), priority):
+            if preemption_tie(want, step, preemptions.get(step.pod), sc):
                 return "preemption"
             scores = want.scores or {}
             best = max(scores.values(), default=None)

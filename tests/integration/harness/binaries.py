@@ -48,7 +48,7 @@ def pinned_etcd_version() -> str:
 missing_binaries_outcome = missing_outcome
 
 
-def require_binaries(*, kube_scheduler: bool = False) -> Binaries:
+def require_binaries(*, kube_scheduler: bool = False, kube_controller_manager: bool = False) -> Binaries:
     """find_binaries() for a test: skips it, or fails it under CI=true, when they are missing."""
     try:
         found: Binaries | None = find_binaries()
@@ -60,4 +60,6 @@ def require_binaries(*, kube_scheduler: bool = False) -> Binaries:
         raise AssertionError("unreachable")
     if kube_scheduler and found.kube_scheduler is None:
         missing_binaries_outcome(f"no kube-scheduler next to the other binaries ({found.origin}): run `make k8s-bin`")
+    if kube_controller_manager and found.kube_controller_manager is None:
+        missing_binaries_outcome(f"no kube-controller-manager next to the other binaries ({found.origin}): run `make k8s-bin`")
     return found

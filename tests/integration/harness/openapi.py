@@ -46,6 +46,7 @@ KINDS: dict[str, tuple[str, str]] = {
     # GenericWorkload's API (the test control plane serves it).
     "PodGroup": ("apis/scheduling.k8s.io/v1beta1", "io.k8s.api.scheduling.v1beta1.PodGroup"),
     "Workload": ("apis/scheduling.k8s.io/v1beta1", "io.k8s.api.scheduling.v1beta1.Workload"),
+    "PodDisruptionBudget": ("apis/policy/v1", "io.k8s.api.policy.v1.PodDisruptionBudget"),
     # Dynamic resource allocation (resource.k8s.io/v1, GA).
     "DeviceClass": ("apis/resource.k8s.io/v1", "io.k8s.api.resource.v1.DeviceClass"),
     "ResourceClaim": ("apis/resource.k8s.io/v1", "io.k8s.api.resource.v1.ResourceClaim"),

@@ -1115,12 +1115,13 @@ def test_load_config_builds_every_plugin(tmp_path: Path) -> None:
         "pluginConfig": [{"name": "Exploding", "args": {"reverse": True}}],
     }])
     assert parse_config(data, reg).profiles[0].names("score")[-1] == "Exploding"  # decoding alone is fine
+    # Named after its file, as every configuration error is (two -c files: which one).
     assert load_refused(tmp_path, data, reg) == (
-        "profiles[0].pluginConfig[0].args: plugin 'Exploding' cannot be built from this configuration: "
-        "cannot reach the thing I need"
+        f"{tmp_path / 'config.yaml'}: profiles[0].pluginConfig[0].args: plugin 'Exploding' cannot be built from this "
+        "configuration: cannot reach the thing I need"
     )
     del data["profiles"][0]["pluginConfig"]
-    assert load_refused(tmp_path, data, reg).startswith("profiles[0].plugins: plugin 'Exploding' cannot be built")
+    assert load_refused(tmp_path, data, reg).startswith(f"{tmp_path / 'config.yaml'}: profiles[0].plugins: plugin 'Exploding' cannot be built")
 
 
 def test_example_profiles_load_and_build() -> None:

@@ -269,3 +269,21 @@ def test_quota_book_follows_placed_pods_and_reserve() -> None:
     book.reserve(pi)
     book.reserve(pi)  # idempotent, as upstream's addPodIfNotPresent
     assert info.used.milli_cpu == 3000
+
+
+def test_capacity_preemption_spares_a_pod_a_budget_protects() -> None:
+    """Pods without a quota preempt pods without one, as kube's evaluator does: trying back first
+    those a PodDisruptionBudget protects (upstream's SelectVictimsOnNode and its PDB filter)."""
+    from builders import make_pdb
+
+    objs = [make_node("n1").capacity(cpu="3").without("ephemeral-storage").manifest()]
+    objs += [
+        make_pod("guarded").ns("free").req(cpu="1", memory="100Mi").priority(1).label(app="db").manifest(),
+        make_pod("plain-1").ns("free").req(cpu="1", memory="100Mi").priority(2).manifest(),
+        make_pod("plain-2").ns("free").req(cpu="1", memory="100Mi").priority(2).manifest(),
+        make_pdb("db", min_available=1, match_labels={"app": "db"}, namespace="free"),
+    ]
+    objs.append(make_pod("high").ns("free").req(cpu="2", memory="100Mi").arrival("5").priority(100).manifest())
+    result, _ = quota_run(objs)
+    assert result.placements["free/high"] == "n1"
+    assert sorted(result.preempted) == ["free/plain-1", "free/plain-2"]

@@ -84,7 +84,7 @@ def test_preemption_preview_names_the_victims_and_evicts_nothing() -> None:
     deletions_before = dict(sim.cluster.event_counts)
     e = explain_pod(sched, "default", "big")
     assert e["preemption"] == {"plugin": "DefaultPreemption", "possible": True, "node": "n1", "victims": ["default/low"],
-                               "message": ""}
+                               "violating_budgets": [], "message": ""}
     assert sched.rng.bit_generator.state == state_before
     assert dict(sim.cluster.event_counts) == deletions_before
     assert not sched.nominator and "default/low" in {p.key for p in sched.cache.table.pods[0].values()}

@@ -64,6 +64,7 @@ def _fill_cache(cache: Path, *, kube: str = KUBE_VERSION, etcd: str = ETCD_VERSI
     dest.mkdir(parents=True)
     _stand_in(dest / "kube-apiserver", f"Kubernetes {kube}")
     _stand_in(dest / "kube-scheduler", f"Kubernetes {kube}")
+    _stand_in(dest / "kube-controller-manager", f"Kubernetes {kube}")
     _stand_in(dest / "etcd", f"etcd Version: {etcd.removeprefix('v')}")
     return dest
 

@@ -13,8 +13,8 @@ several issues as `[a, b]`). User values in messages are cut by `shown` (field.p
 Kinds: Pod, Node, Namespace, PriorityClass, Service, the workloads Deployment, ReplicaSet,
 StatefulSet, Job, ReplicationController (their pod templates as ValidatePodTemplateSpec does), the
 storage kinds PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
-CSIStorageCapacity and VolumeAttachment (validation.storage), and DRA's DeviceClass, ResourceClaim,
-ResourceClaimTemplate and ResourceSlice (validation.dra).
+CSIStorageCapacity and VolumeAttachment (validation.storage), DRA's DeviceClass, ResourceClaim,
+ResourceClaimTemplate and ResourceSlice (validation.dra), and PodDisruptionBudget (validation.policy).
 
 Some rules are the scheduler's rather than the API server's, because kubesched keeps these
 numbers in int64 columns: a quantity (or a pod's summed request) whose scheduler integer does
@@ -34,8 +34,9 @@ from kubesched.api.dra import DRA_KINDS, DRA_TYPES
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podgroups import Workload as GroupWorkload
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
-from kubesched.api.validation import cluster, dra, pod, podgroups, podsecurity, servicefields, storage, workloads
+from kubesched.api.validation import cluster, dra, pod, podgroups, podsecurity, policy, servicefields, storage, workloads
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -141,6 +142,9 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         if issues:
             return issues
         return podgroups.validate_pod_group(typed) if kind == "PodGroup" else podgroups.validate_workload(typed)
+    if kind == "PodDisruptionBudget":
+        typed, issues = _decode(raw, PodDisruptionBudget)
+        return issues or policy.validate_pdb(typed)
     if isinstance(kind, str) and kind in _STORAGE:
         typed, issues = _decode(raw, STORAGE_TYPES[STORAGE_KINDS[kind]])
         if issues:

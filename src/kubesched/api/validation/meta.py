@@ -143,6 +143,16 @@ def name_is_dns1035_label(name: str, prefix: bool = False) -> list[str]:
     return dns1035_label(_mask_trailing_dash(name) if prefix else name)
 
 
+def name_is_path_segment(name: str, prefix: bool = False) -> list[str]:
+    """What the API server asks of the names of kinds it validates no further (apimachinery's
+    ValidatePathSegmentName): a name usable as one segment of a URL path."""
+    out = []
+    if not prefix and name in (".", ".."):
+        out.append(f"may not be '{name}'")
+    out.extend(f"may not contain '{c}'" for c in "/%" if c in name)
+    return out
+
+
 def validate_label_name(name: str, path: str) -> list[FieldIssue]:
     return [invalid(path, name, msg) for msg in label_key(name)]
 

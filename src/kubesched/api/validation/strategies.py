@@ -14,10 +14,9 @@ from typing import Annotated
 
 import msgspec
 
+from kubesched.api.objects import IntOrString
 from kubesched.api.validation.field import FieldIssue, forbidden, go_json, invalid, not_supported
 
-# intstr.IntOrString: an int32 or a string.
-IntOrString = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)] | str
 NONNEGATIVE = "must be greater than or equal to 0"
 _PERCENT = re.compile(r"[0-9]+%")
 _ATOI = re.compile(r"[+-]?[0-9]{1,18}")
@@ -57,7 +56,7 @@ class RetentionPolicy(_Obj):
     when_scaled: str = ""
 
 
-def _percent(value: IntOrString | None) -> int | None:
+def percent_value(value: IntOrString | None) -> int | None:
     """The number of a valid percent string, else None (getPercentValue)."""
     if isinstance(value, str) and _PERCENT.fullmatch(value):
         return int(value[:-1])
@@ -66,7 +65,7 @@ def _percent(value: IntOrString | None) -> int | None:
 
 def _int_value(value: IntOrString | None) -> int:
     """getIntOrPercentValue: a percent's number, an int, or a numeric string's value (else 0)."""
-    pct = _percent(value)
+    pct = percent_value(value)
     if pct is not None:
         return pct
     if isinstance(value, int):
@@ -75,14 +74,14 @@ def _int_value(value: IntOrString | None) -> int:
     return int(value) if value is not None and _ATOI.fullmatch(value) else 0
 
 
-def _positive_int_or_percent(value: IntOrString | None, path: str) -> list[FieldIssue]:
+def positive_int_or_percent(value: IntOrString | None, path: str) -> list[FieldIssue]:
     if isinstance(value, str):
         return [] if _PERCENT.fullmatch(value) else [invalid(path, value, _PERCENT_ERROR)]
     return [invalid(path, value, NONNEGATIVE)] if value is not None and value < 0 else []
 
 
-def _not_over_100(value: IntOrString | None, path: str) -> list[FieldIssue]:
-    pct = _percent(value)
+def not_over_100_percent(value: IntOrString | None, path: str) -> list[FieldIssue]:
+    pct = percent_value(value)
     return [invalid(path, value, "must not be greater than 100%")] if pct is not None and pct > 100 else []
 
 
@@ -105,11 +104,11 @@ def validate_deployment_strategy(strategy: DeploymentStrategy | None) -> list[Fi
     unavailable = DEFAULT_SURGE if rolling.max_unavailable is None else rolling.max_unavailable
     surge = DEFAULT_SURGE if rolling.max_surge is None else rolling.max_surge
     path = "spec.strategy.rollingUpdate"
-    out = _positive_int_or_percent(unavailable, f"{path}.maxUnavailable")
-    out.extend(_positive_int_or_percent(surge, f"{path}.maxSurge"))
+    out = positive_int_or_percent(unavailable, f"{path}.maxUnavailable")
+    out.extend(positive_int_or_percent(surge, f"{path}.maxSurge"))
     if _int_value(unavailable) == 0 and _int_value(surge) == 0:
         out.append(invalid(f"{path}.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"))
-    out.extend(_not_over_100(unavailable, f"{path}.maxUnavailable"))
+    out.extend(not_over_100_percent(unavailable, f"{path}.maxUnavailable"))
     return out
 
 

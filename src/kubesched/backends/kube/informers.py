@@ -19,6 +19,7 @@ import msgspec
 from kubesched.api.dra import DeviceClass
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
 from kubesched.api.podgroups import PODGROUPS, PodGroup
+from kubesched.api.policy import PDBS, PodDisruptionBudget
 from kubesched.api.selectors import SelectorError, compile_label_selector
 from kubesched.api.storage import (
     CSI_DRIVER,
@@ -202,6 +203,22 @@ class PodGroupHandler:
         self.scheduler.on_pod_group_delete(obj.metadata.namespace, obj.metadata.name)
 
 
+class PdbHandler:
+    """PodDisruptionBudgets (policy/v1), status included: preemption reads disruptionsAllowed."""
+
+    def __init__(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: PodDisruptionBudget) -> None:
+        self.scheduler.on_pdb(obj)
+
+    def on_update(self, old: PodDisruptionBudget, new: PodDisruptionBudget) -> None:
+        self.scheduler.on_pdb(new)
+
+    def on_delete(self, obj: PodDisruptionBudget) -> None:
+        self.scheduler.on_pdb_delete(obj.metadata.namespace, obj.metadata.name)
+
+
 class CustomObjectHandler:
     """Custom resources (CRD-backed kinds) that the profiles' plugins read, each delivered with its
     event resource name (api.customresources); the plugins' hints judge every change."""
@@ -281,6 +298,8 @@ def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Ca
         Reflector(client, "/apis/apps/v1/statefulsets", SelectsByLabelSelector,
                   SelectorHandler(scheduler, "StatefulSet", _label_selector), name="statefulsets"),
     ]
+    # kube-scheduler's preemption evaluator lists PodDisruptionBudgets through an informer, always.
+    reflectors.append(Reflector(client, PDBS, PodDisruptionBudget, PdbHandler(scheduler), name="poddisruptionbudgets"))
     # Storage before pods would be nicer, but the scheduler copes with either order: a pod whose
     # claim is not known yet is retried when the claim arrives (the volume plugins' hints).
     for resource, (path, name) in STORAGE_COLLECTIONS.items():

@@ -21,6 +21,7 @@ from kubesched.api.dra import DEVICE_CLASS
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -50,6 +51,7 @@ from kubesched.api.storage import (
     volume_class,
 )
 from kubesched.api.xk8s import ElasticQuota
+from kubesched.backends.sim.disruption import DisruptionController
 from kubesched.backends.sim.quotas import QuotaLedger, preemptor_uid
 from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
@@ -101,6 +103,8 @@ class SimCluster:
     # Custom objects by event resource and key; tenant quotas as the cluster sees them (for the report).
     custom: dict[str, dict[str, Any]] = field(default_factory=dict)
     quotas: QuotaLedger | None = None
+    # The disruption controller's part, when the input has PodDisruptionBudgets.
+    disruption: DisruptionController | None = None
     # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key, as
     # created: nothing writes them (no device is allocated; the scheduler leaves such pods pending).
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -144,6 +148,8 @@ class SimCluster:
         pod.status.conditions.append(PodCondition(type="PodScheduled", status="True"))
         pod.status.phase = "Running"
         self.binds += 1
+        if self.disruption is not None:
+            self.disruption.pod_changed(pod)
         self.bound_at[pi.uid] = self.clock.now()
         if self.quotas is not None:
             self.quotas.started(pod, self.clock.now())
@@ -164,6 +170,8 @@ class SimCluster:
                 self.quotas.stopped(gone, self.clock.now(), self.pods.get(preemptor_uid(reason) or ""))
             self.preempted.append(pi.key)
             self.record_event(pi, "Normal", "Preempted", reason)
+            if self.disruption is not None:
+                self.disruption.pod_gone(gone)
             self._sched().on_pod_delete(pi.uid)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
@@ -204,6 +212,14 @@ class SimCluster:
             self.quotas.quota(obj)
         self._sched().on_custom_object(resource, None, obj)
 
+    def add_pdb(self, pdb: PodDisruptionBudget) -> None:
+        """A PodDisruptionBudget created (now, or at its arrival time): its status computed, and
+        the scheduler told of it and of every later change of its status."""
+        assert self.disruption is not None, "SimCluster.disruption is set up with the input's budgets"
+        self.disruption.add_budget(pdb)
+
+    def publish_pdb(self, pdb: PodDisruptionBudget) -> None:
+        self._sched().on_pdb(msgspec.structs.replace(pdb))
     def add_device_object(self, resource: str, obj: Any) -> None:
         """A DRA object created (now, or at its arrival time); the scheduler is told of classes."""
         self.devices.setdefault(resource, {})[object_key(obj)] = obj
@@ -431,6 +447,8 @@ class SimCluster:
             self.usage.pod_started(pod, pod.spec.node_name)
         if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed") and self.quotas is not None:
             self.quotas.started(pod, self.clock.now())
+        if self.disruption is not None:
+            self.disruption.pod_changed(pod)
         self._sched().on_pod_add(pod)
 
     def complete(self, uid: str) -> None:
@@ -443,6 +461,8 @@ class SimCluster:
             self.usage.pod_stopped(uid)
         if self.quotas is not None:
             self.quotas.stopped(pod, self.clock.now())
+        if self.disruption is not None:
+            self.disruption.pod_changed(pod)
         self._sched().on_pod_update(pod)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.podgroups import PodGroup
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.selectors import Selector
 from kubesched.backends.sim.configchanges import ConfigChange
 from kubesched.backends.sim.usagemodel import DEFAULT_SCRAPE_INTERVAL, UsageSpec
@@ -18,6 +19,18 @@ from kubesched.backends.sim.usagemodel import DEFAULT_SCRAPE_INTERVAL, UsageSpec
 
 class ManifestError(ValueError):
     """Input the simulator cannot use; the message names file, document, object and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """A controller the disruption controller can find, and its replicas (scale.spec.replicas)."""
+
+    uid: str
+    kind: str  # ReplicaSet, Deployment, StatefulSet, ReplicationController, Job
+    name: str
+    replicas: int
+    owner_uid: str = ""  # a ReplicaSet's Deployment, when it has one
+    scalable: bool = True  # a Job is found, but has no scale subresource
 
 
 @dataclass(slots=True)
@@ -72,6 +85,12 @@ class ClusterInput:
     pod_groups: list[tuple[PodGroup, float]] = field(default_factory=list)
     # Custom objects (scheduler-plugins' PodGroups and ElasticQuotas): (event resource, object, arrival).
     custom_objects: list[tuple[str, Any, float]] = field(default_factory=list)
+    # PodDisruptionBudgets (policy/v1) and when they are created; a status a manifest carries is
+    # kept where the simulator cannot compute one (backends.sim.disruption).
+    pdbs: list[tuple[PodDisruptionBudget, float]] = field(default_factory=list)
+    # The workload controllers in the input by uid, with their replicas: what the disruption
+    # controller scales budgets by.
+    scales: dict[str, Scale] = field(default_factory=dict)
 
 
 # --- user input in messages ---------------------------------------------------------------------

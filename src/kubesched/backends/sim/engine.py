@@ -28,6 +28,7 @@ from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.sim import podviews
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.clusterinput import ClusterInput
+from kubesched.backends.sim.disruption import DisruptionController
 from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
 from kubesched.backends.sim.queryendpoint import SimPrometheus
@@ -294,6 +295,13 @@ class Simulation:
         for node in self.input.nodes:
             sched.on_node_add(node)
         sim.nodes = {node.metadata.name: node for node in self.input.nodes}
+        if self.input.pdbs:
+            sim.disruption = DisruptionController(self.input.scales, sim.clock.now, sim.publish_pdb)
+            for pdb, arrival in self.input.pdbs:
+                if arrival <= 0:
+                    sim.add_pdb(pdb)
+                else:
+                    sim.at(arrival, lambda p=pdb: sim.add_pdb(p))
         for pg, arrival in self.input.pod_groups:
             if arrival <= 0:
                 sim.add_pod_group(msgspec.structs.replace(pg, status=PodGroupStatus()))

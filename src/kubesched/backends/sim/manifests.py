@@ -54,6 +54,7 @@ from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_f
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass
 from kubesched.api.podgroups import DisruptionMode, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import pod_requests
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.quantity import INT64_MAX
 from kubesched.api.selectors import Selector
 from kubesched.api.storage import (
@@ -70,7 +71,7 @@ from kubesched.api.validation.meta import name_is_dns_subdomain
 from kubesched.backends.sim import admission, limits, simannotations
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.admission import ALWAYS_PRESENT_NAMESPACES, Admission
-from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError, SimPod, SimSettings, cut, quoted, type_name
+from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError, Scale, SimPod, SimSettings, cut, quoted, type_name
 from kubesched.backends.sim.configchanges import ConfigChange, is_config_change, read_change
 from kubesched.backends.sim.customobjects import is_custom, read_custom
 from kubesched.backends.sim.manifestfiles import Origin, document_objects, find_files, objects_in
@@ -104,6 +105,7 @@ _GROUPS: dict[str, frozenset[str]] = {
     "VolumeAttachment": frozenset({"storage.k8s.io"}),
     "PodGroup": frozenset({"scheduling.k8s.io"}),
     "Workload": frozenset({"scheduling.k8s.io"}),
+    "PodDisruptionBudget": frozenset({"policy"}),
     **{kind: frozenset({"resource.k8s.io"}) for kind in DRA_KINDS},
 }
 # kind -> the API versions a current API server serves it in (others: "no matches for kind").
@@ -129,11 +131,13 @@ _SERVED: dict[str, frozenset[str]] = {
     # GenericWorkload's API (served when the gate and the beta API are on).
     "PodGroup": frozenset({"scheduling.k8s.io/v1beta1"}),
     "Workload": frozenset({"scheduling.k8s.io/v1beta1"}),
+    "PodDisruptionBudget": frozenset({"policy/v1"}),
     **{kind: frozenset({DRA_API_VERSION}) for kind in DRA_KINDS},
 }
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
 _NAMESPACED = frozenset({"Pod", "Service", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "Job",
-                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload", *NAMESPACED_DRA_KINDS})
+                         "PersistentVolumeClaim", "CSIStorageCapacity", "PodGroup", "Workload", "PodDisruptionBudget",
+                         *NAMESPACED_DRA_KINDS})
 _SKIP_HINTS = {
     "DaemonSet": "its pods are not generated; include them as Pods (kubectl get pods -o yaml) to model them",
     "CronJob": "no Jobs are generated; write the Job with a sim.kubesched.io/arrival annotation instead",
@@ -205,6 +209,8 @@ class _Loader:
         self.devices: list[tuple[str, Any, float]] = []
         self.config_changes: list[ConfigChange] = []
         self.pod_groups: list[tuple[PodGroup, float]] = []
+        self.pdbs: list[tuple[PodDisruptionBudget, float]] = []
+        self.scales: dict[str, Scale] = {}
         self.custom_docs: list[tuple[_Doc, str, Any]] = []  # read in pass 1, kept in pass 2 (their namespace)
 
     def refuse(self, exc: ManifestError) -> None:
@@ -420,6 +426,8 @@ class _Loader:
             config_changes=sorted(self.config_changes, key=lambda c: c.at),
             pod_groups=self.pod_groups,
             custom_objects=custom,
+            pdbs=self.pdbs,
+            scales=self.scales,
         )
 
     def _over_run_limits(self) -> dict[int, ManifestError]:
@@ -483,6 +491,7 @@ class _Loader:
             expansion = self._expand(doc, adoption)
             made = self._workload_pods(doc, expansion)
             self._check_bound(doc, made)
+            self._scales(doc, made)
             claims = [self._finish_storage(doc, PERSISTENT_VOLUME_CLAIM, self._decode(doc, PersistentVolumeClaim, raw))
                       for raw in expansion.claims]
             selectors.extend(expansion.selectors)
@@ -511,6 +520,26 @@ class _Loader:
             except FieldError as exc:
                 raise doc.error(exc) from None
             self.pod_groups.append((pg, self._storage_arrival(doc)))
+        elif doc.kind == "PodDisruptionBudget":
+            pdb: PodDisruptionBudget = self._decode(doc, PodDisruptionBudget)
+            pdb.metadata.namespace = doc.namespace
+            pdb.metadata.uid = pdb.metadata.uid or stable_uid("PodDisruptionBudget", doc.namespace, doc.name)
+            self.pdbs.append((pdb, self._storage_arrival(doc)))
+
+    def _scales(self, doc: _Doc, made: list[SimPod]) -> None:
+        """The workload's controller as the disruption controller finds it (its replicas), and
+        the ReplicaSet a Deployment's pods point at when the input holds none of its own."""
+        meta = doc.meta
+        replicas = (doc.raw.get("spec") or {}).get("replicas")
+        replicas = replicas if isinstance(replicas, int) else 1
+        uid = meta.uid or stable_uid(doc.kind, doc.namespace, meta.name)
+        owner = next((ref.uid for ref in meta.owner_references if ref.controller), "")
+        self.scales[uid] = Scale(uid, doc.kind, meta.name, replicas, owner, scalable=doc.kind != "Job")
+        if doc.kind == "Deployment":
+            for sp in made[:1]:
+                for ref in sp.pod.metadata.owner_references:
+                    if ref.controller and ref.kind == "ReplicaSet":
+                        self.scales[ref.uid] = Scale(ref.uid, "ReplicaSet", ref.name, replicas, uid)
 
     # storage -------------------------------------------------------------------------------------
 

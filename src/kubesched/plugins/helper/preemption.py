@@ -7,15 +7,16 @@ Group preemption orders its victims the same way; the deletions are helper.preem
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable, PlacedRequests
+from kubesched.cache.pdbs import Budget
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Code, Status
@@ -29,6 +30,8 @@ _PRIORITY_SHIFT = 2**31
 # A pod that has not started counts as starting "now": later than any recorded start.
 _NOT_STARTED = math.inf
 _START_TIME_KEY = "preemption.start_time"  # PodInfo.extra
+
+U = TypeVar("U")
 
 
 # --- the order of importance ------------------------------------------------------------------------
@@ -77,17 +80,41 @@ class Candidate:
     node: str
     victims: list[PodInfo]
     pdb_violations: int = 0
+    # The uids of the victims whose eviction violates a PodDisruptionBudget (for explanations).
+    violating: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
 class DryRun:
-    """What a dry run over some nodes found (kube's DryRunPreemption)."""
+    """What a dry run over some nodes found (kube's DryRunPreemption): the candidates that violate
+    no PodDisruptionBudget and those that do, each kind kept up to `wanted` (kube's candidatesNum)."""
 
-    candidates: list[Candidate] = field(default_factory=list)
+    wanted: int = 0
+    sparing: list[Candidate] = field(default_factory=list)
+    violating: list[Candidate] = field(default_factory=list)
     # Why the other examined nodes are no candidates: reason -> number of nodes.
     reasons: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     examined: int = 0
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        """The candidates that violate no budget first, then the others, as kube returns them."""
+        return self.sparing + self.violating
+
+    def add(self, candidate: Candidate) -> None:
+        kind = self.sparing if candidate.pdb_violations == 0 else self.violating
+        if len(kind) < self.wanted:
+            kind.append(candidate)
+
+    @property
+    def enough(self) -> bool:
+        """kube stops looking once a candidate violating no budget is among `wanted` candidates."""
+        return bool(self.sparing) and len(self.sparing) + len(self.violating) >= self.wanted
+
+    def drop_candidates(self) -> None:
+        self.sparing.clear()
+        self.violating.clear()
 
     def count(self, reason: str, nodes: int = 1) -> None:
         self.reasons[reason] = self.reasons.get(reason, 0) + nodes
@@ -121,6 +148,57 @@ def pick_one_node(candidates: Sequence[Candidate]) -> Candidate | None:
         if len(remaining) == 1:
             break
     return remaining[0]
+
+
+# --- PodDisruptionBudgets ------------------------------------------------------------------------------
+
+
+def split_by_budgets(
+    units: Sequence[U], pods_of: Callable[[U], Iterable[PodInfo]], budgets: Sequence[Budget], *, counts_every_budget: bool = False
+) -> tuple[list[tuple[U, int]], list[U]]:
+    """kube's FilterVictimsWithPDBViolation: the units (pods, or groups of pods preempted
+    together) whose eviction would take some budget below zero, each with how many of its pods
+    would, and the others, both in the order given (callers give them most important first).
+    Budgets are drawn down as the units come, from each one's disruptionsAllowed: a pod a budget
+    covers (budget.covers) takes one off every budget covering it until one goes below zero, at
+    which kube stops counting that pod; `counts_every_budget`: scheduler-plugins' older copy
+    (CapacityScheduling) which draws down every budget covering the pod even then."""
+    allowed = [b.allowed for b in budgets]
+
+    def violates(pi: PodInfo) -> bool:
+        violated = False
+        for i, budget in enumerate(budgets):
+            if not budget.covers(pi):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violated = True
+                if not counts_every_budget:
+                    break
+        return violated
+
+    violating: list[tuple[U, int]] = []
+    others: list[U] = []
+    for unit in units:
+        count = sum(1 for pi in pods_of(unit) if violates(pi))
+        if count:
+            violating.append((unit, count))
+        else:
+            others.append(unit)
+    return violating, others
+
+
+def reprieve_order(pods: list[PodInfo], budgets: Sequence[Budget], *, counts_every_budget: bool = False
+                   ) -> tuple[list[PodInfo], set[str]]:
+    """The order a node's potential victims (most important first) are tried back in when
+    PodDisruptionBudgets cover some: those whose eviction would violate one first, then the
+    others (kube's SelectVictimsOnNode); and the uids of the violating ones."""
+    if not budgets:
+        return pods, set()
+    violating, others = split_by_budgets(pods, lambda p: (p,), budgets, counts_every_budget=counts_every_budget)
+    if not violating:
+        return pods, set()
+    return [p for p, _ in violating] + others, {p.uid for p, _ in violating}
 
 
 def aggregate_errors(errors: list[str]) -> str:

@@ -277,6 +277,7 @@ class ReloadController:
 
     def _refuse(self, origin: str, problem: str, started: float) -> ReloadRecord:
         gen = self.scheduler.generation
+        problem = problem.removeprefix(f"{origin}: ")  # errors about the file name it first: once is enough
         self.problem = f"reload from {origin} refused, still running generation {gen.number} ({gen.digest}): {problem}"
         record = self._record(REFUSED, origin, problem, started)
         log.error("configuration reload refused: %s", self.problem)

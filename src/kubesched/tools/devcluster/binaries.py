@@ -1,5 +1,6 @@
-"""Where the control-plane binaries are (etcd, kube-apiserver, kube-scheduler of the release kubesched
-matches): a directory given (`--k8s-bin DIR`), else $KUBEBUILDER_ASSETS (the envtest convention),
+"""Where the control-plane binaries are (etcd, kube-apiserver, kube-scheduler and
+kube-controller-manager of the release kubesched matches): a directory given (`--k8s-bin DIR`),
+else $KUBEBUILDER_ASSETS (the envtest convention),
 else the cache that `tools/k8s/build.sh` (`make k8s-bin`) fills,
 ``${KUBESCHED_K8S_CACHE:-$HOME/.cache/kubesched}/k8s-<version>``."""
 
@@ -25,6 +26,7 @@ class Binaries:
     kube_apiserver: Path
     kube_scheduler: Path | None  # envtest's asset directories do not ship it
     origin: str  # where they were found, for messages
+    kube_controller_manager: Path | None = None  # the tests run its disruption controller
 
     def kube_version(self) -> str:
         """What `kube-apiserver --version` reports, e.g. ``v1.37.2``."""
@@ -59,14 +61,15 @@ def find_binaries(directory: Path | None = None, *, version: str = KUBE_VERSION)
         if missing:
             hint = "give the directory `make k8s-bin` fills" if given else "unset it to use `make k8s-bin`'s build"
             raise BinariesMissing(f"{where} does not hold {' and '.join(missing)}; {hint} ({cache_dir(version)})")
-        sched = d / "kube-scheduler"
-        return Binaries(d / "etcd", d / "kube-apiserver", sched if _executable(sched) else None, where)
+        sched, kcm = d / "kube-scheduler", d / "kube-controller-manager"
+        return Binaries(d / "etcd", d / "kube-apiserver", sched if _executable(sched) else None, where,
+                        kcm if _executable(kcm) else None)
     d = cache_dir(version)
-    missing = [name for name in ("etcd", "kube-apiserver", "kube-scheduler") if not _executable(d / name)]
+    missing = [name for name in ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager") if not _executable(d / name)]
     if missing:
         raise BinariesMissing(
             f"the real control plane ({', '.join(missing)}) is not built in {d}: run `make k8s-bin` "
-            "(needs Go; builds etcd, kube-apiserver and kube-scheduler once, a few minutes), "
-            "or set KUBEBUILDER_ASSETS to a directory holding them"
+            "(needs Go; builds etcd, kube-apiserver, kube-scheduler and kube-controller-manager once, a few "
+            "minutes), or set KUBEBUILDER_ASSETS to a directory holding them"
         )
-    return Binaries(d / "etcd", d / "kube-apiserver", d / "kube-scheduler", str(d))
+    return Binaries(d / "etcd", d / "kube-apiserver", d / "kube-scheduler", str(d), d / "kube-controller-manager")

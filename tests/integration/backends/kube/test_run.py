@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from builders import make_namespace, make_priority_class
+from builders import make_namespace, make_pdb, make_priority_class
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kube_scheduler import run_kube_scheduler
 from integration.harness.kubesched import kubesched_config, run_kubesched
@@ -272,8 +272,13 @@ def test_runs_with_only_the_deploy_rbac(
     node = make_node(cpu="1")["metadata"]["name"]
     config = kubesched_config(kubeconfig, leader_elect=True, lease_namespace="kubesched-system")
     admin = (control_plane.admin_cert.cert_file, control_plane.admin_cert.key_file)
+    # A budget over the victim: kubesched lists and watches budgets, and weighs this one (it allows
+    # no disruption: no controller computes its status here) without being able to spare the pod.
+    kube.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+                make_pdb("low", namespace=namespace, min_available=1, match_labels={"app": "low"}))
     with run_kubesched(tmp_path, config, reader_cert=admin) as ks:
-        create_pod(kube, "low", namespace, cpu="600m", scheduler_name=SCHEDULER, priority_class=_priority(kube, "low", 10))
+        create_pod(kube, "low", namespace, cpu="600m", scheduler_name=SCHEDULER, priority_class=_priority(kube, "low", 10),
+                   labels={"app": "low"})
         wait_bound(kube, namespace, "low")
         create_pod(kube, "too-big", namespace, cpu="4", scheduler_name=SCHEDULER)
         create_pod(kube, "high", namespace, cpu="600m", scheduler_name=SCHEDULER, priority_class=_priority(kube, "high", 1000))
@@ -286,6 +291,7 @@ def test_runs_with_only_the_deploy_rbac(
         assert ks.metric("rest_client_requests_total", code="403", method="POST") == 0
         for method in ("GET", "PATCH", "DELETE", "PUT"):
             assert ks.metric("rest_client_requests_total", code="403", method=method) == 0, (method, ks.log())
+        assert ks.metric("scheduler_preemption_pdb_violations_total", preemptor="pod") == 1
     reasons = {e["reason"] for e in events_in(kube, namespace)}
     assert {"Scheduled", "FailedScheduling", "Preempted"} <= reasons
 

@@ -74,6 +74,7 @@ def test_a_refused_file_keeps_the_running_configuration_and_says_why(tmp_path: P
     record = asyncio.run(ctl.check_file())
     assert record is not None and record.result == REFUSED and ctl.scheduler.generation.number == 1
     assert ctl.problem is not None and "profiles[0].plugins.score: must be a mapping" in ctl.problem
+    assert ctl.problem.count(str(files.path)) == 1, ctl.problem  # the file named once
     z = ctl.configz()
     assert z["kubesched"]["status"]["fileDiffers"] is True and z["kubesched"]["status"]["generation"] == 1
     # Fixing the file clears it.
