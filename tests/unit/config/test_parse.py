@@ -1121,7 +1121,8 @@ def test_load_config_builds_every_plugin(tmp_path: Path) -> None:
         "configuration: cannot reach the thing I need"
     )
     del data["profiles"][0]["pluginConfig"]
-    assert load_refused(tmp_path, data, reg).startswith(f"{tmp_path / 'config.yaml'}: profiles[0].plugins: plugin 'Exploding' cannot be built")
+    assert load_refused(tmp_path, data, reg).startswith(
+        f"{tmp_path / 'config.yaml'}: profiles[0].plugins: plugin 'Exploding' cannot be built")
 
 
 def test_example_profiles_load_and_build() -> None:
