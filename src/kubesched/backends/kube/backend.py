@@ -9,7 +9,9 @@ Since the cycle does not wait for its writes, a pod retried faster than the API 
 would queue a status patch per attempt. As kube-scheduler's asynchronous API dispatcher does, a
 write still waiting is replaced by a newer one of the same kind (only the last PodScheduled=False
 matters), and a bind drops the PodScheduled=False patches still waiting for it (the binding
-itself marks the pod scheduled).
+itself marks the pod scheduled). A failure that nominates a node writes the nomination and the
+condition in one status patch, as kube's updatePod does, and a bind never drops that one: a
+preemptor shows why it waited, as it does under kube-scheduler.
 
 kube-scheduler (its asynchronous API calls are off by default in v1.37) sends a failed pod's
 status patch before it takes the next pod, so the API server paces its retries. kubesched does
@@ -53,7 +55,7 @@ def pod_path(namespace: str, name: str) -> str:
 MERGE_PATCH = "application/merge-patch+json"
 
 
-SET_UNSCHEDULABLE = "setting PodScheduled=False"
+STATUS_PATCH = "patching the pod's status"  # PodScheduled=False and nominatedNodeName, one patch
 WRITE_BACKLOG_HIGH = 128  # pods with writes not done at which the scheduling loop waits
 WRITE_BACKLOG_LOW = 64  # ... until this few are left
 
@@ -64,6 +66,7 @@ class _PodWrites:
 
     waiting: dict[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
     sender: asyncio.Task[None] | None = None
+    status: dict[str, Any] = field(default_factory=dict)  # the waiting status patch's fields
 
 
 class KubeBackend:
@@ -143,7 +146,9 @@ class KubeBackend:
     async def bind(self, pi: PodInfo, node: str) -> Status | None:
         """POST the pods/binding subresource. The Binding carries the pod's uid, so a pod
         deleted and recreated under the same name is never bound by mistake."""
-        await self._settled(pi.uid, superseded=(SET_UNSCHEDULABLE,))
+        writes = self._writes.get(pi.uid)
+        nominates = writes is not None and STATUS_PATCH in writes.waiting and bool(writes.status.get("nominatedNodeName"))
+        await self._settled(pi.uid, superseded=() if nominates else (STATUS_PATCH,))
         meta = pi.pod.metadata
         body = {
             "apiVersion": "v1",
@@ -214,7 +219,6 @@ class KubeBackend:
         was = next((c for c in pi.pod.status.conditions if c.type == "PodScheduled" and c.status == "False"), None)
         if was is not None and was.reason == reason and was.message == message:
             return
-        meta = pi.pod.metadata
         # The condition's status stays False: kube keeps its lastTransitionTime.
         since = was.last_transition_time if was is not None else None
         condition = {
@@ -232,25 +236,32 @@ class KubeBackend:
                              PodCondition(type="PodScheduled", status="False", reason=reason, message=message,
                                           last_transition_time=condition["lastTransitionTime"])]
 
-        async def write() -> None:
-            await self.client.send("PATCH", pod_path(meta.namespace, meta.name) + "/status",
-                                   {"metadata": {"uid": meta.uid}, "status": {"conditions": [condition]}},
-                                   content_type=STRATEGIC_MERGE)
-
-        self._then(pi, SET_UNSCHEDULABLE, write)
+        self._patch_status(pi, {"conditions": [condition]})
 
     def set_nominated_node(self, pi: PodInfo, node: str | None) -> None:
         if (pi.pod.status.nominated_node_name or None) == node:
             return
-        meta = pi.pod.metadata
         pi.pod.status.nominated_node_name = node or ""
+        self._patch_status(pi, {"nominatedNodeName": node})
+
+    def _patch_status(self, pi: PodInfo, fields: dict[str, Any]) -> None:
+        """A strategic-merge patch of the pod's status with `fields`, after the pod's writes under
+        way; merged into the status patch still waiting, if there is one (the later value of a
+        field wins), so a failure's nomination and condition go out together."""
+        writes = self._writes.get(pi.uid)
+        if writes is not None and STATUS_PATCH in writes.waiting:
+            self.writes_superseded += bool(fields.keys() & writes.status.keys())
+            writes.status.update(fields)
+            return
+        meta = pi.pod.metadata
+        body = dict(fields)
 
         async def write() -> None:
             await self.client.send("PATCH", pod_path(meta.namespace, meta.name) + "/status",
-                                   {"metadata": {"uid": meta.uid}, "status": {"nominatedNodeName": node}},
-                                   content_type=STRATEGIC_MERGE)
+                                   {"metadata": {"uid": meta.uid}, "status": body}, content_type=STRATEGIC_MERGE)
 
-        self._then(pi, "setting nominatedNodeName", write)
+        self._then(pi, STATUS_PATCH, write)
+        self._writes[pi.uid].status = body
 
     def set_pod_group_condition(self, pg: PodGroup, condition: Condition) -> None:
         """A strategic-merge patch of the PodGroup's status subresource with one condition (its

@@ -1,5 +1,6 @@
 """KubeBackend's writes to one pod: in the order asked, a waiting write replaced by a newer one of
-its kind, waiting PodScheduled=False patches dropped by a bind. A fake API client stands in for the
+its kind, a failure's nomination and condition in one patch, waiting PodScheduled=False patches
+dropped by a bind unless they nominate a node. A fake API client stands in for the
 API server here (it records requests and can hold them); the integration tests use the real one."""
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ def messages(client: FakeClient) -> list[str]:
     for verb, path, body in client.sent:
         if path.endswith("/binding"):
             out.append(f"bind {body['target']['name']}")
-        elif "conditions" in body.get("status", {}):
-            out.append(body["status"]["conditions"][0]["message"])
-        elif "nominatedNodeName" in body.get("status", {}):
-            out.append(f"nominate {body['status']['nominatedNodeName']}")
+        elif "conditions" in body.get("status", {}) or "nominatedNodeName" in body.get("status", {}):
+            status = body["status"]
+            said = [f"nominate {status['nominatedNodeName']}"] if "nominatedNodeName" in status else []
+            said += [status["conditions"][0]["message"]] if "conditions" in status else []
+            out.append(" + ".join(said))
         else:
             out.append(f"{verb} {path}")
     return out
@@ -74,25 +76,37 @@ async def test_a_bind_drops_the_unschedulable_patches_still_waiting() -> None:
     client.hold.clear()
     kb.set_unschedulable(pi, "first")
     await settle()
+    kb.set_unschedulable(pi, "second")
+    binding = asyncio.ensure_future(kb.bind(pi, "n1"))
+    client.hold.set()
+    assert await binding is None
+    assert messages(client) == ["first", "bind n1"]  # "second" never goes out
+
+
+async def test_a_preemptors_nomination_and_condition_go_out_together_before_its_bind() -> None:
+    """kube writes a failure's nomination and condition in one patch, before the pod can be bound:
+    a preemptor bound as soon as its victims are gone still shows why it waited."""
+    kb, client = backend()
+    pi = pending()
+    client.hold.clear()
+    kb.set_unschedulable(pi, "first")
+    await settle()  # an earlier attempt's patch still on the wire
     kb.set_nominated_node(pi, "n1")
     kb.set_unschedulable(pi, "second")
     binding = asyncio.ensure_future(kb.bind(pi, "n1"))
     client.hold.set()
     assert await binding is None
-    # The nomination still goes out, before the bind; "second" never does.
-    assert messages(client) == ["first", "nominate n1", "bind n1"]
+    assert messages(client) == ["first", "nominate n1 + second", "bind n1"]
 
 
-async def test_writes_of_different_kinds_keep_their_order() -> None:
+async def test_each_pod_gets_its_own_patch_with_its_nomination_and_condition() -> None:
     kb, client = backend()
     a, b = pending("a"), pending("b")
     kb.set_nominated_node(a, "n1")
     kb.set_unschedulable(a, "a failed")
     kb.set_unschedulable(b, "b failed")
     await settle()
-    sent = messages(client)
-    assert sorted(sent) == ["a failed", "b failed", "nominate n1"]
-    assert sent.index("nominate n1") < sent.index("a failed")
+    assert sorted(messages(client)) == ["b failed", "nominate n1 + a failed"]
     assert not kb._writes  # nothing left under way
 
 
