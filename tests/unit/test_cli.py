@@ -94,7 +94,30 @@ def test_config_validate_prints_kubes_default_profile_and_names_what_it_lacks(tm
     result = invoke("config", "validate", str(good))
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert next(line for line in lines if line.startswith("  filter:")).endswith("InterPodAffinity, NodeDeclaredFeatures")
+    points = {line.split(":")[0].strip(): line.split(":", 1)[1].strip() for line in lines if line.startswith("  ")}
+    # kube-scheduler v1.37.2's default multiPoint list expanded to each extension point its plugins
+    # implement (default gates), with DynamicResources (PreEnqueue, PreFilter, Filter, PostFilter,
+    # Score 2, Reserve, PreBind, PodGroupPostFilter) taken out: nothing else may differ.
+    assert points == {
+        "preEnqueue": "SchedulingGates, DefaultPreemption",
+        "queueSort": "PrioritySort",
+        "preFilter": "NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, "
+                     "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, "
+                     "NodeDeclaredFeatures",
+        "filter": "NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, "
+                  "VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, "
+                  "NodeDeclaredFeatures",
+        "postFilter": "DefaultPreemption",
+        "preScore": "TaintToleration, NodeAffinity, NodeResourcesFit, VolumeBinding, PodTopologySpread, InterPodAffinity, "
+                    "NodeResourcesBalancedAllocation",
+        "score": "TaintToleration(3), NodeAffinity(2), NodeResourcesFit(1), VolumeBinding(1), PodTopologySpread(2), "
+                 "InterPodAffinity(2), NodeResourcesBalancedAllocation(1), ImageLocality(1)",
+        "reserve": "VolumeBinding",
+        "preBind": "VolumeBinding",
+        "bind": "DefaultBinder",
+        "placementScore": "NodeResourcesFit",
+        "podGroupPostFilter": "DefaultPreemption",
+    }
     (note,) = [line for line in lines if line.startswith("note:")]
     assert "DynamicResources" in note and "NodeDeclaredFeatures" not in note
 

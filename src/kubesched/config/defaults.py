@@ -51,7 +51,8 @@ UNSUPPORTED_PLUGINS = frozenset({"DynamicResources"})
 
 # What kubesched's default profile lacks of kube-scheduler v1.37.2's, said by `config validate`.
 DEFAULTS_NOTE = ("kube-scheduler v1.37.2's default profile also has DynamicResources (dynamic resource allocation), "
-                 "which kubesched does not have yet; every other plugin of it is here, in kube's order, with kube's weights")
+                 "which kubesched does not have yet; every other plugin of it is here, at kube's extension points, in kube's "
+                 "order, with kube's weights")
 
 
 # Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).

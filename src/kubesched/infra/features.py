@@ -25,6 +25,7 @@ known; their defaults are kube v1.37.2's:
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -64,6 +65,11 @@ def current() -> FeatureGates:
     return _current
 
 
+# Go's strconv.ParseBool, which kube's --feature-gates uses: these spellings and no others.
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+             "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
 def parse(spec: str, base: FeatureGates | None = None, *, emulated_minor: int = CURRENT_MINOR) -> FeatureGates:
     """`A=true,B=false` over `base` (the defaults), in kube's words when it is wrong. A locked gate
     set against its default is refused, as kube refuses it, unless `emulated_minor` (kube's
@@ -78,16 +84,18 @@ def parse(spec: str, base: FeatureGates | None = None, *, emulated_minor: int = 
             raise FeatureGateError(f"missing bool value for {part}")
         if name not in _KNOWN:
             raise FeatureGateError(f"unrecognized feature gate: {name} (kubesched knows {', '.join(sorted(_KNOWN))})")
-        if value.lower() not in ("true", "false"):
-            raise FeatureGateError(f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {value!r}: invalid syntax")
-        on = value.lower() == "true"
+        if value not in _GO_BOOLS:
+            raise FeatureGateError(
+                f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {json.dumps(value, ensure_ascii=False)}: "
+                "invalid syntax")
+        on = _GO_BOOLS[value]
         locked_default = getattr(FeatureGates(), _KNOWN[name])
         if on != locked_default and emulated_minor >= LOCKED_SINCE.get(name, CURRENT_MINOR + 1):
             raise FeatureGateError(
                 f"cannot set feature gate {name} to {str(on).lower()}, feature is locked to {str(locked_default).lower()}")
         gates = replace(gates, **{_KNOWN[name]: on})
     if gates.topology_aware_workload_scheduling and not gates.generic_workload:
-        raise FeatureGateError(f"{TOPOLOGY_AWARE} requires {GENERIC_WORKLOAD} to be enabled")
+        raise FeatureGateError(f"{TOPOLOGY_AWARE} is enabled, but depends on features that are disabled: [{GENERIC_WORKLOAD}]")
     return gates
 
 

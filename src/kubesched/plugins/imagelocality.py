@@ -18,8 +18,7 @@ from kubesched.cache.nodetable import NodeTable
 from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.handle import Handle
-from kubesched.framework.interface import Plugin, PreScorePlugin, ScorePlugin, SignPlugin
-from kubesched.framework.status import Code, Status
+from kubesched.framework.interface import Plugin, ScorePlugin, SignPlugin
 from kubesched.framework.types import MAX_NODE_SCORE, SignFragment
 
 MB = 1024 * 1024
@@ -42,7 +41,7 @@ def priority(sums: np.ndarray, containers: int) -> np.ndarray:
     return out
 
 
-class ImageLocality(Plugin, PreScorePlugin, ScorePlugin, SignPlugin):
+class ImageLocality(Plugin, ScorePlugin, SignPlugin):
     name = "ImageLocality"
     Args = None
 
@@ -79,16 +78,11 @@ class ImageLocality(Plugin, PreScorePlugin, ScorePlugin, SignPlugin):
             hit = self._scaled[image] = (rows, (sizes * spread).astype(np.int64))
         return hit
 
-    def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
-        images, containers = self._images(pi)
-        if containers == 0 or not any(table.image_rows.get(img) for img in images):
-            # No node has any of the images: every node would score 0.
-            return Status(Code.SKIP, plugin=self.name)
-        return None
-
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
+        # Score only, as kube's: no PreScore to skip it, so a pod whose images no node holds
+        # scores 0 everywhere, found before any per-node array is made.
         images, containers = self._images(pi)
-        if containers == 0 or len(table) == 0:
+        if containers == 0 or len(table) == 0 or not any(table.image_rows.get(img) for img in images):
             return np.zeros(len(rows), dtype=np.int64)
         sums = np.zeros(table.size, dtype=np.int64)
         found = False

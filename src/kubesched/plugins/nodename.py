@@ -1,7 +1,8 @@
 """NodeName: a pod that names its node in spec.nodeName fits no other node.
 
-kube (default features) has no PreFilter here; the narrowing PreFilter of newer sources is
-behind the alpha InPlacePodVerticalScalingSchedulerPreemption gate, so this plugin filters only.
+As in kube v1.37.2, its PreFilter narrows the nodes to that one (so no other node is even a
+preemption candidate) and its Filter rejects the others. A pod the scheduler takes has no
+spec.nodeName, so for it both let every node through.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import NODE, ActionType, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.handle import Handle
-from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, SignPlugin
-from kubesched.framework.status import Code
-from kubesched.framework.types import FilterResult, SignFragment
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.helper.args import refuse_args
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
+class NodeName(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
 
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
@@ -40,6 +41,11 @@ class NodeName(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
         # A node's name never changes, so only a new node can help; kube gives it no hint (every
         # node added is worth a retry).
         return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.Add))]
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        if pi.node_name:
+            return PreFilterResult(frozenset((pi.node_name,))), None
+        return None, None
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         wanted = pi.node_name

@@ -20,9 +20,9 @@ from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubesched.framework.handle import Handle
-from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, SignPlugin
-from kubesched.framework.status import Code
-from kubesched.framework.types import FilterResult, SignFragment
+from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, Plugin, PreFilterPlugin, SignPlugin
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment
 from kubesched.plugins.helper.args import refuse_args
 from kubesched.plugins.helper.hints import checked_new
 
@@ -40,7 +40,7 @@ def tolerates_unschedulable(pi: PodInfo) -> bool:
     return ok
 
 
-class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
+class NodeUnschedulable(Plugin, PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin):
     name: ClassVar[str] = NAME
 
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
@@ -77,6 +77,12 @@ class NodeUnschedulable(Plugin, FilterPlugin, EnqueueExtensions, SignPlugin):
         if old is None or old.spec.unschedulable:
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        # kube's PreFilter skips only a pod whose resize is deferred, behind the alpha
+        # InPlacePodVerticalScalingSchedulerPreemption gate (off, and not a gate kubesched has):
+        # every pod goes on to Filter. The plugin is at PreFilter as kube's is.
+        return None, None
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         cordoned = table.unschedulable[: table.size]

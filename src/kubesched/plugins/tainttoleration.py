@@ -33,9 +33,18 @@ from kubesched.framework import signers
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import NODE, TARGET_POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubesched.framework.handle import Handle
-from kubesched.framework.interface import EnqueueExtensions, FilterMisses, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, SignPlugin
+from kubesched.framework.interface import (
+    EnqueueExtensions,
+    FilterMisses,
+    FilterPlugin,
+    Plugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    SignPlugin,
+)
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import FilterResult, SignFragment, default_normalize
+from kubesched.framework.types import FilterResult, PreFilterResult, SignFragment, default_normalize
 from kubesched.plugins.helper.args import refuse_args
 from kubesched.plugins.helper.hints import checked_new
 
@@ -93,7 +102,9 @@ def _pod_info(pi: PodInfo, table: NodeTable) -> _PodTaintInfo:
     return info
 
 
-class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin):
+class TaintToleration(
+    Plugin, PreFilterPlugin, FilterPlugin, FilterMisses, PreScorePlugin, ScorePlugin, EnqueueExtensions, SignPlugin
+):
     name: ClassVar[str] = NAME
     has_normalize: ClassVar[bool] = True
 
@@ -129,6 +140,12 @@ class TaintToleration(Plugin, FilterPlugin, FilterMisses, PreScorePlugin, ScoreP
     ) -> QueueingHint:
         """A toleration was added to the pod: it may tolerate the taint that kept it out."""
         return QueueingHint.Queue
+
+    def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
+        # kube's PreFilter skips only a pod whose resize is deferred, behind the alpha
+        # InPlacePodVerticalScalingSchedulerPreemption gate (off, and not a gate kubesched has):
+        # every pod goes on to Filter. The plugin is at PreFilter as kube's is.
+        return None, None
 
     def filter(self, state: CycleState, pi: PodInfo, table: NodeTable) -> FilterResult | None:
         cols = _pod_info(pi, table).filter.columns(table)

@@ -42,3 +42,24 @@ def test_a_node_update_declaring_features_is_an_event_of_its_own() -> None:
     assert node_changes(make_node("n").declared("FeatureA").obj(), make_node("n").declared("FeatureA").obj()) == []
     with features.gates(node_declared_features=False):
         assert node_changes(new, old) == [ClusterEvent(NODE, ActionType.UpdateNodeLabel)]
+
+
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("t", True), ("T", True), ("TRUE", True), ("True", True),
+                                           ("0", False), ("f", False), ("F", False), ("FALSE", False), ("False", False)])
+def test_values_are_read_as_gos_parsebool_reads_them(value: str, on: bool) -> None:
+    assert parse(f"GenericWorkload={value}").generic_workload is on
+
+
+@pytest.mark.parametrize("value", ["TrUe", "yes", "on", ""])
+def test_other_spellings_are_refused_in_kubes_words(value: str) -> None:
+    with pytest.raises(FeatureGateError) as info:
+        parse(f"GenericWorkload={value}")
+    assert str(info.value) == (f'invalid value of GenericWorkload={value}, err: strconv.ParseBool: parsing "{value}": '
+                               "invalid syntax")
+
+
+def test_a_gate_on_without_the_gate_it_depends_on_is_refused_in_kubes_words() -> None:
+    with pytest.raises(FeatureGateError) as info:
+        parse("TopologyAwareWorkloadScheduling=true")
+    assert str(info.value) == ("TopologyAwareWorkloadScheduling is enabled, but depends on features that are disabled: "
+                               "[GenericWorkload]")

@@ -9,7 +9,6 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.cache import Cache
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import EnqueueExtensions
-from kubesched.framework.status import Code
 from kubesched.plugins.imagelocality import ImageLocality
 
 MB = 1024 * 1024
@@ -21,9 +20,6 @@ def run_score(cache: Cache, pi: PodInfo, plugin: ImageLocality | None = None) ->
     names = list(table.index)
     rows = np.array([table.row_of(n) for n in names], dtype=np.intp)
     state = CycleState()
-    status = plugin.pre_score(state, pi, table, rows)
-    if status is not None:
-        assert status.code == Code.SKIP
     return dict(zip(names, (int(s) for s in plugin.score(state, pi, table, rows)), strict=True))
 
 
@@ -86,11 +82,12 @@ def test_any_of_an_images_names_matches() -> None:
     assert run_score(cache, app_pod("q", "docker.io/library/redis:7")) == {"a": 59}
 
 
-def test_prescore_skips_when_no_node_has_the_images() -> None:
+def test_no_prescore_as_kube_and_zero_everywhere_when_no_node_has_the_images() -> None:
+    from kubesched.framework.interface import PreScorePlugin
+
+    assert not isinstance(ImageLocality(), PreScorePlugin)  # kube's is Score only: config validate lists it so
     cache = cache_with([make_node("a").image(["other:1"], 500 * MB).obj()])
     plugin = ImageLocality(handle=UnitHandle(cache))
-    status = plugin.pre_score(CycleState(), app_pod("p", "app:1"), cache.table, cache.table.rows())
-    assert status is not None and status.code == Code.SKIP
     assert plugin.score(CycleState(), app_pod("p", "app:1"), cache.table, cache.table.rows()).tolist() == [0]
 
 
