@@ -294,7 +294,8 @@ class PodSpec(_Obj):
     active_deadline_seconds: Int64 | None = None
     # Only their volume mounts are read (NodeDeclaredFeatures); the API server refuses them on create.
     ephemeral_containers: list[Container] = msgspec.field(default_factory=list)
-    # Pod-level resources (PodLevelResources): validated, not yet used by the scheduler.
+    # Pod-level resources (PodLevelResources): the pod's requests in place of its containers' for
+    # cpu, memory and hugepages-* (api.podinfo), defaulted on create (api.validation.podlevel).
     resources: ResourceRequirements | None = None
     # Read for validation only (pod-level resources may not be set for a windows pod).
     os: PodOS | None = None
