@@ -139,8 +139,9 @@ def _requests(parsed: _Parsed) -> dict[str, int]:
 
 
 def _filled(parsed: _Parsed, name: str, fill: int) -> int:
-    """PodRequests of one resource with NonMissingContainerRequests: a container that does not
-    name it counts `fill`. Resources aggregate independently, so one is summed on its own."""
+    """PodRequests of one resource with NonMissingContainerRequests and SkipPodLevelResources: a
+    container that does not name it counts `fill`, and the pod level counts for nothing (see
+    _request_sets). Resources aggregate independently, so one is summed on its own."""
     total = 0
     for r in parsed.app:
         total += r.get(name, fill)
@@ -154,8 +155,6 @@ def _filled(parsed: _Parsed, name: str, fill: int) -> int:
         else:
             init_max = max(init_max, value + sidecars)
     total = max(total, init_max)
-    if parsed.pod_level and name in parsed.pod_level:
-        total = parsed.pod_level[name]
     return total + parsed.overhead.get(name, 0) if parsed.overhead else total
 
 
@@ -166,9 +165,11 @@ def _request_sets(pod: Pod) -> tuple[dict[str, int], tuple[int, int], tuple[int,
     memory NodeResourcesFit's scorers count for it as the pod being placed.
 
     Without pod-level requests, a container missing a cpu or memory request counts the default in
-    both non-zero sets alike. With them, a node counts the default only for a resource neither the
-    pod level, nor a container, nor the overhead names (getNonMissingContainerRequests), while the
-    scorer fills every container's missing request before the pod-level values replace the sum."""
+    both non-zero sets alike. With them, a node counts the pod level's values, and the default
+    only for a resource neither the pod level, nor a container, nor the overhead names
+    (getNonMissingContainerRequests); NodeResourcesFit's scorers ignore the pod level altogether
+    (kube-scheduler v1.37.2 builds their resourceAllocationScorer without enablePodLevelResources,
+    so SkipPodLevelResources holds): every container's missing request filled, plus overhead."""
     parsed = _parse(pod)
     plain = _requests(parsed)
     scoring = (_filled(parsed, CPU, DEFAULT_MILLI_CPU_REQUEST), _filled(parsed, MEMORY, DEFAULT_MEMORY_REQUEST))

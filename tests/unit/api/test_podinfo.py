@@ -105,7 +105,8 @@ def test_pod_level_cpu_and_memory_leave_no_default_to_count():
     p = make_pod("p").containers(c("a"), c("b")).pod_resources(requests={"cpu": "1200m", "memory": "1200M"}).obj()
     pi = make_pod_info(p)
     assert (pi.non_zero_cpu, pi.non_zero_memory) == (1200, 1_200_000_000)
-    assert (pi.scoring_cpu, pi.scoring_memory) == (1200, 1_200_000_000)
+    # NodeResourcesFit's scorers ignore the pod level (kube-scheduler v1.37.2): two defaulted containers.
+    assert (pi.scoring_cpu, pi.scoring_memory) == (200, 2 * DEFAULT_MEMORY_REQUEST)
 
 
 def test_pod_level_cpu_only_counts_the_memory_default_per_container_when_none_names_memory():
@@ -114,17 +115,17 @@ def test_pod_level_cpu_only_counts_the_memory_default_per_container_when_none_na
     pi = make_pod_info(p)
     assert "memory" not in pi.requests
     assert (pi.non_zero_cpu, pi.non_zero_memory) == (500, 2 * DEFAULT_MEMORY_REQUEST)
-    assert (pi.scoring_cpu, pi.scoring_memory) == (500, 2 * DEFAULT_MEMORY_REQUEST)
+    assert (pi.scoring_cpu, pi.scoring_memory) == (200, 2 * DEFAULT_MEMORY_REQUEST)
 
 
 def test_a_node_counts_no_default_once_some_container_names_the_resource_but_the_scorer_does():
     # kube's getNonMissingContainerRequests looks at the pod's whole requests (one container names
-    # memory), while the scorer fills every container's missing request before the pod level applies.
+    # memory), while the scorer fills every container's missing request and ignores the pod level.
     p = make_pod("p").containers(c("a", memory="100Mi"), c("b")).pod_resources(requests={"cpu": "1"}).obj()
     pi = make_pod_info(p)
     assert pi.non_zero_memory == 100 * MI
     assert pi.scoring_memory == 100 * MI + DEFAULT_MEMORY_REQUEST
-    assert pi.non_zero_cpu == pi.scoring_cpu == 1000
+    assert (pi.non_zero_cpu, pi.scoring_cpu) == (1000, 200)
 
 
 def test_overhead_naming_memory_leaves_a_node_no_memory_default_to_count():

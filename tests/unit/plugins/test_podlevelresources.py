@@ -56,19 +56,20 @@ def test_pod_level_hugepages_are_filtered_like_a_container_request() -> None:
 # --- scoring -------------------------------------------------------------------------------------
 
 
-def test_least_allocated_scores_the_pod_level_requests() -> None:
+def test_least_allocated_scores_the_containers_not_the_pod_level() -> None:
+    # kube-scheduler v1.37.2 builds NodeResourcesFit's scorer without enablePodLevelResources.
     cache = cache_with([make_node("n").capacity(cpu="4", memory="10000").obj()])
     by_pod_level = make_pod("p").req(cpu="1", memory="1000").pod_resources(requests={"cpu": "3", "memory": "5000"}).info()
-    # cpu 25, memory 50: the same 37 as containers requesting 3 cpu and 5000 bytes.
-    assert run_score(make(cache), cache, by_pod_level) == [37]
+    # cpu (4000-1000)*100/4000 = 75, memory (10000-1000)*100/10000 = 90: 82 (not 37 for 3 cpu, 5000 bytes).
+    assert run_score(make(cache), cache, by_pod_level) == [82]
 
 
-def test_the_scorer_fills_each_container_missing_memory_before_the_pod_level_applies() -> None:
+def test_the_scorer_fills_each_container_missing_request_and_ignores_the_pod_level() -> None:
     cache = cache_with([make_node("n").capacity(cpu="4", memory="1000Mi").obj()])
     pod = two_containers("p").pod_resources(requests={"cpu": "3"}).info()
-    assert pod.scoring_memory == 2 * DEFAULT_MEMORY_REQUEST
-    # cpu (4000-3000)*100/4000 = 25, memory (1000-400)*100/1000 = 60: (25+60)/2 = 42.
-    assert run_score(make(cache), cache, pod) == [42]
+    assert (pod.scoring_cpu, pod.scoring_memory) == (200, 2 * DEFAULT_MEMORY_REQUEST)
+    # cpu (4000-200)*100/4000 = 95, memory (1000-400)*100/1000 = 60: (95+60)/2 = 77.
+    assert run_score(make(cache), cache, pod) == [77]
 
 
 def test_a_node_counts_no_default_memory_for_a_pod_level_pod_whose_containers_name_memory() -> None:

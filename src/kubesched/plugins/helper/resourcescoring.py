@@ -72,7 +72,8 @@ def pod_scoring_requests(pi: PodInfo, names: Sequence[str], use_requested: bool)
     """The pod's request for each named resource, as the scorers count it.
 
     Without use_requested (NodeResourcesFit), containers that set no cpu/memory request count
-    with the scheduler's defaults (before pod-level requests replace the sum); `pods` is never a
+    with the scheduler's defaults, and pod-level requests count for nothing (kube-scheduler v1.37.2
+    builds its scorer without enablePodLevelResources); `pods` is never a
     container request.
     """
     out = np.zeros(len(names), dtype=np.int64)
