@@ -110,6 +110,15 @@ class PodBuilder(ObjectBuilder):
 
     # --- the spec --------------------------------------------------------------------------------
 
+    def pod_resources(self, requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None) -> Self:
+        """spec.resources: the pod-level requests and limits (PodLevelResources)."""
+        resources: dict[str, Any] = {}
+        if requests is not None:
+            resources["requests"] = dict(requests)
+        if limits is not None:
+            resources["limits"] = dict(limits)
+        return self.spec(resources=resources)
+
     def priority(self, value: int) -> Self:
         self._priority = value
         return self

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kubesched.api.quantity import BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI
+from kubesched.api.quantity import BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, canonical
 
 _NUMBER = re.compile(r"^([+-]?)0*([0-9]*)(?:\.([0-9]*))?(.*)$")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -92,6 +92,13 @@ def parse(text: str | int | float) -> GoQuantity:
     exp10 = (0 if base2 else exponent) - len(denom) + 9
     nanos = units * 10**exp10 if exp10 >= 0 else -(-units // 10**-exp10)
     return GoQuantity(-nanos if negative else nanos, -9, fmt)
+
+
+def go_string(text: str | int | float) -> str:
+    """Quantity.String() of a quantity as the API server decoded it: the input itself where
+    ParseQuantity keeps it (`2e0`, `1.500k`), else the canonical form (`0.5` is `500m`). The
+    quantity must parse (api.quantity)."""
+    return parse(text).s or canonical(text)
 
 
 def scheduler_quantity(resource: str, amount: int, binary: bool) -> GoQuantity:

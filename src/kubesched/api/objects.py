@@ -148,7 +148,8 @@ class ContainerClaim(_Obj):
 class ResourceRequirements(_Obj):
     requests: dict[str, Quantity] = msgspec.field(default_factory=dict)
     limits: dict[str, Quantity] = msgspec.field(default_factory=dict)
-    claims: list[ContainerClaim] = msgspec.field(default_factory=list)
+    # None when absent: at the pod level even an empty list is refused (kube checks for non-nil).
+    claims: list[ContainerClaim] | None = None
 
 
 class ContainerPort(_Obj):
@@ -267,6 +268,10 @@ class PodSchedulingGroup(_Obj):
     pod_group_name: str | None = None
 
 
+class PodOS(_Obj):
+    name: str = ""
+
+
 class PodSpec(_Obj):
     containers: list[Container] = msgspec.field(default_factory=list)
     init_containers: list[Container] = msgspec.field(default_factory=list)
@@ -289,8 +294,11 @@ class PodSpec(_Obj):
     active_deadline_seconds: Int64 | None = None
     # Only their volume mounts are read (NodeDeclaredFeatures); the API server refuses them on create.
     ephemeral_containers: list[Container] = msgspec.field(default_factory=list)
-    # Pod-level resources (PodLevelResources): validated, not yet used by the scheduler.
+    # Pod-level resources (PodLevelResources): the pod's requests in place of its containers' for
+    # cpu, memory and hugepages-* (api.podinfo), defaulted on create (api.validation.podlevel).
     resources: ResourceRequirements | None = None
+    # Read for validation only (pod-level resources may not be set for a windows pod).
+    os: PodOS | None = None
     # Read by the volume plugins (PVCs, ephemeral volumes, inline disks) and validation.
     volumes: list[Volume] = msgspec.field(default_factory=list)
     # Dynamic resource allocation: devices the pod claims (scheduler/draguard.py keeps such pods pending).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from kubesched.api.dra import DEVICE_CLASS_PREFIX
 from kubesched.api.objects import Container, Pod
 from kubesched.api.quantity import QuantityError, resource_value
 from kubesched.api.validation.field import shown
-from kubesched.api.validation.resources import is_extended
+from kubesched.api.validation.resources import is_extended, is_pod_level_resource
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -42,11 +43,8 @@ class HostPort:
     port: int
 
 
-def _container_requests(pod_key: str, where: str, container: Container) -> dict[str, int]:
+def _parsed_requests(pod_key: str, where: str, merged: Mapping[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
-    # A limit without a request defaults the request to the limit (API defaulting).
-    merged: dict[str, Any] = dict(container.resources.limits)
-    merged.update(container.resources.requests)
     for name, raw in merged.items():
         try:
             value = resource_value(name, raw)
@@ -56,6 +54,26 @@ def _container_requests(pod_key: str, where: str, container: Container) -> dict[
             raise PodError(f"pod {pod_key}: {where}.resources.requests[{name}]: must be non-negative, got {shown(raw)}")
         out[name] = value
     return out
+
+
+def _container_requests(pod_key: str, group: str, index: int, container: Container) -> dict[str, int]:
+    # A limit without a request defaults the request to the limit (API defaulting).
+    merged: dict[str, Any] = dict(container.resources.limits)
+    merged.update(container.resources.requests)
+    return _parsed_requests(pod_key, f"spec.{group}[{index}]", merged) if merged else {}
+
+
+def pod_level_requests(pod: Pod) -> dict[str, int] | None:
+    """The pod-level requests (spec.resources) that stand for the containers' aggregate: cpu,
+    memory and hugepages-* (component-helpers' IsSupportedPodLevelResource); a limit without a
+    request stands for the request, as the API server defaults it. None when the pod sets none
+    (kube's IsPodLevelRequestsSet)."""
+    resources = pod.spec.resources
+    if resources is None:
+        return None
+    merged = {name: raw for name, raw in resources.limits.items() if is_pod_level_resource(name)}
+    merged.update((name, raw) for name, raw in resources.requests.items() if is_pod_level_resource(name))
+    return _parsed_requests(pod.key, "spec", merged) or None
 
 
 def _add(into: dict[str, int], other: dict[str, int]) -> None:
@@ -69,26 +87,42 @@ def _max(into: dict[str, int], other: dict[str, int]) -> None:
             into[k] = v
 
 
-def pod_requests(pod: Pod, *, non_zero: bool = False) -> dict[str, int]:
-    """Effective requests as kube computes them: app containers and sidecars summed, each
-    regular init container on top of the sidecars started before it, the larger of the two,
-    plus pod overhead. With non_zero, missing cpu/memory requests count as the defaults."""
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs a microsecond to build
+class _Parsed:
+    """A pod's quantities, parsed once for the several ways its requests are summed."""
+
+    app: list[dict[str, int]]
+    init: list[tuple[dict[str, int], bool]]  # (requests, restartable: a sidecar)
+    pod_level: dict[str, int] | None
+    overhead: dict[str, int]
+
+
+def _parse(pod: Pod) -> _Parsed:
     key = pod.key
+    spec = pod.spec
+    app = [_container_requests(key, "containers", i, c) for i, c in enumerate(spec.containers)]
+    init = [(_container_requests(key, "initContainers", i, c), c.restart_policy == "Always")
+            for i, c in enumerate(spec.init_containers)]
+    overhead: dict[str, int] = {}
+    for name, raw in spec.overhead.items():
+        try:
+            overhead[name] = resource_value(name, raw)
+        except QuantityError as exc:
+            raise PodError(f"pod {key}: spec.overhead[{name}]: {exc}") from None
+    return _Parsed(app, init, pod_level_requests(pod) if spec.resources is not None else None, overhead)
+
+
+def _requests(parsed: _Parsed) -> dict[str, int]:
+    """component-helpers' PodRequests: app containers and sidecars summed, each regular init
+    container on top of the sidecars started before it, the larger of the two; the pod-level
+    requests in place of that for the resources they name; plus pod overhead."""
     total: dict[str, int] = {}
-    for i, c in enumerate(pod.spec.containers):
-        r = _container_requests(key, f"spec.containers[{i}]", c)
-        if non_zero:
-            r.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-            r.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    for r in parsed.app:
         _add(total, r)
     sidecars: dict[str, int] = {}
     init_max: dict[str, int] = {}
-    for i, c in enumerate(pod.spec.init_containers):
-        r = _container_requests(key, f"spec.initContainers[{i}]", c)
-        if non_zero:
-            r.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-            r.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
-        if c.restart_policy == "Always":
+    for r, restartable in parsed.init:
+        if restartable:
             _add(total, r)
             _add(sidecars, r)
             _max(init_max, sidecars)
@@ -97,12 +131,60 @@ def pod_requests(pod: Pod, *, non_zero: bool = False) -> dict[str, int]:
             _add(step, sidecars)
             _max(init_max, step)
     _max(total, init_max)
-    for name, raw in pod.spec.overhead.items():
-        try:
-            total[name] = total.get(name, 0) + resource_value(name, raw)
-        except QuantityError as exc:
-            raise PodError(f"pod {key}: spec.overhead[{name}]: {exc}") from None
+    if parsed.pod_level:
+        total.update(parsed.pod_level)
+    if parsed.overhead:
+        _add(total, parsed.overhead)
     return total
+
+
+def _filled(parsed: _Parsed, name: str, fill: int) -> int:
+    """PodRequests of one resource with NonMissingContainerRequests and SkipPodLevelResources: a
+    container that does not name it counts `fill`, and the pod level counts for nothing (see
+    _request_sets). Resources aggregate independently, so one is summed on its own."""
+    total = 0
+    for r in parsed.app:
+        total += r.get(name, fill)
+    sidecars = init_max = 0
+    for r, restartable in parsed.init:
+        value = r.get(name, fill)
+        if restartable:
+            total += value
+            sidecars += value
+            init_max = max(init_max, sidecars)
+        else:
+            init_max = max(init_max, value + sidecars)
+    total = max(total, init_max)
+    return total + parsed.overhead.get(name, 0) if parsed.overhead else total
+
+
+def _request_sets(pod: Pod) -> tuple[dict[str, int], tuple[int, int], tuple[int, int]]:
+    """The pod's requests three ways, as kube-scheduler computes them (PodInfo.CalculateResource
+    and resourceAllocationScorer.calculatePodResourceRequest): what it requests (PodRequests);
+    the cpu and memory a node it is on counts for scoring (NonZeroRequested); and the cpu and
+    memory NodeResourcesFit's scorers count for it as the pod being placed.
+
+    Without pod-level requests, a container missing a cpu or memory request counts the default in
+    both non-zero sets alike. With them, a node counts the pod level's values, and the default
+    only for a resource neither the pod level, nor a container, nor the overhead names
+    (getNonMissingContainerRequests); NodeResourcesFit's scorers ignore the pod level altogether
+    (kube-scheduler v1.37.2 builds their resourceAllocationScorer without enablePodLevelResources,
+    so SkipPodLevelResources holds): every container's missing request filled, plus overhead."""
+    parsed = _parse(pod)
+    plain = _requests(parsed)
+    scoring = (_filled(parsed, CPU, DEFAULT_MILLI_CPU_REQUEST), _filled(parsed, MEMORY, DEFAULT_MEMORY_REQUEST))
+    if parsed.pod_level is None:
+        return plain, scoring, scoring
+    node = (plain[CPU] if CPU in plain else scoring[0], plain[MEMORY] if MEMORY in plain else scoring[1])
+    return plain, node, scoring
+
+
+def pod_requests(pod: Pod, *, non_zero: bool = False) -> dict[str, int]:
+    """The pod's effective requests as kube computes them (see _requests), pod-level requests
+    included. With non_zero, as a node counts them for scoring: missing cpu/memory requests count
+    as the defaults."""
+    plain, (cpu, memory), _ = _request_sets(pod)
+    return {**plain, CPU: cpu, MEMORY: memory} if non_zero else plain
 
 
 def normalize_image(name: str) -> str:
@@ -124,8 +206,13 @@ class PodInfo:
     labels: dict[str, str]
     priority: int
     requests: dict[str, int]
+    # cpu and memory as a node this pod is on counts them for scoring (NonZeroRequested), and as
+    # NodeResourcesFit's scorers count them while this pod is being placed: the same numbers
+    # unless the pod sets pod-level requests (see _request_sets).
     non_zero_cpu: int
     non_zero_memory: int
+    scoring_cpu: int
+    scoring_memory: int
     host_ports: tuple[HostPort, ...]
     images: tuple[str, ...]
     seq: int = field(default_factory=lambda: next(_sequence))
@@ -174,9 +261,7 @@ class PodInfo:
 
 def make_pod_info(pod: Pod) -> PodInfo:
     """Derive a PodInfo; raises PodError naming the pod and field for unreadable resources."""
-    requests = pod_requests(pod)
-    requests[PODS] = 1
-    non_zero = pod_requests(pod, non_zero=True)
+    requests, (non_zero_cpu, non_zero_memory), (scoring_cpu, scoring_memory) = _request_sets(pod)
     ports: list[HostPort] = []
     # Regular init containers have exited before the app starts; only sidecars hold ports.
     running = itertools.chain((c for c in pod.spec.init_containers if c.restart_policy == "Always"), pod.spec.containers)
@@ -190,6 +275,7 @@ def make_pod_info(pod: Pod) -> PodInfo:
     # Both are empty for almost every pod: found so without building anything.
     claims = tuple(c.name for c in pod.spec.resource_claims) if pod.spec.resource_claims else ()
     dra_resources: tuple[str, ...] = ()
+    requests[PODS] = 1
     if not requests.keys() <= _NATIVE:
         dra_resources = tuple(sorted(n for n, v in requests.items() if v > 0 and may_be_dra_resource(n)))
     return PodInfo(
@@ -200,8 +286,10 @@ def make_pod_info(pod: Pod) -> PodInfo:
         labels=pod.metadata.labels,
         priority=pod.spec.priority or 0,
         requests=requests,
-        non_zero_cpu=non_zero.get(CPU, 0),
-        non_zero_memory=non_zero.get(MEMORY, 0),
+        non_zero_cpu=non_zero_cpu,
+        non_zero_memory=non_zero_memory,
+        scoring_cpu=scoring_cpu,
+        scoring_memory=scoring_memory,
         host_ports=tuple(ports),
         images=images,
         resource_claims=claims,

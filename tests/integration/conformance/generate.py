@@ -8,7 +8,8 @@ spread (minDomains, node inclusion policies), priorities with preemption and pre
 Never, PodDisruptionBudgets over some of the pods (minAvailable or maxUnavailable, an integer or a
 percentage; the pods have no controller, so only an integer minAvailable expects any pod, as kube's
 disruption controller counts them), scheduling gates (a gated pod stays gated), declared features
-(nodes declaring some, pods whose restart rules need one), and profiles with other scoring
+(nodes declaring some, pods whose restart rules need one), pod-level resources (spec.resources in
+place of the containers' requests, or beside them; defaulted by the API server), and profiles with other scoring
 strategies and weights.
 """
 
@@ -57,8 +58,12 @@ def _selector_term(rng: random.Random) -> JSON:
     return {"key": key, "operator": op, "values": values}
 
 
+CPU = ("100m", "250m", "500m", "1", "2")  # ascending, as _pod_level_resources relies on
+MEMORY = ("128Mi", "256Mi", "512Mi", "1Gi", "3Gi")
+
+
 def _pod_spec(rng: random.Random, app: str, with_priority: bool) -> JSON:
-    requests = {"cpu": rng.choice(("100m", "250m", "500m", "1", "2")), "memory": rng.choice(("128Mi", "512Mi", "1Gi", "3Gi"))}
+    requests = {"cpu": rng.choice(CPU), "memory": rng.choice(MEMORY[:1] + MEMORY[2:])}
     container: JSON = {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": requests}}
     if rng.random() < 0.15:
         container["resources"] = {"requests": {**requests, EXTENDED: "1"}, "limits": {EXTENDED: "1"}}
@@ -170,6 +175,7 @@ def scenario(seed: int) -> JSON:
     if gates.random() < 0.15:
         gates.choice(pending)["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
     _declared_features(random.Random(f"features-{seed}"), nodes, pending)
+    _pod_level_resources(random.Random(f"pod-level-{seed}"), existing + pending)
     return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile,
             "pdbs": _budgets(seed, with_priority)}
 
@@ -202,3 +208,38 @@ def _declared_features(rng: random.Random, nodes: list[JSON], pending: list[JSON
             else:
                 pod["spec"]["initContainers"] = [{"name": "init", "image": "registry.k8s.io/pause:3.10", "restartPolicy": "Never",
                                                   "restartPolicyRules": [rule]}]
+
+
+# --- pod-level resources (PodLevelResources), from an RNG of their own ------------------------------
+
+
+def _at_least(rng: random.Random, values: tuple[str, ...], floor: str | None) -> str:
+    """A value of `values` (ascending) no smaller than `floor`: the pod level covers its containers."""
+    return rng.choice(values[values.index(floor):] if floor in values else values)
+
+
+def _pod_level_resources(rng: random.Random, pods: list[JSON]) -> None:
+    """In about a third of the scenarios, some pods set spec.resources: requests for cpu and/or
+    memory no smaller than their container's (which then counts for nothing in the scheduler's
+    sums); or the container requests nothing and a second one neither, so the pod level alone sizes
+    the pod and the scorers count the default for what it leaves out; or limits only, from which
+    (and from the containers) the API server defaults the requests."""
+    if rng.random() >= 0.35:
+        return
+    for pod in pods:
+        if rng.random() >= 0.5:
+            continue
+        spec = pod["spec"]
+        container = spec["containers"][0]
+        own: dict[str, str] = container["resources"].setdefault("requests", {})
+        mode = rng.choice(("beside", "alone", "limits"))
+        pod_level: JSON = {}
+        if mode == "alone":
+            for name in ("cpu", "memory"):
+                own.pop(name, None)
+            if rng.random() < 0.5:
+                spec["containers"].append({"name": "helper", "image": "registry.k8s.io/pause:3.10"})
+        names = [name for name in ("cpu", "memory") if rng.random() < 0.7] or ["cpu"]
+        amounts = {name: _at_least(rng, CPU if name == "cpu" else MEMORY, own.get(name)) for name in names}
+        pod_level["limits" if mode == "limits" else "requests"] = amounts
+        spec["resources"] = pod_level

@@ -214,8 +214,9 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
      [f"{C0}.resources: Forbidden: HugePages require cpu or memory"]),
     ("overhead", "spec.overhead", {"cpu": "-1"}, ['spec.overhead[cpu]: Invalid value: "-1": must be greater than or equal to 0']),
     ("pod-level resources", "spec.resources", {"requests": {"cpu": "2", "nvidia.com/gpu": "1"}, "limits": {"cpu": "1"}},
-     ['spec.resources.requests[nvidia.com/gpu]: Unsupported value: "nvidia.com/gpu": supported values: "cpu", "memory"',
-      'spec.resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+     ['spec.resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+      'spec.resources.requests[nvidia.com/gpu]: Unsupported value: "nvidia.com/gpu": supported values: "cpu", "hugepages-", '
+      '"memory"',
       "spec.resources.limits: Required value: Limit must be set for non overcommitable resources"]),
     ("pod-level 1e30", "spec.resources", {"limits": {"memory": "1e30"}},
      [f'spec.resources.limits[memory]: Invalid value: "1e30": must be less than or equal to {INT64}',

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from kubesched.api.objects import Pod
+from kubesched.api.podinfo import make_pod_info
 from kubesched.backends.sim.engine import Simulation
 from kubesched.config.parse import default_config
 from unit.backends.manifestkit import DEPLOYMENT, POD, error_of, load, pods_by_name
@@ -309,3 +310,22 @@ def test_gated_pod_with_node_name_is_refused(tmp_path: Path) -> None:
     text = POD.format(name="a").replace("spec:\n", "spec:\n  nodeName: n1\n  schedulingGates: [{name: x}]\n")
     assert error_of(tmp_path, text).endswith(
         'The Pod "a" is invalid: spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared')
+
+
+def test_pod_level_resources_are_defaulted_on_create(tmp_path: Path) -> None:
+    # The container requests 250m and 64Mi: the pod level's missing memory request is its; the
+    # container sets no limits, so neither does the pod level; the scheduler counts the pod level.
+    text = POD.format(name="a").replace("spec:\n", "spec:\n  resources: {requests: {cpu: '1'}}\n")
+    (sp,) = load(tmp_path, text).pods
+    resources = sp.pod.spec.resources
+    assert resources is not None
+    assert (resources.requests, resources.limits) == ({"cpu": "1", "memory": "64Mi"}, {})
+    assert make_pod_info(sp.pod).requests == {"cpu": 1000, "memory": 64 * 2**20, "pods": 1}
+
+
+def test_a_workload_pod_whose_defaulted_pod_level_contradicts_its_containers_is_refused(tmp_path: Path) -> None:
+    # The template is valid as given (nothing defaulted); its pods are not: the containers' 100m
+    # becomes the pod-level cpu request, above the pod-level limit.
+    text = DEPLOYMENT.replace("    spec:\n", "    spec:\n      resources: {limits: {cpu: 50m}}\n", 1)
+    assert error_of(tmp_path, text).endswith(
+        'spec.resources.requests: Invalid value: "100m": must be less than or equal to cpu limit of 50m')

@@ -1,7 +1,7 @@
 """Pods and pod templates: pkg/apis/core/validation's ValidatePodCreate / ValidatePodTemplateSpec
 for the fields the scheduler reads, applied after the API server's defaulting (restartPolicy
 Always, protocol TCP, a request defaulted from its limit, hostPort from containerPort with
-hostNetwork).
+hostNetwork, a Pod's pod-level resources: validation.podlevel).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from kubesched.api.validation.podclaims import (
     validate_pod_resource_claims,
 )
 from kubesched.api.validation.podfields import validate_container_fields, validate_pod_fields
+from kubesched.api.validation.podlevel import validate_pod_resources
 from kubesched.api.validation.resources import scheduler_value, validate_requirements, validate_resource_map
 from kubesched.api.validation.scheduling import validate_affinity, validate_tolerations, validate_topology_spread
 
@@ -95,15 +96,7 @@ def validate_pod_spec(spec: PodSpec, path: str, *, template: bool, labels: Mappi
     out.extend(validate_topology_spread(spec.topology_spread_constraints, f"{path}.topologySpreadConstraints", labels))
     out.extend(validate_pod_fields(spec, path))
     out.extend(_scheduling_gates(spec, f"{path}.schedulingGates"))
-    if spec.resources is not None:
-        # Pod-level resources: names, quantities and requests against limits (the comparison with
-        # the containers' aggregate is not checked here).
-        if spec.resources.claims:
-            out.append(forbidden(f"{path}.resources.claims", "claims may not be set for Resources at pod-level"))
-        _, errs = validate_requirements(spec.resources, f"{path}.resources", pod_level=True)
-        out.extend(errs)
-        out.extend(validate_claim_references(spec.resources.claims, pod_claim_names(spec.resource_claims),
-                                             f"{path}.resources.claims"))
+    out.extend(validate_pod_resources(spec, path, template=template, claim_names=pod_claim_names(spec.resource_claims)))
     overhead, errs = validate_resource_map(spec.overhead, f"{path}.overhead", names=True)
     out.extend(errs)
     for name, q in overhead.items():
@@ -151,7 +144,7 @@ def _containers(spec: PodSpec, path: str, *, template: bool) -> tuple[list[Field
                 out.extend(_host_port_conflicts(c, where, ports, spec.host_network))
             values, errs = validate_requirements(c.resources, f"{where}.resources")
             out.extend(errs)
-            out.extend(validate_claim_references(c.resources.claims, claims, f"{where}.resources.claims"))
+            out.extend(validate_claim_references(c.resources.claims or [], claims, f"{where}.resources.claims"))
             for name, value in values.items():
                 totals[name] = totals.get(name, 0) + value
     return out, totals

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kubesched.api.goquantity import go_string
 from kubesched.api.objects import Quantity as RawQuantity
 from kubesched.api.objects import ResourceRequirements
 from kubesched.api.quantity import INT64_MAX, NANO, Quantity, QuantityError, parse
@@ -24,7 +25,6 @@ _STANDARD_RESOURCES = _STANDARD_CONTAINER | _INTEGER_RESOURCES | frozenset({
     "limits.ephemeral-storage",
 })
 HUGEPAGES_PREFIX = "hugepages-"
-POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
 
 
 def is_native(name: str) -> bool:
@@ -40,6 +40,11 @@ def is_extended(name: str) -> bool:
     if is_native(name) or name.startswith("requests."):
         return False
     return not label_key("requests." + name)
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """component-helpers' IsSupportedPodLevelResource: what a pod may set in spec.resources."""
+    return name in ("cpu", "memory") or name.startswith(HUGEPAGES_PREFIX)
 
 
 def is_integer_resource(name: str) -> bool:
@@ -105,19 +110,72 @@ def _go_milli_remainder(nanos: int) -> int:
     return remainder if wrapped >= 0 else -remainder
 
 
-def validate_quantity_value(resource: str, q: Quantity, path: str) -> list[FieldIssue]:
-    """ValidateResourceQuantityValue: non-negative, and whole for integer resources."""
+def validate_quantity_value(resource: str, q: Quantity, path: str, text: str) -> list[FieldIssue]:
+    """ValidateResourceQuantityValue: non-negative, and whole for integer resources (`text` is
+    the value as the API server prints it: goquantity.go_string)."""
     out: list[FieldIssue] = []
     if q.negative and (q.nanos is None or q.nanos < 0):
-        out.append(invalid(path, q.canonical(), "must be greater than or equal to 0"))
+        out.append(invalid(path, text, "must be greater than or equal to 0"))
     if is_integer_resource(resource) and q.nanos is not None and _go_milli_remainder(q.nanos) != 0:
-        out.append(invalid(path, q.canonical(), "must be an integer"))
+        out.append(invalid(path, text, "must be an integer"))
     return out
 
 
+# sets.List(SupportedPodLevelResources()): what the API server lists when a name is not one of them.
+POD_LEVEL_NAMES = ("cpu", "hugepages-", "memory")
+
+
 def validate_pod_level_resource_name(name: str, path: str) -> list[FieldIssue]:
-    """validatePodResourceName: pod-level resources (spec.resources) are cpu and memory only."""
-    return [] if name in POD_LEVEL_RESOURCES else [not_supported(path, name, sorted(POD_LEVEL_RESOURCES))]
+    """validatePodResourceName: a valid resource name, then one of cpu, memory and hugepages-*."""
+    errs = _resource_name(name, path)
+    if not errs and not is_pod_level_resource(name):
+        errs.append(not_supported(path, name, POD_LEVEL_NAMES))
+    return errs
+
+
+def _page_bytes(name: str) -> int | None:
+    """HugePageSizeFromResourceName as a whole, positive number of bytes; None otherwise."""
+    try:
+        page = parse(name[len(HUGEPAGES_PREFIX):])
+    except QuantityError:
+        return None
+    if page.nanos is None or page.nanos <= 0 or page.nanos % NANO:
+        return None
+    return page.nanos // NANO
+
+
+def _hugepage_value(name: str, q: Quantity, text: str, path: str) -> list[FieldIssue]:
+    """validateResourceQuantityHugePageValue on create: a whole number of pages of the size the
+    name gives (IsHugePageResourceValueDivisible: a size that does not parse, or is not a positive
+    whole number of bytes, divides nothing)."""
+    if not is_hugepages(name) or q.nanos is None:
+        return []
+    page = _page_bytes(name)
+    if page is not None and -(-q.nanos // NANO) % page == 0:  # Quantity.Value(): rounded up
+        return []
+    return [invalid(path, text, f"{text} is not positive integer multiple of {name}")]
+
+
+def _shown(raw: RawQuantity, q: Quantity) -> str:
+    """The value as the API server prints it (Quantity.String() of what it decoded)."""
+    return go_string(raw) if q.nanos is not None else q.canonical()
+
+
+def _entry(name: str, raw: RawQuantity, where: str, *, names: bool, pod_level: bool) -> tuple[Quantity | None, list[FieldIssue]]:
+    """One entry of a resource list: its name (for containers, overhead and pod-level resources),
+    its quantity and the scheduler's range; the quantity when all is well."""
+    out: list[FieldIssue] = []
+    if pod_level:
+        out.extend(validate_pod_level_resource_name(name, where))
+    elif names:
+        out.extend(validate_container_resource_name(name, where))
+    q, errs = parse_at(raw, where)
+    out.extend(errs)
+    if q is None:
+        return None, out
+    problems = validate_quantity_value(name, q, where, _shown(raw, q)) + range_issue(name, raw, q, where)
+    out.extend(problems)
+    return (None if problems else q), out
 
 
 def validate_resource_map(values: Mapping[str, RawQuantity], path: str, *, names: bool,
@@ -128,42 +186,51 @@ def validate_resource_map(values: Mapping[str, RawQuantity], path: str, *, names
     parsed: dict[str, Quantity] = {}
     for name, raw in values.items():
         where = f"{path}[{name}]" if key_style == "[]" else f"{path}.{name}"
-        if pod_level:
-            out.extend(validate_pod_level_resource_name(name, where))
-        elif names:
-            out.extend(validate_container_resource_name(name, where))
-        q, errs = parse_at(raw, where)
+        q, errs = _entry(name, raw, where, names=names, pod_level=pod_level)
         out.extend(errs)
-        if q is None:
-            continue
-        problems = validate_quantity_value(name, q, where) + range_issue(name, raw, q, where)
-        out.extend(problems)
-        if not problems:
+        if q is not None:
             parsed[name] = q
     return parsed, out
 
 
 def validate_requirements(res: ResourceRequirements, path: str, *, pod_level: bool = False) -> tuple[dict[str, int], list[FieldIssue]]:
-    """A container's (or with pod_level, the pod's spec.resources) resources after API defaulting
-    (a limit without a request sets the request). Returns the scheduler's request values too."""
-    limits, out = validate_resource_map(res.limits, f"{path}.limits", names=True, pod_level=pod_level)
-    requests_raw: dict[str, RawQuantity] = dict(res.limits)
+    """validateResourceRequirements, entry by entry in kube's order: the limits, then each request
+    against its limit. A container's after API defaulting (a limit without a request sets the
+    request, which is validated and reported again, as kube does); with pod_level, the pod's
+    spec.resources as given (a Pod's are defaulted first: podlevel.default_pod_level). Returns the
+    scheduler's request values too."""
+    out: list[FieldIssue] = []
+    limits: dict[str, Quantity] = {}
+    for name, raw in res.limits.items():
+        where = f"{path}.limits[{name}]"
+        q, errs = _entry(name, raw, where, names=True, pod_level=pod_level)
+        out.extend(errs)
+        if q is not None:
+            limits[name] = q
+            out.extend(_hugepage_value(name, q, _shown(raw, q), where))
+    requests_raw: dict[str, RawQuantity] = {} if pod_level else dict(res.limits)
     requests_raw.update(res.requests)
-    # A request defaulted from its limit is validated (and reported) again, as kube does.
-    requests, errs = validate_resource_map(requests_raw, f"{path}.requests", names=True, pod_level=pod_level)
-    out.extend(errs)
-    for name, q in requests.items():
+    requests: dict[str, Quantity] = {}
+    for name, raw in requests_raw.items():
+        where = f"{path}.requests[{name}]"
+        q, errs = _entry(name, raw, where, names=True, pod_level=pod_level)
+        out.extend(errs)
+        if q is None:
+            continue
+        requests[name] = q
+        text = _shown(raw, q)
         limit = limits.get(name)
+        assert q.nanos is not None  # validated above
         if limit is None:
             if name not in res.limits and not overcommit_allowed(name):
                 out.append(required(f"{path}.limits", "Limit must be set for non overcommitable resources"))
-            continue
-        assert q.nanos is not None and limit.nanos is not None  # validated above
-        if q.nanos != limit.nanos and not overcommit_allowed(name):
-            out.append(invalid(f"{path}.requests", q.canonical(), f"must be equal to {name} limit of {limit.canonical()}"))
-        elif q.nanos > limit.nanos:
-            out.append(invalid(f"{path}.requests", q.canonical(),
-                               f"must be less than or equal to {name} limit of {limit.canonical()}"))
+        elif q.nanos != limit.nanos and not overcommit_allowed(name):
+            out.append(invalid(f"{path}.requests", text,
+                               f"must be equal to {name} limit of {_shown(res.limits[name], limit)}"))
+        elif limit.nanos is not None and q.nanos > limit.nanos:
+            out.append(invalid(f"{path}.requests", text,
+                               f"must be less than or equal to {name} limit of {_shown(res.limits[name], limit)}"))
+        out.extend(_hugepage_value(name, q, text, where))
     names = set(res.limits) | set(res.requests)
     if any(is_hugepages(n) for n in names) and not names & {"cpu", "memory"}:
         out.append(forbidden(path, "HugePages require cpu or memory"))

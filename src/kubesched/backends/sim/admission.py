@@ -12,6 +12,9 @@ admission plugins the scheduler's input depends on.
   DefaultTolerationSeconds tolerations (node.kubernetes.io/not-ready and /unreachable,
   NoExecute, 300s); volume mounts lose their bindMountOptions, a field of the
   VolumeBindMountOptions gate (alpha, off in kube-apiserver v1.37.2), which the API server drops;
+- pod-level resources (spec.resources) defaulted from the containers and the pod-level limits
+  (api.validation.podlevel), and a workload's pod refused if its defaulted pod level contradicts
+  its containers (the API server takes the template and refuses the pods made from it);
 - Priority admission: a pod's priorityClassName resolves to the class's value and
   preemptionPolicy; no class name means the globalDefault class (its name is written into
   the pod) or priority 0; an unknown class, or a spec.priority / preemptionPolicy that
@@ -31,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kubesched.api.objects import Container, Namespace, Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
+from kubesched.api.objects import Container, Namespace, Node, ObjectMeta, Pod, PodSpec, PriorityClass, Taint, Toleration
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, make_pod_info
 from kubesched.api.storage import (
@@ -47,6 +50,9 @@ from kubesched.api.storage import (
     is_default_class,
 )
 from kubesched.api.validation.cluster import SYSTEM_PRIORITY_CLASSES
+from kubesched.api.validation.field import aggregate
+from kubesched.api.validation.podclaims import pod_claim_names
+from kubesched.api.validation.podlevel import default_pod_level, validate_pod_resources
 from kubesched.backends.sim.workloads import FieldError, stable_uid
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -181,6 +187,7 @@ class Admission:
         _add_default_tolerations(spec.tolerations)
         _drop_bind_mount_options(spec.containers, spec.init_containers, spec.ephemeral_containers)
         self._pod_priority(pod)
+        self._pod_level_resources(spec)
         if spec.overhead and not spec.runtime_class_name:
             # The RuntimeClass admission plugin: overhead comes from a RuntimeClass, never from the
             # user alone. The simulator reads no RuntimeClass objects, so a pod naming one (as pods
@@ -190,6 +197,21 @@ class Admission:
             make_pod_info(pod)
         except PodError as exc:
             raise _pod_field_error(pod, exc) from None
+
+    @staticmethod
+    def _pod_level_resources(spec: PodSpec) -> None:
+        """spec.resources defaulted as the API server defaults it on create, then checked against
+        the containers: a workload's template was validated as given, and its pods would be
+        refused when the controller creates them."""
+        defaulted = default_pod_level(spec)
+        if defaulted is None:
+            return
+        spec.resources = defaulted
+        issues = validate_pod_resources(spec, "spec", template=False, claim_names=pod_claim_names(spec.resource_claims))
+        if len(issues) == 1:
+            raise FieldError(issues[0].path, issues[0].body)
+        if issues:
+            raise FieldError("", aggregate(issues))
 
     @staticmethod
     def node(node: Node) -> None:

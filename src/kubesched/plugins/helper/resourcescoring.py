@@ -72,14 +72,16 @@ def pod_scoring_requests(pi: PodInfo, names: Sequence[str], use_requested: bool)
     """The pod's request for each named resource, as the scorers count it.
 
     Without use_requested (NodeResourcesFit), containers that set no cpu/memory request count
-    with the scheduler's defaults; `pods` is never a container request.
+    with the scheduler's defaults, and pod-level requests count for nothing (kube-scheduler v1.37.2
+    builds its scorer without enablePodLevelResources); `pods` is never a
+    container request.
     """
     out = np.zeros(len(names), dtype=np.int64)
     for i, name in enumerate(names):
         if name == CPU and not use_requested:
-            out[i] = pi.non_zero_cpu
+            out[i] = pi.scoring_cpu
         elif name == MEMORY and not use_requested:
-            out[i] = pi.non_zero_memory
+            out[i] = pi.scoring_memory
         elif name != PODS:
             out[i] = pi.requests.get(name, 0)
     return out
