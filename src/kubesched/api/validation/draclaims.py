@@ -70,9 +70,10 @@ def validate_device_claim(f: Found, claim: DeviceClaim, path: str) -> None:
     names = request_names(claim)
     where = f"{path}.requests"
     if not over_limit(f, claim.requests, DEVICE_REQUESTS_MAX_SIZE, where, covered=True):
+        # The declarative rules check a list's keys before its items.
+        duplicates(f, claim.requests, lambda r: r.name, where, covered=True, shown_as=item_json)
         for i, request in enumerate(claim.requests):
             _request(f, request, f"{where}[{i}]")
-        duplicates(f, claim.requests, lambda r: r.name, where, covered=True, shown_as=item_json)
     where = f"{path}.constraints"
     if not over_limit(f, claim.constraints, DEVICE_CONSTRAINTS_MAX_SIZE, where, covered=True):
         for i, constraint in enumerate(claim.constraints):
@@ -98,9 +99,9 @@ def _request(f: Found, request: DeviceRequest, path: str) -> None:
     else:
         where = f"{path}.firstAvailable"
         if not over_limit(f, request.first_available, FIRST_AVAILABLE_MAX_SIZE, where, covered=True):
+            duplicates(f, request.first_available, lambda s: s.name, where, covered=True, shown_as=item_json)
             for i, sub in enumerate(request.first_available):
                 _subrequest(f, sub, f"{where}[{i}]")
-            duplicates(f, request.first_available, lambda s: s.name, where, covered=True, shown_as=item_json)
 
 
 def _exactly(f: Found, request: ExactDeviceRequest, path: str) -> None:
@@ -140,9 +141,9 @@ def _allocation_mode(f: Found, mode: str, count: int, path: str) -> None:
 def _request_refs(f: Found, refs: list[str], path: str, names: RequestNames) -> None:
     if over_limit(f, refs, DEVICE_REQUESTS_MAX_SIZE, path, covered=True):
         return
+    duplicates(f, refs, lambda r: r, path, covered=True)
     for i, ref in enumerate(refs):
         request_name_ref(f, ref, f"{path}[{i}]", names)
-    duplicates(f, refs, lambda r: r, path, covered=True)
 
 
 def _constraint(f: Found, constraint: DeviceConstraint, path: str, names: RequestNames) -> None:
@@ -164,18 +165,18 @@ def validate_claim_status(f: Found, status: ResourceClaimStatus, names: RequestN
     new allocation's results."""
     where = f"{path}.reservedFor"
     if not over_limit(f, status.reserved_for, RESERVED_FOR_MAX_SIZE, where, covered=True):
+        duplicates(f, status.reserved_for, lambda r: r.uid, where, covered=True, shown_as=item_json)
         for i, ref in enumerate(status.reserved_for):
             for attr, value in (("resource", ref.resource), ("name", ref.name), ("uid", ref.uid)):
                 if not value:
                     f.hand.append(required(f"{where}[{i}].{attr}"))
-        duplicates(f, status.reserved_for, lambda r: r.uid, where, covered=True, shown_as=item_json)
     allocated = set()
     if status.allocation is not None:
         allocated = {(r.driver, r.pool, r.device, r.share_id) for r in status.allocation.devices.results}
-    for i, device in enumerate(status.devices):
-        _device_status(f, device, f"{path}.devices[{i}]", allocated)
     duplicates(f, status.devices, lambda d: (d.driver, d.pool, d.device, d.share_id), f"{path}.devices", covered=True,
                shown_as=item_json)
+    for i, device in enumerate(status.devices):
+        _device_status(f, device, f"{path}.devices[{i}]", allocated)
     if status.reserved_for and status.allocation is None:
         f.hand.append(forbidden(where, "may not be specified when `allocated` is not set"))
     if status.allocation is not None:

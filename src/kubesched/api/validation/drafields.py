@@ -36,6 +36,7 @@ from kubesched.api.dra.common import (
     DeviceTaint,
     DeviceToleration,
 )
+from kubesched.api.quantity import QuantityError, canonical
 from kubesched.api.validation.field import (
     FieldIssue,
     duplicate,
@@ -46,7 +47,14 @@ from kubesched.api.validation.field import (
     too_long,
     too_many,
 )
-from kubesched.api.validation.meta import dns1123_label, dns1123_subdomain, label_key, label_value, regex_error
+from kubesched.api.validation.meta import (
+    dns1123_label,
+    dns1123_subdomain,
+    dns1123_subdomain_caseless,
+    label_key,
+    label_value,
+    regex_error,
+)
 
 T = TypeVar("T")
 
@@ -55,6 +63,8 @@ QUALIFIED_NAME_MAX_LENGTH = DEVICE_MAX_DOMAIN_LENGTH + 1 + DEVICE_MAX_ID_LENGTH
 _C_IDENTIFIER_MSG = ("a valid C identifier must start with alphabetic character or '_', followed by a string of "
                      "alphanumeric characters or '_'")
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+EMPTY_CEL = ("compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' expecting "
+             "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}")
 
 
 @dataclass(slots=True)
@@ -97,8 +107,37 @@ def duplicates(f: Found, items: Sequence[T], key: Callable[[T], Hashable], path:
 
 
 def item_json(item: msgspec.Struct) -> str:
-    """An API struct as the API server prints it in a message (json.Marshal of the v1 type)."""
-    return go_json(msgspec.to_builtins(item))
+    """An API struct as the API server prints it in a message (json.Marshal of the v1 type, where
+    a quantity is its canonical string)."""
+    return go_json(_quantities_as_strings(msgspec.to_builtins(item)))
+
+
+# Keys whose values are quantities, and maps whose values all are.
+_QUANTITY_KEYS = frozenset({"default", "min", "max", "step"})
+_QUANTITY_MAPS = frozenset({"requests", "consumedCapacity"})
+
+
+def _canonical(value: Any) -> Any:
+    try:
+        return canonical(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value
+    except QuantityError:
+        return value
+
+
+def _quantities_as_strings(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        if key in _QUANTITY_MAPS and all(not isinstance(v, (dict, list)) for v in value.values()):
+            return {k: _canonical(v) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            quantity = k in _QUANTITY_KEYS or (k == "value" and set(value) <= {"value", "requestPolicy"})
+            out[k] = _canonical(v) if quantity else _quantities_as_strings(v, k)
+        return out
+    if isinstance(value, list):
+        if key == "validValues":
+            return [_canonical(v) for v in value]
+        return [_quantities_as_strings(v) for v in value]
+    return value
 
 
 def map_key_path(path: str, key: str, limit: int) -> str:
@@ -130,7 +169,12 @@ def driver_name(f: Found, name: str, path: str, *, covered: bool = False) -> Non
         return
     if len(name) > DRIVER_NAME_MAX_LENGTH:
         out.append(too_long(path, DRIVER_NAME_MAX_LENGTH))
-    out.extend(invalid(path, name, msg) for msg in dns1123_subdomain(name.lower()))
+    if covered:
+        # The declarative LongNameCaseless checks the name as written, in its own words.
+        out.extend(invalid(path, name, msg) for msg in dns1123_subdomain_caseless(name))
+    else:
+        out.extend(invalid(path, name, msg) for msg in dns1123_subdomain(name.lower()))
+
 
 
 def driver_issues(name: str, path: str) -> list[FieldIssue]:
@@ -216,14 +260,19 @@ def selectors(f: Found, items: Sequence[DeviceSelector], path: str) -> None:
         elif len(selector.cel.expression.encode()) > CEL_EXPRESSION_MAX_LENGTH:
             f.hand.append(too_long(f"{path}[{i}].cel.expression", CEL_EXPRESSION_MAX_LENGTH))
         elif not selector.cel.expression:
-            f.hand.append(required(f"{path}[{i}].cel.expression", "expression must not be empty"))
+            # The one compile error that needs no CEL: CEL's parser on empty input.
+            f.hand.append(invalid(f"{path}[{i}].cel.expression", "", EMPTY_CEL))
 
 
 def raw_extension(value: Any, path: str, limit: int) -> list[FieldIssue]:
     """validateRawExtension on create: a JSON object, at most `limit` bytes as sent."""
     if value is None:
         return [required(path)]
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        # YAML's .inf and .nan have no JSON form: kubectl cannot send them.
+        return [invalid(path, "<value omitted>", "error parsing data as JSON: json: unsupported value: non-finite number")]
     if len(text.encode()) > limit:
         return [too_long(path, limit)]
     if not isinstance(value, dict):

@@ -1,7 +1,11 @@
 """Quantities in ResourceSlices: parsing them as the API server decodes them (a bad one refuses
 the whole object while decoding), and consumable capacity's request policies as
-validateRequestPolicy checks them, with DRAFractionalCapacityRange (beta, on in v1.37.2): milli
-precision for fractional ranges, int64 bounds for whole ones.
+validateRequestPolicy checks them.
+
+DRAFractionalCapacityRange is beta in v1.37 but on by default only with
+--min-compatibility-version=1.37; a v1.37.2 API server's default is 1.36, so the gate is off: values
+are compared as Quantity.Value() (whole units, rounded up) and must lie within [0, 2^63-1].
+FRACTIONAL_CAPACITY_RANGE keeps the gate's other path (milli precision) for when it turns on.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from kubesched.api.quantity import NANO, Quantity, QuantityError, parse
 from kubesched.api.validation.field import FieldIssue, duplicate, forbidden, invalid, required, too_many
 
 INT64_MAX = 2**63 - 1
+FRACTIONAL_CAPACITY_RANGE = False
 _NOT_MILLI = "value cannot be represented as a milli value"
 
 
@@ -67,8 +72,16 @@ def _fractional(q: Quantity) -> bool:
     return q.nanos is not None and q.nanos % NANO != 0
 
 
+def _value(q: Quantity) -> int:
+    """Quantity.Value(): whole units, rounded up."""
+    return -(-q.nanos // NANO) if q.nanos is not None else INT64_MAX
+
+
 def _key(q: Quantity) -> str:
-    # validateSet's key for an option: its exact decimal value.
+    """validateSet's key for an option: its exact decimal value with the fractional gate, else
+    its Value() (so 0.5 and 1 are the same option)."""
+    if not FRACTIONAL_CAPACITY_RANGE:
+        return str(_value(q))
     d = _dec(q)
     return str(d.quantize(Decimal(1))) if d == d.to_integral_value() else str(d.normalize())
 
@@ -130,7 +143,7 @@ def _valid_range(default: Quantity, capacity: Quantity, policy: ParsedPolicy, pa
         if _dec(default) > _dec(hi):
             out.append(invalid(f"{path}.default", default.canonical(), f"default is more than max: {hi.canonical()}"))
     named = [("default", default), ("min", lo), ("max", hi), ("step", step)]
-    use_milli = any(q is not None and _fractional(q) for _, q in named)
+    use_milli = FRACTIONAL_CAPACITY_RANGE and any(q is not None and _fractional(q) for _, q in named)
     if use_milli:
         unsafe = [invalid(f"{path}.{name}", q.canonical(), _NOT_MILLI) for name, q in named
                   if q is not None and q.nanos is not None and q.nanos % 10**6 != 0]
@@ -150,9 +163,11 @@ def _valid_range(default: Quantity, capacity: Quantity, policy: ParsedPolicy, pa
         bad = [issue for issues in bounds for issue in issues]
         if bad:
             return out + bad
-    unit = Decimal("0.001") if use_milli else Decimal(1)
+    def units(q: Quantity) -> int:
+        return -(-q.nanos // 10**6) if use_milli and q.nanos is not None else _value(q)
+
     for value in (default, hi):
-        if value is not None and ((_dec(value) - _dec(lo)) / unit) % (_dec(step) / unit) != 0:
+        if value is not None and (units(value) - units(lo)) % units(step) != 0:
             out.append(invalid(f"{path}.step", value.canonical(),
                                f"value is not a multiple of a given step ({step.canonical()}) from ({lo.canonical()})"))
     return out

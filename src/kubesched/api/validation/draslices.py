@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-import msgspec
+from typing import Any
 
 from kubesched.api.dra.common import (
     DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH,
@@ -25,6 +24,7 @@ from kubesched.api.dra.common import (
     RESOURCE_SLICE_MAX_DEVICES_ADVANCED,
 )
 from kubesched.api.dra.slices import Counter, Device, DeviceAttribute, DeviceCapacity, ResourceSliceSpec
+from kubesched.api.objects import NodeSelectorRequirement, NodeSelectorTerm
 from kubesched.api.validation.drafields import (
     QUALIFIED_NAME_MAX_LENGTH,
     Found,
@@ -41,7 +41,7 @@ from kubesched.api.validation.drafields import (
     taint,
 )
 from kubesched.api.validation.draquantity import QuantityIssues, request_policy
-from kubesched.api.validation.field import forbidden, invalid, required, too_long, too_many
+from kubesched.api.validation.field import forbidden, go_json, invalid, required, too_long, too_many
 from kubesched.api.validation.scheduling import validate_node_selector
 
 _NUMERIC = r"(0|[1-9]\d*)"
@@ -77,6 +77,8 @@ def validate_slice_spec(f: Found, spec: ResourceSliceSpec, quantities: QuantityI
     counter_sets = spec.shared_counters or []
     where = f"{path}.sharedCounters"
     if not over_limit(f, counter_sets, RESOURCE_SLICE_MAX_COUNTER_SETS, where, covered=True):
+        # The declarative rules check a list's keys before its items.
+        duplicates(f, counter_sets, lambda c: c.name, where, covered=True, shown_as=item_json)
         for i, counter_set in enumerate(counter_sets):
             at = f"{where}[{i}]"
             if not counter_set.name:
@@ -84,7 +86,6 @@ def validate_slice_spec(f: Found, spec: ResourceSliceSpec, quantities: QuantityI
             else:
                 f.declared.extend(dns_label(counter_set.name, f"{at}.name"))
             _counters(f, counter_set.counters, f"{at}.counters", RESOURCE_SLICE_MAX_COUNTERS_PER_SET, quantities)
-        duplicates(f, counter_sets, lambda c: c.name, where, covered=True, shown_as=item_json)
 
 
 def _where(f: Found, spec: ResourceSliceSpec, path: str) -> None:
@@ -100,7 +101,7 @@ def _where(f: Found, spec: ResourceSliceSpec, path: str) -> None:
         f.hand.extend(validate_node_selector(spec.node_selector, f"{path}.nodeSelector"))
         terms = spec.node_selector.node_selector_terms
         if len(terms) != 1:
-            shown = item_json_list(terms)
+            shown = go_json(_internal_terms(terms)) if terms else "null"
             f.hand.append(invalid(f"{path}.nodeSelector.nodeSelectorTerms", shown, "must have exactly one node selector term",
                                   rendered=True))
     for attr, name in (("all_nodes", "allNodes"), ("per_device_node_selection", "perDeviceNodeSelection")):
@@ -115,8 +116,12 @@ def _where(f: Found, spec: ResourceSliceSpec, path: str) -> None:
         f.hand.append(invalid(path, "{" + ", ".join(chosen) + "}", _WHERE + ", but multiple fields are set"))
 
 
-def item_json_list(items: Sequence[msgspec.Struct]) -> str:
-    return "[" + ",".join(item_json(i) for i in items) + "]" if items else "null"
+def _internal_terms(terms: Sequence[NodeSelectorTerm]) -> list[dict[str, Any]]:
+    """Node selector terms as the API server prints them here: its internal type, which has no
+    JSON names (json.Marshal uses the Go field names; an empty list is null)."""
+    def requirements(reqs: Sequence[NodeSelectorRequirement]) -> list[dict[str, Any]] | None:
+        return [{"Key": r.key, "Operator": r.operator, "Values": r.values or None} for r in reqs] or None
+    return [{"MatchExpressions": requirements(t.match_expressions), "MatchFields": requirements(t.match_fields)} for t in terms]
 
 
 def _device(f: Found, device: Device, path: str, per_device: bool, quantities: QuantityIssues) -> None:
@@ -141,6 +146,7 @@ def _device(f: Found, device: Device, path: str, per_device: bool, quantities: Q
             taint(f, t, f"{where}[{i}]")
     where = f"{path}.consumesCounters"
     if not over_limit(f, device.consumes_counters, RESOURCE_SLICE_MAX_CONSUMPTIONS_PER_DEVICE, where, covered=True):
+        duplicates(f, device.consumes_counters, lambda c: c.counter_set, where, covered=True, shown_as=item_json)
         for i, consumption in enumerate(device.consumes_counters):
             at = f"{where}[{i}]"
             if not consumption.counter_set:
@@ -148,7 +154,6 @@ def _device(f: Found, device: Device, path: str, per_device: bool, quantities: Q
             else:
                 f.declared.extend(dns_label(consumption.counter_set, f"{at}.counterSet"))
             _counters(f, consumption.counters, f"{at}.counters", RESOURCE_SLICE_MAX_COUNTERS_PER_CONSUMPTION, quantities)
-        duplicates(f, device.consumes_counters, lambda c: c.counter_set, where, covered=True, shown_as=item_json)
     _device_nodes(f, device, path, per_device)
     binding_conditions(f, device.binding_conditions, device.binding_failure_conditions, path)
 
