@@ -12,7 +12,9 @@ the declarative ones (the covered rules), so that the first message is the API s
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -63,6 +65,7 @@ QUALIFIED_NAME_MAX_LENGTH = DEVICE_MAX_DOMAIN_LENGTH + 1 + DEVICE_MAX_ID_LENGTH
 _C_IDENTIFIER_MSG = ("a valid C identifier must start with alphabetic character or '_', followed by a string of "
                      "alphanumeric characters or '_'")
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+_C_IDENTIFIER = re.compile(_C_IDENTIFIER_FMT, re.ASCII)
 EMPTY_CEL = ("compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' expecting "
              "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}")
 
@@ -214,13 +217,22 @@ def c_identifier(value: str, path: str) -> list[FieldIssue]:
 
 
 def _is_c_identifier(value: str) -> bool:
-    return bool(value) and (value[0].isascii() and (value[0].isalpha() or value[0] == "_")) and all(
-        c.isascii() and (c.isalnum() or c == "_") for c in value)
+    return _C_IDENTIFIER.fullmatch(value) is not None
 
 
 def qualified_name(name: str, path: str) -> list[FieldIssue]:
     """validateQualifiedName: a C identifier, optionally after a driver-name domain and '/'. (Like
-    kube, more than one '/' is not checked at all.)"""
+    kube, more than one '/' is not checked at all.) A slice repeats its attribute names on every
+    device: the verdict on a name is kept."""
+    return [FieldIssue(path, body) for body in _qualified_name_bodies(name)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _qualified_name_bodies(name: str) -> tuple[str, ...]:
+    return tuple(issue.body for issue in _qualified_name(name, ""))
+
+
+def _qualified_name(name: str, path: str) -> list[FieldIssue]:
     parts = name.split("/")
     out: list[FieldIssue] = []
     if len(parts) == 1:

@@ -47,7 +47,7 @@ from kubesched.api.validation.scheduling import validate_node_selector
 _NUMERIC = r"(0|[1-9]\d*)"
 _PRERELEASE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
 _BUILD = r"[0-9a-zA-Z-]+"
-SEMVER = re.compile(rf"^{_NUMERIC}\.{_NUMERIC}\.{_NUMERIC}(-{_PRERELEASE}(\.{_PRERELEASE})*)?(\+{_BUILD}(\.{_BUILD})*)?$")
+SEMVER = re.compile(rf"{_NUMERIC}\.{_NUMERIC}\.{_NUMERIC}(-{_PRERELEASE}(\.{_PRERELEASE})*)?(\+{_BUILD}(\.{_BUILD})*)?", re.ASCII)
 _WHERE = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
 _PER_DEVICE = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` "
                "is set to true in the ResourceSlice spec")
@@ -192,7 +192,7 @@ def _attribute(f: Found, attribute: DeviceAttribute, path: str) -> None:
         f.hand.append(too_long(f"{path}.string", DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH))
     if attribute.version_value is not None:
         version = attribute.version_value
-        if not SEMVER.match(version):
+        if not SEMVER.fullmatch(version):
             f.hand.append(invalid(f"{path}.version", version, "must be a string compatible with semver.org spec 2.0.0"))
         if len(version.encode()) > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
             f.hand.append(too_long(f"{path}.version", DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH))
