@@ -19,6 +19,7 @@ from kubesched.api.dra.common import (
     _Obj,
 )
 from kubesched.api.objects import Int64, NodeSelector, ObjectMeta
+from kubesched.api.podgroups import Condition  # metav1.Condition, as drivers report it per device
 
 # --- DeviceClass ------------------------------------------------------------------------------------
 
@@ -131,16 +132,6 @@ class ResourceClaimConsumerReference(_Obj):
     resource: str = ""
     name: str = ""
     uid: str = ""
-
-
-class Condition(_Obj):
-    # metav1.Condition, as drivers report it per device.
-    type: str = ""
-    status: str = ""
-    observed_generation: Int64 = 0
-    last_transition_time: str | None = None
-    reason: str = ""
-    message: str = ""
 
 
 class NetworkDeviceData(_Obj):

@@ -101,29 +101,22 @@ def _request(f: Found, request: DeviceRequest, path: str) -> None:
         if not over_limit(f, request.first_available, FIRST_AVAILABLE_MAX_SIZE, where, covered=True):
             duplicates(f, request.first_available, lambda s: s.name, where, covered=True, shown_as=item_json)
             for i, sub in enumerate(request.first_available):
-                _subrequest(f, sub, f"{where}[{i}]")
+                _exactly(f, sub, f"{where}[{i}]")
 
 
-def _exactly(f: Found, request: ExactDeviceRequest, path: str) -> None:
+def _exactly(f: Found, request: ExactDeviceRequest | DeviceSubRequest, path: str) -> None:
+    """An `exactly` request, or a subrequest: whose class name the declarative rules check."""
+    subrequest = isinstance(request, DeviceSubRequest)
+    if isinstance(request, DeviceSubRequest):
+        f.hand.extend(dns_label(request.name, f"{path}.name"))
+    out = f.declared if subrequest else f.hand
     if not request.device_class_name:
-        f.hand.append(required(f"{path}.deviceClassName"))
+        out.append(required(f"{path}.deviceClassName"))
     else:
-        f.hand.extend(dns_subdomain(request.device_class_name, f"{path}.deviceClassName"))
+        out.extend(dns_subdomain(request.device_class_name, f"{path}.deviceClassName"))
     selectors(f, request.selectors, f"{path}.selectors")
     _allocation_mode(f, request.allocation_mode, request.count, path)
     for i, t in enumerate(request.tolerations):
-        toleration(f, t, f"{path}.tolerations[{i}]")
-
-
-def _subrequest(f: Found, sub: DeviceSubRequest, path: str) -> None:
-    f.hand.extend(dns_label(sub.name, f"{path}.name"))
-    if not sub.device_class_name:
-        f.declared.append(required(f"{path}.deviceClassName"))
-    else:
-        f.declared.extend(dns_subdomain(sub.device_class_name, f"{path}.deviceClassName"))
-    selectors(f, sub.selectors, f"{path}.selectors")
-    _allocation_mode(f, sub.allocation_mode, sub.count, path)
-    for i, t in enumerate(sub.tolerations):
         toleration(f, t, f"{path}.tolerations[{i}]")
 
 
