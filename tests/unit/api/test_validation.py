@@ -92,7 +92,7 @@ POD_CASES: list[tuple[str, str, Any, list[str]]] = [
       "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
       "and '/' (e.g. 'example.com/MyName')"]),
     ("annotations too big", "metadata.annotations", {"a": "x" * 262144},
-     ["metadata.annotations: Too long: must have at most 262144 bytes"]),
+     ["metadata.annotations: Too long: may not be more than 262144 bytes"]),
     ("uppercase annotation ok", "metadata.annotations", {"Example.com/Key": "x"}, []),
     ("owner reference ok", "metadata.ownerReferences", [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
                                                          "uid": "u1", "controller": True}], []),

@@ -30,7 +30,8 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.dra import DRA_KINDS, DRA_TYPES
+from kubesched.api.dra import DRA_KINDS, DRA_TYPES, ResourceClaim, ResourceClaimTemplate
+from kubesched.api.dra.defaults import default_claim, default_claim_spec
 from kubesched.api.objects import Namespace, Node, Pod, PriorityClass
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podgroups import Workload as GroupWorkload
@@ -155,7 +156,14 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
         return _STORAGE[kind](typed)
     if isinstance(kind, str) and kind in dra.DRA_VALIDATORS:
         typed, issues = _decode(raw, DRA_TYPES[DRA_KINDS[kind]])
-        return issues or dra.DRA_VALIDATORS[kind](typed)
+        if issues:
+            return issues
+        # The API server defaults on decode, before validating (allocationMode, count, operators).
+        if isinstance(typed, ResourceClaim):
+            default_claim(typed)
+        elif isinstance(typed, ResourceClaimTemplate):
+            default_claim_spec(typed.spec.spec)
+        return dra.DRA_VALIDATORS[kind](typed)
     return []
 
 

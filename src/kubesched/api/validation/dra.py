@@ -1,20 +1,32 @@
-"""Dynamic Resource Allocation's objects (resource.k8s.io/v1), as pkg/apis/resource/validation
-checks them on create, for what kubesched reads today: every object's metadata (names are DNS
-subdomains; claims and templates are namespaced, classes and slices are not), a template's own
-metadata, a DeviceClass's `spec.extendedResourceName` (what the DRA guard reads) and the sizes of
-its selector and configuration lists.
+"""Dynamic Resource Allocation's objects (resource.k8s.io/v1) as kube-apiserver v1.37.2 checks them
+on create, after its defaulting (api.dra.defaults), with the features on by default: DeviceClass,
+ResourceClaim, ResourceClaimTemplate (draclaims.py) and ResourceSlice (draslices.py), with kube's
+paths and messages, the declarative validation's where it takes a rule over (drafields.Found).
 
-Not checked yet, until the DynamicResources plugin reads them: the device requests of claims and
-templates, slices' devices, and the CEL of selectors (it needs DRA's CEL environment).
+Left to others:
+- CEL: a selector's expression is checked for presence and length (10 KiB) only. Compiling it
+  (syntax, types, the cost limit of 1,000,000) needs DRA's CEL environment, which devices/ owns;
+  the API server refuses an expression that does not compile, kubesched does not yet.
+- adminAccess needs the claim's namespace (the label resource.kubernetes.io/admin-access: "true"):
+  `admin_access_issue` is the check, the loader calls it with the namespace it knows.
+- A claim's status: the API server resets it on create. The simulator keeps it (an allocated claim
+  from `kubectl get -o yaml`) and checks it as the status update that wrote it would have been.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesched.api.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from kubesched.api.validation.field import FieldIssue, invalid, too_many
+from kubesched.api.dra.claims import ResourceClaimSpec, ResourceClaimStatus
+from kubesched.api.dra.common import ADMIN_ACCESS_NAMESPACE_LABEL, DEVICE_CONFIG_MAX_SIZE, OPAQUE_PARAMETERS_MAX_LENGTH
+from kubesched.api.objects import ObjectMeta
+from kubesched.api.validation.draclaims import request_names, validate_claim_status, validate_device_claim
+from kubesched.api.validation.drafields import Found, configuration, over_limit, selectors
+from kubesched.api.validation.draquantity import QuantityIssues
+from kubesched.api.validation.draslices import validate_slice_spec
+from kubesched.api.validation.field import FieldIssue, forbidden, invalid
 from kubesched.api.validation.meta import (
     label_key,
     name_is_dns_subdomain,
@@ -23,23 +35,21 @@ from kubesched.api.validation.meta import (
     validate_object_meta,
 )
 
-# resource.DeviceSelectorsMaxSize and DeviceConfigMaxSize.
-MAX_SELECTORS = 32
-MAX_CONFIGS = 32
-
 
 def validate_device_class(dc: DeviceClass) -> list[FieldIssue]:
-    out = validate_object_meta(dc.metadata, namespaced=False, name_check=name_is_dns_subdomain)
+    f = Found()
+    for issue in validate_object_meta(dc.metadata, namespaced=False, name_check=name_is_dns_subdomain):
+        # The name's format is the declarative validation's (LongName) in v1.37.
+        (f.declared if issue.path == "metadata.name" and issue.body.startswith("Invalid") else f.hand).append(issue)
     spec = dc.spec
-    # The API server stops at a list's size (a guard against huge objects), before its entries.
-    if len(spec.selectors) > MAX_SELECTORS:
-        out.append(too_many("spec.selectors", len(spec.selectors), MAX_SELECTORS))
-    if len(spec.config) > MAX_CONFIGS:
-        out.append(too_many("spec.config", len(spec.config), MAX_CONFIGS))
+    selectors(f, spec.selectors, "spec.selectors")
+    if not over_limit(f, spec.config, DEVICE_CONFIG_MAX_SIZE, "spec.config", covered=True):
+        for i, config in enumerate(spec.config):
+            configuration(f, config, f"spec.config[{i}]", OPAQUE_PARAMETERS_MAX_LENGTH)
     if spec.extended_resource_name is not None:
-        out.extend(invalid("spec.extendedResourceName", spec.extended_resource_name, msg)
-                   for msg in extended_resource_name(spec.extended_resource_name))
-    return out
+        f.declared.extend(invalid("spec.extendedResourceName", spec.extended_resource_name, msg)
+                          for msg in extended_resource_name(spec.extended_resource_name))
+    return f.all()
 
 
 def extended_resource_name(name: str) -> list[str]:
@@ -57,19 +67,73 @@ def extended_resource_name(name: str) -> list[str]:
 
 
 def validate_resource_claim(claim: ResourceClaim) -> list[FieldIssue]:
-    return validate_object_meta(claim.metadata, namespaced=True, name_check=name_is_dns_subdomain)
+    quantities = QuantityIssues()
+    _claim_quantities(claim.spec, "spec", quantities)
+    for i, result in enumerate(claim.status.allocation.devices.results if claim.status.allocation else ()):
+        for name, raw in result.consumed_capacity.items():
+            quantities.parse(raw, f"status.allocation.devices.results[{i}].consumedCapacity[{name}]")
+    f = Found(hand=validate_object_meta(claim.metadata, namespaced=True, name_check=name_is_dns_subdomain))
+    validate_device_claim(f, claim.spec.devices, "spec.devices")
+    if claim.status != ResourceClaimStatus():
+        validate_claim_status(f, claim.status, request_names(claim.spec.devices))
+    return quantities.issues or f.all()
 
 
-def validate_resource_claim_template(template: ResourceClaimTemplate) -> list[FieldIssue]:
-    out = validate_object_meta(template.metadata, namespaced=True, name_check=name_is_dns_subdomain)
-    meta = template.spec.metadata
-    out.extend(validate_annotations(meta.annotations, "spec.metadata.annotations"))
-    out.extend(validate_labels(meta.labels, "spec.metadata.labels"))
+def _claim_quantities(spec: ResourceClaimSpec, path: str, quantities: QuantityIssues) -> None:
+    """The capacity requests of every request and subrequest: a bad quantity fails decoding."""
+    for i, request in enumerate(spec.devices.requests):
+        at = f"{path}.devices.requests[{i}]"
+        capacities = [(f"{at}.exactly", request.exactly.capacity)] if request.exactly is not None else []
+        capacities += [(f"{at}.firstAvailable[{j}]", sub.capacity) for j, sub in enumerate(request.first_available)]
+        for where, capacity in capacities:
+            for name, raw in (capacity.requests.items() if capacity is not None else ()):
+                quantities.parse(raw, f"{where}.capacity.requests[{name}]")
+
+
+# ObjectMeta's fields a template's metadata may not set (all but labels and annotations), in
+# ObjectMeta's order, with what "unset" is for each.
+_TEMPLATE_META_FORBIDDEN: tuple[tuple[str, str], ...] = (
+    ("name", "name"), ("generate_name", "generateName"), ("namespace", "namespace"), ("uid", "uid"),
+    ("resource_version", "resourceVersion"), ("creation_timestamp", "creationTimestamp"),
+    ("deletion_timestamp", "deletionTimestamp"), ("owner_references", "ownerReferences"),
+)
+
+
+def _template_metadata(meta: ObjectMeta, path: str) -> list[FieldIssue]:
+    """ValidateTemplateObjectMeta: annotations and labels, and nothing else set."""
+    out = validate_annotations(meta.annotations, f"{path}.annotations")
+    out.extend(validate_labels(meta.labels, f"{path}.labels"))
+    out.extend(forbidden(f"{path}.{name}", "cannot be set") for attr, name in _TEMPLATE_META_FORBIDDEN if getattr(meta, attr))
     return out
 
 
+def validate_resource_claim_template(template: ResourceClaimTemplate) -> list[FieldIssue]:
+    quantities = QuantityIssues()
+    _claim_quantities(template.spec.spec, "spec.spec", quantities)
+    f = Found(hand=validate_object_meta(template.metadata, namespaced=True, name_check=name_is_dns_subdomain))
+    f.hand.extend(_template_metadata(template.spec.metadata, "spec.metadata"))
+    validate_device_claim(f, template.spec.spec.devices, "spec.spec.devices")
+    return quantities.issues or f.all()
+
+
 def validate_resource_slice(rs: ResourceSlice) -> list[FieldIssue]:
-    return validate_object_meta(rs.metadata, namespaced=False, name_check=name_is_dns_subdomain)
+    quantities = QuantityIssues()
+    f = Found(hand=validate_object_meta(rs.metadata, namespaced=False, name_check=name_is_dns_subdomain))
+    validate_slice_spec(f, rs.spec, quantities)
+    # A quantity that does not parse stops the API server while decoding, before any validation.
+    return quantities.issues or f.all()
+
+
+def admin_access_issue(spec: ResourceClaimSpec, namespace_labels: Mapping[str, str], path: str = "spec") -> FieldIssue | None:
+    """AuthorizedForAdmin (the registry's, checked before validation): a request with adminAccess
+    needs its namespace labelled resource.kubernetes.io/admin-access: "true"."""
+    for i, request in enumerate(spec.devices.requests):
+        if request.exactly is not None and request.exactly.admin_access:
+            if namespace_labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) == "true":
+                return None
+            detail = f"admin access to devices requires the `{ADMIN_ACCESS_NAMESPACE_LABEL}: true` label on the containing namespace"
+            return forbidden(f"{path}.devices.requests[{i}].adminAccess", detail)
+    return None
 
 
 # Manifest kind -> its validation.

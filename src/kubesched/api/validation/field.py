@@ -109,7 +109,8 @@ def not_found(path: str, value: object) -> FieldIssue:
 
 
 def too_long(path: str, limit: int) -> FieldIssue:
-    return FieldIssue(path, f"Too long: must have at most {limit} bytes")
+    # field.TooLong (apimachinery v0.37): the value is never shown.
+    return FieldIssue(path, f"Too long: may not be more than {limit} byte{'' if limit == 1 else 's'}")
 
 
 def too_many(path: str, count: int, limit: int) -> FieldIssue:

@@ -78,6 +78,21 @@ def dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+_DNS1123_SUBDOMAIN_CASELESS = re.compile(_DNS1123_SUBDOMAIN_FMT, re.IGNORECASE | re.ASCII)
+_DNS1123_SUBDOMAIN_CASELESS_MSG = ("an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start "
+                                   "and end with an alphanumeric character")
+
+
+def dns1123_subdomain_caseless(value: str) -> list[str]:
+    """IsDNS1123SubdomainCaseless (the declarative validation's LongNameCaseless): upper case allowed."""
+    errs = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _DNS1123_SUBDOMAIN_CASELESS.fullmatch(value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_CASELESS_MSG, _DNS1123_SUBDOMAIN_FMT, "Example.com"))
+    return errs
+
+
 def dns1035_label(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1035_LABEL_MAX:

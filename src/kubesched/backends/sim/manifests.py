@@ -68,7 +68,7 @@ from kubesched.api.storage import (
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
 from kubesched.api.validation.field import invalid
 from kubesched.api.validation.meta import name_is_dns_subdomain
-from kubesched.backends.sim import admission, limits, simannotations
+from kubesched.backends.sim import admission, draadmission, limits, simannotations
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.admission import ALWAYS_PRESENT_NAMESPACES, Admission
 from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError, Scale, SimPod, SimSettings, cut, quoted, type_name
@@ -203,6 +203,8 @@ class _Loader:
         self.settings_origin: Origin | None = None
         # Names of Namespace objects that were refused: what is created in them is refused too.
         self.refused_namespaces: set[str] = set()
+        # Namespace name -> its labels, once the namespaces are read (DRA's admin access reads them).
+        self.namespace_labels: dict[str, dict[str, str]] = {}
         # Node name -> summed requests (and non-zero requests) of the pods bound to it by nodeName.
         self.bound: dict[str, dict[str, int]] = {}
         self.storage: list[tuple[str, Any, float]] = []
@@ -372,6 +374,7 @@ class _Loader:
         # A namespace whose object was refused does not exist: the API server refuses what is
         # created in it (an undeclared namespace, by contrast, is created for the user).
         missing = self.refused_namespaces - namespaces.keys()
+        self.namespace_labels = {name: ns.metadata.labels for name, ns in namespaces.items()}
         oversized = self._over_run_limits()
         nodes: list[Node] = []
         for doc in self.docs["Node"]:
@@ -507,7 +510,11 @@ class _Loader:
             obj = self._decode(doc, DRA_TYPES[resource])
             obj.metadata.namespace = doc.namespace
             obj.metadata.uid = obj.metadata.uid or stable_uid(doc.kind, doc.namespace, doc.name)
-            self.devices.append((resource, obj, self._storage_arrival(doc)))
+            arrival = self._storage_arrival(doc)
+            refused = draadmission.admit(obj, self.namespace_labels.get(doc.namespace, {}), arrival)
+            if refused:
+                raise doc.error(invalid_object(doc.kind, doc.name, refused, DRA_API_VERSION))
+            self.devices.append((resource, obj, arrival))
         elif doc.kind == "PodGroup":
             pg: PodGroup = self._decode(doc, PodGroup)
             pg.metadata.namespace = doc.namespace
