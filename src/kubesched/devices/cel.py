@@ -174,10 +174,14 @@ def _compile(expression: str) -> Selector:
     return Selector(expression, checked, program, attribute_domains, capacity_domains)
 
 
+_DEVICE_FIELD = re.compile(r"undeclared reference to 'device\.([^']*)' \(in container ''\)")
+
+
 def _issues(message: str) -> str:
-    """cel-cpp's compile error as cel-go's Issues.String() prints it."""
-    text = message.removeprefix("INVALID_ARGUMENT: ")
-    return text.removesuffix(" [INVALID_ARGUMENT]")
+    """cel-cpp's compile error as cel-go's Issues.String() prints it. `device` is an object to
+    cel-go (here its fields are variables of their own), so a misspelt field is an undefined one."""
+    text = message.removeprefix("INVALID_ARGUMENT: ").removesuffix(" [INVALID_ARGUMENT]")
+    return _DEVICE_FIELD.sub(r"undefined field '\1'", text)
 
 
 _TYPE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|<|>|,\s*")
