@@ -6,8 +6,8 @@ is in celenv.py).
   that the result is bool (or the attribute type, dyn), keep successful results in a bounded LRU.
 - `validate_selector` is what the API server does on create: the length limit, compiling, and
   the estimated cost against the limit (`too complex, exceeds cost limit`).
-- `Selector.matches` evaluates on one `DeviceInput` (`DeviceMatches`), `Selector.matches_many` on
-  many, vectorized where the expression's shape allows (devices/celvector.py).
+- `Selector.matches` evaluates on one `DeviceInput` (`DeviceMatches`); celvector.evaluate_batch on
+  many, vectorized where the expression's shape allows.
 - `selector_error` words a failure as the allocator does ("class gpu: selector #0 on device
   driver/pool/dev: CEL runtime error: no such key: model. consider using ...").
 
@@ -122,15 +122,8 @@ class Selector:
             "device.capacity": capacity,
         }
 
-    def matches_many(self, devices: Sequence[DeviceInput]) -> BatchResult:
-        """The selector on every device: vectorized when the expression's shape allows it, one by
-        one otherwise; the same answers either way."""
-        from kubesched.devices.celvector import evaluate_batch
-
-        return evaluate_batch(self, devices)
-
     def matches_each(self, devices: Sequence[DeviceInput]) -> BatchResult:
-        """The selector on every device, one by one."""
+        """The selector on every device, one by one (celvector.evaluate_batch is the fast way)."""
         result = BatchResult(np.zeros(len(devices), dtype=bool), {})
         for i, device in enumerate(devices):
             try:

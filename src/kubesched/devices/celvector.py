@@ -180,6 +180,8 @@ def vectorized(selector: Selector, devices: Sequence[DeviceInput]) -> _Tri:
 
 
 def evaluate_batch(selector: Selector, devices: Sequence[DeviceInput]) -> BatchResult:
+    """The selector on every device: vectorized when the expression's shape allows it, one by one
+    otherwise; the same answers either way."""
     try:
         tri = vectorized(selector, devices)
     except _Unsupported:

@@ -23,7 +23,7 @@ from kubesched.devices.cel import (
     type_name,
     validate_selector,
 )
-from kubesched.devices.celvector import vectorized
+from kubesched.devices.celvector import evaluate_batch, vectorized
 
 GPU = DeviceInput(
     "gpu.example.com",
@@ -183,6 +183,6 @@ def test_batch_equals_one_by_one(expression: str, is_vectorized: bool) -> None:
     except Exception:
         shaped = False
     assert shaped is is_vectorized
-    batch, each = selector.matches_many(devices), selector.matches_each(devices)
+    batch, each = evaluate_batch(selector, devices), selector.matches_each(devices)
     assert batch.matches.tolist() == each.matches.tolist() and batch.errors == each.errors
     assert any(each.matches) and not all(each.matches)  # the devices exercise both outcomes
