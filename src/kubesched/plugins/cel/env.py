@@ -20,7 +20,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from kubesched.api.quantity import QuantityError, to_int, to_milli
-from kubesched.plugins.cel.checked import Checked, Node, read_checked
+from kubesched.infra.celtree import Checked, Node, read_checked
 
 T = cel.Type
 _STR_MAP = T.Map(T.STRING, T.STRING)

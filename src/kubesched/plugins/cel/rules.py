@@ -17,8 +17,8 @@ import numpy as np
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
-from kubesched.plugins.cel.checked import Checked
-from kubesched.plugins.cel.cost import NOMINAL_ENTRIES, Sizes, estimate, size_dependent
+from kubesched.infra.celtree import Checked
+from kubesched.plugins.cel.cost import NOMINAL_ENTRIES, estimate, rule_sizes, size_dependent
 from kubesched.plugins.cel.env import ENV, NODE_VARIABLES, POD_DEPENDENT, Compiled, CompileError, compile_expression
 from kubesched.plugins.cel.inputs import NodeData, collection_sizes, pod_data, resource_keys
 from kubesched.plugins.cel.vector import Inputs, Unsupported, encoded_names, evaluate, vectorizable
@@ -159,7 +159,7 @@ class RuleSet:
         cost = self._costs.get(key)
         if cost is None:
             widest = max(entries.values(), default=0)
-            cost = estimate(rule.checked, Sizes(lambda name: entries.get(name, widest), longest))
+            cost = estimate(rule.checked, rule_sizes(lambda name: entries.get(name, widest), longest))
             if len(self._costs) > 10_000:
                 self._costs.clear()
             self._costs[key] = cost

@@ -29,7 +29,7 @@ import numpy as np
 from cel_expr_python import cel
 
 from kubesched.cache.nodetable import ABSENT, NodeTable
-from kubesched.plugins.cel.checked import Checked, Node
+from kubesched.infra.celtree import Checked, Node
 from kubesched.plugins.cel.env import FUNCTIONS, RESOURCE_MAPS
 
 INT_MIN = -(2**63)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kubesched.plugins.cel.cost import NOMINAL, Sizes, estimate, size_dependent
+from kubesched.plugins.cel.cost import NOMINAL, estimate, rule_sizes, size_dependent
 from kubesched.plugins.cel.env import compile_expression
 
 
 def bound(source: str, entries: int = 100, longest: int = 256) -> int:
-    return estimate(compile_expression(source).checked, Sizes(lambda _n: entries, longest))
+    return estimate(compile_expression(source).checked, rule_sizes(lambda _n: entries, longest))
 
 
 def test_plain_expressions_cost_their_calls_and_reads() -> None:
@@ -15,7 +15,7 @@ def test_plain_expressions_cost_their_calls_and_reads() -> None:
     assert not size_dependent(checked)
     # &&, ==, [], node.labels, >, select .cpu, node.free: 7 (literals are free)
     assert estimate(checked) == 7
-    assert estimate(checked, Sizes(lambda _n: 10**6, 10**6)) == 7
+    assert estimate(checked, rule_sizes(lambda _n: 10**6, 10**6)) == 7
 
 
 def test_comprehensions_scale_with_their_range() -> None:

@@ -1,4 +1,5 @@
-"""The checked syntax tree of a compiled expression, read from the library's own output.
+"""The checked syntax tree of a compiled CEL expression (cel-expr-python), read from the library's own
+output: shared by the scheduling rules (plugins/cel) and DRA's device selectors (devices/cel.py).
 
 cel-expr-python gives no tree, but `Expression.serialize()` is a `google.protobuf.Any` holding a
 `cel.expr.CheckedExpr` (cel-spec's checked.proto and syntax.proto): the expression after type
