@@ -20,6 +20,7 @@ so `device.attributes["other.example.com"].model` fails with "no such key: model
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -148,6 +149,20 @@ def _attribute(name: str, value: AttributeValue) -> Any:
         except semver.SemverError as exc:
             raise SelectorRuntimeError(f"attribute {name}: parse semantic version: {exc}") from None
     return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _version_parses(text: str) -> bool:
+    try:
+        semver.parse(text)
+    except semver.SemverError:
+        return False
+    return True
+
+
+def versions_parse(device: DeviceInput) -> bool:
+    """Whether every version attribute of the device parses (else every selector fails on it)."""
+    return all(_version_parses(v.text) for v in device.attributes.values() if isinstance(v, VersionValue))
 
 
 def _compile(expression: str) -> Selector:
