@@ -3,10 +3,15 @@ on create, after its defaulting (api.dra.defaults), with the features on by defa
 ResourceClaim, ResourceClaimTemplate (draclaims.py) and ResourceSlice (draslices.py), with kube's
 paths and messages, the declarative validation's where it takes a rule over (drafields.Found).
 
+CEL: a selector's expression is checked for presence and length (10 KiB) here; compiling it
+(syntax, types, a bool result, the cost limit of 1,000,000) is DRA's CEL environment's, which
+devices/ owns and this layer cannot import. The caller hands it in as `check_selector`
+(drafields.SelectorCheck): the simulator's loader passes devices.cel.validate_selector
+(backends/sim/draadmission.check_selector), and its verdicts land where validateCELExpression's
+do, among the handwritten errors in kube's order. Without it (the default), only presence and
+length are checked.
+
 Left to others:
-- CEL: a selector's expression is checked for presence and length (10 KiB) only. Compiling it
-  (syntax, types, the cost limit of 1,000,000) needs DRA's CEL environment, which devices/ owns;
-  the API server refuses an expression that does not compile, kubesched does not yet.
 - adminAccess needs the claim's namespace (the label resource.kubernetes.io/admin-access: "true"):
   `admin_access_issue` is the check, the loader calls it with the namespace it knows.
 - A claim's status: the API server resets it on create. The simulator keeps it (an allocated claim
