@@ -5,13 +5,12 @@ Device from the same slice fields: every device's result or error must agree, on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import pytest
 
-from integration.harness.dracel import Oracle, oracle_binary
+from integration.harness.dracel import Oracle
 from kubesched.api.dra import ResourceSlice
 from kubesched.devices.cel import compile_selector
 from kubesched.devices.celvector import evaluate_batch
@@ -63,13 +62,6 @@ def _as_oracle_device(driver: str, device: dict[str, Any]) -> dict[str, Any]:
     if "allowMultipleAllocations" in device:
         out["allowMultipleAllocations"] = device["allowMultipleAllocations"]
     return out
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Iterator[Oracle]:
-    running = Oracle(oracle_binary())
-    yield running
-    running.close()
 
 
 @pytest.mark.parametrize("expression", EXPRESSIONS)
