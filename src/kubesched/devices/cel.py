@@ -20,6 +20,7 @@ so `device.attributes["other.example.com"].model` fails with "no such key: model
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -150,6 +151,20 @@ def _attribute(name: str, value: AttributeValue) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
+def _version_parses(text: str) -> bool:
+    try:
+        semver.parse(text)
+    except semver.SemverError:
+        return False
+    return True
+
+
+def versions_parse(device: DeviceInput) -> bool:
+    """Whether every version attribute of the device parses (else every selector fails on it)."""
+    return all(_version_parses(v.text) for v in device.attributes.values() if isinstance(v, VersionValue))
+
+
 def _compile(expression: str) -> Selector:
     try:
         checked_program = CHECKER.compile(expression)
@@ -168,13 +183,18 @@ def _compile(expression: str) -> Selector:
 
 
 _DEVICE_FIELD = re.compile(r"undeclared reference to 'device\.([^']*)' \(in container ''\)")
+_NEXT_ERROR = re.compile(r"\n(?=ERROR: )")
+# Errors cel-go does not report: the parser's note that it built no tree (after the syntax errors
+# that say why), and the checker's complaints about an operand that failed to check already.
+_NOT_IN_CEL_GO = re.compile(r"^ERROR: <input>:-1:-1: <<nil>> parsetree$|\*error\*")
 
 
 def _issues(message: str) -> str:
     """cel-cpp's compile error as cel-go's Issues.String() prints it. `device` is an object to
     cel-go (here its fields are variables of their own), so a misspelt field is an undefined one."""
     text = message.removeprefix("INVALID_ARGUMENT: ").removesuffix(" [INVALID_ARGUMENT]")
-    return _DEVICE_FIELD.sub(r"undefined field '\1'", text)
+    errors = _NEXT_ERROR.split(_DEVICE_FIELD.sub(r"undefined field '\1'", text))
+    return "\n".join([e for e in errors if not _NOT_IN_CEL_GO.search(e.split("\n", 1)[0])] or errors)
 
 
 _TYPE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|<|>|,\s*")

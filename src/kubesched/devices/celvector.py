@@ -19,12 +19,12 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kubesched.api import quantity as quantities
-from kubesched.devices.cel import BatchResult, DeviceInput, Selector, SelectorRuntimeError, split_qualified
+from kubesched.devices.cel import BatchResult, DeviceInput, Selector, SelectorRuntimeError, split_qualified, versions_parse
 from kubesched.infra.celtree import Checked, Node
 
 _ORDER: dict[str, Callable[[Any, Any], Any]] = {
@@ -44,6 +44,27 @@ class _Tri:
     known: np.ndarray
 
 
+class Columns(Protocol):
+    """The devices of a batch and their values by column: what the vectorized shapes read.
+    sliceinputs.DeviceColumns builds them from slices once; _Columns from any DeviceInputs."""
+
+    devices: Sequence[DeviceInput]
+    n: int
+
+    def values(self, holder: str, domain: str, name: str) -> Sequence[Any]:
+        """Per device, its value of device.<holder>["domain"].name, None where it has none."""
+        ...
+
+    def drivers(self) -> np.ndarray: ...
+
+    def allow_multiple(self) -> np.ndarray: ...
+
+    def unreadable(self) -> np.ndarray:
+        """Per device, whether it fails every selector before the expression runs (a version
+        attribute that does not parse: DeviceMatches converts all attributes first)."""
+        ...
+
+
 class _Columns:
     """The devices' values, one column per (map, domain, name), built on first use."""
 
@@ -59,6 +80,15 @@ class _Columns:
             hit = self._cache[key] = [self._lookup(d, holder, domain, name) for d in self.devices]
         return hit
 
+    def drivers(self) -> np.ndarray:
+        return np.array([d.driver for d in self.devices], dtype=object)
+
+    def allow_multiple(self) -> np.ndarray:
+        return np.array([d.allow_multiple_allocations for d in self.devices], dtype=bool)
+
+    def unreadable(self) -> np.ndarray:
+        return np.array([not versions_parse(d) for d in self.devices], dtype=bool)
+
     @staticmethod
     def _lookup(device: DeviceInput, holder: str, domain: str, name: str) -> Any:
         source: Any = device.attributes if holder == "device.attributes" else device.capacity
@@ -69,7 +99,7 @@ class _Columns:
 
 
 class _Vectorizer:
-    def __init__(self, checked: Checked, columns: _Columns) -> None:
+    def __init__(self, checked: Checked, columns: Columns) -> None:
         self.checked = checked
         self.cols = columns
         self.n = columns.n
@@ -106,7 +136,7 @@ class _Vectorizer:
             known = np.array([type(v) is bool for v in values], dtype=bool)
             return _Tri(np.array([v is True for v in values], dtype=bool), known)
         if node.kind == "ident" and self.var(node) == "device.allowMultipleAllocations":
-            return _Tri(np.array([d.allow_multiple_allocations for d in self.cols.devices], dtype=bool), np.ones(self.n, dtype=bool))
+            return _Tri(self.cols.allow_multiple(), np.ones(self.n, dtype=bool))
         if node.kind != "call" or (node.target is not None and node.name not in ("isGreaterThan", "isLessThan")):
             raise _Unsupported
         name, args = node.name, node.args
@@ -134,7 +164,7 @@ class _Vectorizer:
     def comparison(self, name: str, left: Node, right: Node) -> _Tri:
         op = _ORDER[name]
         if self.var(left) == "device.driver" and right.kind == "const" and isinstance(right.value, str) and name in ("_==_", "_!=_"):
-            drivers = np.array([op(d.driver, right.value) for d in self.cols.devices], dtype=bool)
+            drivers = np.asarray(op(self.cols.drivers(), right.value), dtype=bool)
             return _Tri(drivers, np.ones(self.n, dtype=bool))
         if left.kind == "call" and left.name == "compareTo" and left.target is not None and right.kind == "const" \
                 and right.const_type == "int":
@@ -174,16 +204,20 @@ class _Vectorizer:
         return _Tri(sign, known)
 
 
-def vectorized(selector: Selector, devices: Sequence[DeviceInput]) -> _Tri:
+def vectorized(selector: Selector, devices: Sequence[DeviceInput] | Columns) -> _Tri:
     """The selector's columns result; _Unsupported when its shape is not one of the above."""
-    return _Vectorizer(selector.checked, _Columns(devices)).bool_value(selector.checked.root)
+    columns = _Columns(devices) if isinstance(devices, Sequence) else devices
+    tri = _Vectorizer(selector.checked, columns).bool_value(selector.checked.root)
+    return _Tri(tri.value, tri.known & ~columns.unreadable())
 
 
-def evaluate_batch(selector: Selector, devices: Sequence[DeviceInput]) -> BatchResult:
-    """The selector on every device: vectorized when the expression's shape allows it, one by one
-    otherwise; the same answers either way."""
+def evaluate_batch(selector: Selector, batch: Sequence[DeviceInput] | Columns) -> BatchResult:
+    """The selector on every device (DeviceInputs, or columns built once, such as a cluster's
+    slices': sliceinputs.DeviceColumns): vectorized when the expression's shape allows it, one by
+    one otherwise; the same answers either way."""
+    devices = batch if isinstance(batch, Sequence) else batch.devices
     try:
-        tri = vectorized(selector, devices)
+        tri = vectorized(selector, batch)
     except _Unsupported:
         return selector.matches_each(devices)
     result = BatchResult(tri.value & tri.known, {})

@@ -13,9 +13,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from integration.harness.dracel import Oracle, oracle_binary
+from integration.harness.dracel import Oracle
 from kubesched.api.quantity import parse as parse_quantity
 from kubesched.devices.cel import (
     COST_LIMIT,
@@ -169,13 +167,6 @@ def _theirs(raw: dict[str, Any]) -> dict[str, Any]:
     if not answer["scheduler"]:
         answer["results"] = [{"matches": r.get("matches", False), "error": r.get("error", "")} for r in raw["results"] or []]
     return answer
-
-
-@pytest.fixture(scope="module")
-def oracle() -> Iterator[Oracle]:
-    running = Oracle(oracle_binary())
-    yield running
-    running.close()
 
 
 def _known_divergence(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from kubesched.api.dra import ResourceClaim, ResourceSlice
 from kubesched.api.dra.defaults import default_claim, default_slice
 from kubesched.api.validation import validate_manifest
 from kubesched.api.validation.dra import admin_access_issue
+from kubesched.devices.cel import validate_selector
 from unit.fuzz.dracorpus import DRA_SEEDS
 
 SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
@@ -274,3 +275,56 @@ def test_an_allocated_claims_status_is_checked_as_its_status_update_was() -> Non
     manifest["status"]["allocation"]["devices"]["results"][0]["request"] = "other"
     assert [str(i) for i in validate_manifest(manifest)] == [
         f'status.allocation.devices.results[0].request: Invalid value: "other": {NOT_A_REQUEST}']
+
+
+# --- selectors compiled by the CEL environment the caller hands in (the simulator's: devices.cel) -------
+
+COSTLY = ("device.attributes.all(d, device.attributes[d].all(k, device.attributes.all(e, "
+          "device.attributes[e].all(j, true))))")
+SYNTAX = ("compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', "
+          "'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | device.driver ==\n | ................^")
+
+
+def cel(*expressions: str) -> list[dict[str, Any]]:
+    return [{"cel": {"expression": e}} for e in expressions]
+
+
+CEL_CASES = [
+    ("a class's selector that does not parse", class_(selectors=cel("device.driver ==")),
+     [f'spec.selectors[0].cel.expression: Invalid value: "device.driver ==": {SYNTAX}']),
+    ("a selector that is no bool", exactly(selectors=cel('device.driver == "a"', "1")),
+     [f'{R0}.exactly.selectors[1].cel.expression: Invalid value: "1": must evaluate to bool or the unknown type, not int']),
+    ("an unknown variable", exactly(selectors=cel("nodes == 1")),
+     [f"{R0}.exactly.selectors[0].cel.expression: Invalid value: \"nodes == 1\": compilation failed: ERROR: <input>:1:1: "
+      "undeclared reference to 'nodes' (in container '')\n | nodes == 1\n | ^"]),
+    ("a type error", exactly(selectors=cel("device.driver > 1")),
+     [f"{R0}.exactly.selectors[0].cel.expression: Invalid value: \"device.driver > 1\": compilation failed: ERROR: <input>:1:15: "
+      "found no matching overload for '_>_' applied to '(string, int)'\n | device.driver > 1\n | ..............^"]),
+    ("a template's subrequest over the cost limit",
+     {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t", "namespace": "apps"},
+      "spec": {"spec": claim(firstAvailable=[{"name": "s", "deviceClassName": "c", "selectors": cel(COSTLY)}])["spec"]}},
+     [f"spec.{R0}.firstAvailable[0].selectors[0].cel.expression: Forbidden: too complex, exceeds cost limit"]),
+    ("an attribute of a domain no driver has compiles", exactly(selectors=cel('device.attributes["no.such.io"].x == 1')), []),
+]
+
+
+@pytest.mark.parametrize(("manifest", "expected"), [(m, e) for _, m, e in CEL_CASES], ids=[c[0] for c in CEL_CASES])
+def test_selectors_are_compiled_by_the_check_handed_in(manifest: dict[str, Any], expected: list[str]) -> None:
+    assert [str(issue) for issue in validate_manifest(manifest, check_selector=validate_selector)] == expected
+
+
+def test_compile_errors_come_in_kubes_order() -> None:
+    # Handwritten, in validateExactDeviceRequest's order: the class name, the selectors; then the
+    # declarative rules (allocationMode).
+    manifest = exactly(deviceClassName="Bad_Class", allocationMode="Some", selectors=cel("nodes == 1"))
+    assert [issue.path for issue in validate_manifest(manifest, check_selector=validate_selector)] == [
+        f"{R0}.exactly.deviceClassName", f"{R0}.exactly.selectors[0].cel.expression", f"{R0}.exactly.allocationMode"]
+    # A subrequest's class name is the declarative validation's: after the selectors.
+    manifest = claim(firstAvailable=[{"name": "s", "deviceClassName": "Bad_Class", "selectors": cel("1")}])
+    assert [issue.path for issue in validate_manifest(manifest, check_selector=validate_selector)] == [
+        f"{R0}.firstAvailable[0].selectors[0].cel.expression", f"{R0}.firstAvailable[0].deviceClassName"]
+
+
+def test_without_a_cel_environment_an_expression_is_checked_for_presence_and_length_only() -> None:
+    assert validate_manifest(exactly(selectors=cel("1", "nodes == 1", COSTLY))) == []
+    assert [i.path for i in validate_manifest(exactly(selectors=cel("")))] == [f"{R0}.exactly.selectors[0].cel.expression"]

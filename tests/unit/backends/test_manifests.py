@@ -374,6 +374,10 @@ def test_dra_kinds_are_read_not_skipped(tmp_path: Path) -> None:
     ("kind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: g, exactly: {count: many}}]}}",
      'ResourceClaim default/c: ResourceClaim in version "v1" cannot be handled as a ResourceClaim: '
      "spec.devices.requests[0].exactly.count: expected `int`, got `str`"),
+    # The loader hands the device CEL environment to the validation: selectors compile as on create.
+    ("kind: DeviceClass\nmetadata: {name: gpu}\nspec: {selectors: [{cel: {expression: 'device.driver'}}]}",
+     'DeviceClass gpu: The DeviceClass "gpu" is invalid: spec.selectors[0].cel.expression: Invalid value: "device.driver": '
+     "must evaluate to bool or the unknown type, not string"),
 ])
 def test_bad_dra_objects_are_refused_as_the_api_server_refuses_them(tmp_path: Path, doc: str, expected: str) -> None:
     assert error_of(tmp_path, "apiVersion: resource.k8s.io/v1\n" + doc).endswith(expected)

@@ -109,6 +109,14 @@ def test_bad_version_attribute() -> None:
     ('device.capacity["a"].m > 1',
      "compilation failed: ERROR: <input>:1:24: found no matching overload for '_>_' applied to '(kubernetes.Quantity, int)'\n"
      ' | device.capacity["a"].m > 1\n | .......................^'),
+    # cel-cpp's extra errors, which cel-go does not report: "no parse tree" after a syntax error, and
+    # a complaint about an operand that failed already.
+    ("a ? b", "compilation failed: ERROR: <input>:1:6: Syntax error: mismatched input '<EOF>' expecting ':'\n | a ? b\n | .....^"),
+    ("nodes.exists(n, true)",
+     "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nodes' (in container '')\n | nodes.exists(n, true)\n | ^"),
+    ("isQuantity(1) || false",
+     "compilation failed: ERROR: <input>:1:11: found no matching overload for 'isQuantity' applied to '(int)'\n"
+     " | isQuantity(1) || false\n | ..........^"),
     ("1", "must evaluate to bool or the unknown type, not int"),
     ('device.capacity["a"].m', "must evaluate to bool or the unknown type, not kubernetes.Quantity"),
 ])

@@ -38,6 +38,7 @@ from kubesched.api.podgroups import Workload as GroupWorkload
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.storage import STORAGE_KINDS, STORAGE_TYPES
 from kubesched.api.validation import cluster, dra, pod, podgroups, podsecurity, policy, servicefields, storage, workloads
+from kubesched.api.validation.drafields import SelectorCheck, no_cel
 from kubesched.api.validation.field import FieldIssue, aggregate, invalid_object, shown
 
 WORKLOAD_KINDS = frozenset(workloads.NAME_CHECKS)
@@ -116,8 +117,10 @@ def validate_workload(kind: str, raw: dict[str, Any]) -> list[FieldIssue]:
     return workloads.validate_workload(kind, obj, selector) + _security(pod_spec, "spec.template.spec")
 
 
-def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
-    """Any object the simulator reads, by its kind (other kinds: no issues)."""
+def validate_manifest(raw: dict[str, Any], *, check_selector: SelectorCheck = no_cel) -> list[FieldIssue]:
+    """Any object the simulator reads, by its kind (other kinds: no issues). `check_selector` is
+    the CEL environment's check of DRA selector expressions (the simulator's admission hands in
+    devices.cel.validate_selector); without it an expression is checked for presence and length."""
     kind = raw.get("kind")
     if kind == "Pod":
         return validate_pod(raw)
@@ -163,7 +166,7 @@ def validate_manifest(raw: dict[str, Any]) -> list[FieldIssue]:
             default_claim(typed)
         elif isinstance(typed, ResourceClaimTemplate):
             default_claim_spec(typed.spec.spec)
-        return dra.DRA_VALIDATORS[kind](typed)
+        return dra.DRA_VALIDATORS[kind](typed, check_selector)
     return []
 
 

@@ -3,10 +3,15 @@ on create, after its defaulting (api.dra.defaults), with the features on by defa
 ResourceClaim, ResourceClaimTemplate (draclaims.py) and ResourceSlice (draslices.py), with kube's
 paths and messages, the declarative validation's where it takes a rule over (drafields.Found).
 
+CEL: a selector's expression is checked for presence and length (10 KiB) here; compiling it
+(syntax, types, a bool result, the cost limit of 1,000,000) is DRA's CEL environment's, which
+devices/ owns and this layer cannot import. The caller hands it in as `check_selector`
+(drafields.SelectorCheck): the simulator's loader passes devices.cel.validate_selector
+(backends/sim/draadmission.check_selector), and its verdicts land where validateCELExpression's
+do, among the handwritten errors in kube's order. Without it (the default), only presence and
+length are checked.
+
 Left to others:
-- CEL: a selector's expression is checked for presence and length (10 KiB) only. Compiling it
-  (syntax, types, the cost limit of 1,000,000) needs DRA's CEL environment, which devices/ owns;
-  the API server refuses an expression that does not compile, kubesched does not yet.
 - adminAccess needs the claim's namespace (the label resource.kubernetes.io/admin-access: "true"):
   `admin_access_issue` is the check, the loader calls it with the namespace it knows.
 - A claim's status: the API server resets it on create. The simulator keeps it (an allocated claim
@@ -23,7 +28,7 @@ from kubesched.api.dra.claims import ResourceClaimSpec, ResourceClaimStatus
 from kubesched.api.dra.common import ADMIN_ACCESS_NAMESPACE_LABEL, DEVICE_CONFIG_MAX_SIZE, OPAQUE_PARAMETERS_MAX_LENGTH
 from kubesched.api.objects import ObjectMeta
 from kubesched.api.validation.draclaims import request_names, validate_claim_status, validate_device_claim
-from kubesched.api.validation.drafields import Found, configuration, over_limit, selectors
+from kubesched.api.validation.drafields import Found, SelectorCheck, configuration, no_cel, over_limit, selectors
 from kubesched.api.validation.draquantity import QuantityIssues
 from kubesched.api.validation.draslices import validate_slice_spec
 from kubesched.api.validation.field import FieldIssue, forbidden, invalid
@@ -36,13 +41,13 @@ from kubesched.api.validation.meta import (
 )
 
 
-def validate_device_class(dc: DeviceClass) -> list[FieldIssue]:
+def validate_device_class(dc: DeviceClass, check_selector: SelectorCheck = no_cel) -> list[FieldIssue]:
     f = Found()
     for issue in validate_object_meta(dc.metadata, namespaced=False, name_check=name_is_dns_subdomain):
         # The name's format is the declarative validation's (LongName) in v1.37.
         (f.declared if issue.path == "metadata.name" and issue.body.startswith("Invalid") else f.hand).append(issue)
     spec = dc.spec
-    selectors(f, spec.selectors, "spec.selectors")
+    selectors(f, spec.selectors, "spec.selectors", check_selector)
     if not over_limit(f, spec.config, DEVICE_CONFIG_MAX_SIZE, "spec.config", covered=True):
         for i, config in enumerate(spec.config):
             configuration(f, config, f"spec.config[{i}]", OPAQUE_PARAMETERS_MAX_LENGTH)
@@ -66,14 +71,14 @@ def extended_resource_name(name: str) -> list[str]:
     return errs
 
 
-def validate_resource_claim(claim: ResourceClaim) -> list[FieldIssue]:
+def validate_resource_claim(claim: ResourceClaim, check_selector: SelectorCheck = no_cel) -> list[FieldIssue]:
     quantities = QuantityIssues()
     _claim_quantities(claim.spec, "spec", quantities)
     for i, result in enumerate(claim.status.allocation.devices.results if claim.status.allocation else ()):
         for name, raw in result.consumed_capacity.items():
             quantities.parse(raw, f"status.allocation.devices.results[{i}].consumedCapacity[{name}]")
     f = Found(hand=validate_object_meta(claim.metadata, namespaced=True, name_check=name_is_dns_subdomain))
-    validate_device_claim(f, claim.spec.devices, "spec.devices")
+    validate_device_claim(f, claim.spec.devices, "spec.devices", check_selector)
     if claim.status != ResourceClaimStatus():
         validate_claim_status(f, claim.status, request_names(claim.spec.devices))
     return quantities.issues or f.all()
@@ -107,16 +112,17 @@ def _template_metadata(meta: ObjectMeta, path: str) -> list[FieldIssue]:
     return out
 
 
-def validate_resource_claim_template(template: ResourceClaimTemplate) -> list[FieldIssue]:
+def validate_resource_claim_template(template: ResourceClaimTemplate, check_selector: SelectorCheck = no_cel) -> list[FieldIssue]:
     quantities = QuantityIssues()
     _claim_quantities(template.spec.spec, "spec.spec", quantities)
     f = Found(hand=validate_object_meta(template.metadata, namespaced=True, name_check=name_is_dns_subdomain))
     f.hand.extend(_template_metadata(template.spec.metadata, "spec.metadata"))
-    validate_device_claim(f, template.spec.spec.devices, "spec.spec.devices")
+    validate_device_claim(f, template.spec.spec.devices, "spec.spec.devices", check_selector)
     return quantities.issues or f.all()
 
 
-def validate_resource_slice(rs: ResourceSlice) -> list[FieldIssue]:
+def validate_resource_slice(rs: ResourceSlice, check_selector: SelectorCheck = no_cel) -> list[FieldIssue]:
+    del check_selector  # a slice holds no selectors; the parameter keeps DRA_VALIDATORS' signature one
     quantities = QuantityIssues()
     f = Found(hand=validate_object_meta(rs.metadata, namespaced=False, name_check=name_is_dns_subdomain))
     validate_slice_spec(f, rs.spec, quantities)
@@ -136,8 +142,8 @@ def admin_access_issue(spec: ResourceClaimSpec, namespace_labels: Mapping[str, s
     return None
 
 
-# Manifest kind -> its validation.
-DRA_VALIDATORS: dict[str, Callable[[Any], list[FieldIssue]]] = {
+# Manifest kind -> its validation, given the CEL environment's check of selector expressions.
+DRA_VALIDATORS: dict[str, Callable[[Any, SelectorCheck], list[FieldIssue]]] = {
     "DeviceClass": validate_device_class,
     "ResourceClaim": validate_resource_claim,
     "ResourceClaimTemplate": validate_resource_claim_template,

@@ -37,6 +37,7 @@ from kubesched.api.dra.common import (
 )
 from kubesched.api.validation.drafields import (
     Found,
+    SelectorCheck,
     binding_conditions,
     configuration,
     dns_label,
@@ -66,14 +67,14 @@ def request_names(claim: DeviceClaim) -> dict[str, frozenset[str] | None]:
     return {r.name: (frozenset(s.name for s in r.first_available) if r.first_available else None) for r in claim.requests}
 
 
-def validate_device_claim(f: Found, claim: DeviceClaim, path: str) -> None:
+def validate_device_claim(f: Found, claim: DeviceClaim, path: str, check: SelectorCheck) -> None:
     names = request_names(claim)
     where = f"{path}.requests"
     if not over_limit(f, claim.requests, DEVICE_REQUESTS_MAX_SIZE, where, covered=True):
         # The declarative rules check a list's keys before its items.
         duplicates(f, claim.requests, lambda r: r.name, where, covered=True, shown_as=item_json)
         for i, request in enumerate(claim.requests):
-            _request(f, request, f"{where}[{i}]")
+            _request(f, request, f"{where}[{i}]", check)
     where = f"{path}.constraints"
     if not over_limit(f, claim.constraints, DEVICE_CONSTRAINTS_MAX_SIZE, where, covered=True):
         for i, constraint in enumerate(claim.constraints):
@@ -86,7 +87,7 @@ def validate_device_claim(f: Found, claim: DeviceClaim, path: str) -> None:
             configuration(f, config, at, OPAQUE_PARAMETERS_MAX_LENGTH)
 
 
-def _request(f: Found, request: DeviceRequest, path: str) -> None:
+def _request(f: Found, request: DeviceRequest, path: str, check: SelectorCheck) -> None:
     f.hand.extend(dns_label(request.name, f"{path}.name"))
     has_first, has_exactly = bool(request.first_available), request.exactly is not None
     if not has_first and not has_exactly:
@@ -95,16 +96,16 @@ def _request(f: Found, request: DeviceRequest, path: str) -> None:
         f.hand.append(invalid(path, "null", "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
                               rendered=True))
     elif request.exactly is not None:
-        _exactly(f, request.exactly, f"{path}.exactly")
+        _exactly(f, request.exactly, f"{path}.exactly", check)
     else:
         where = f"{path}.firstAvailable"
         if not over_limit(f, request.first_available, FIRST_AVAILABLE_MAX_SIZE, where, covered=True):
             duplicates(f, request.first_available, lambda s: s.name, where, covered=True, shown_as=item_json)
             for i, sub in enumerate(request.first_available):
-                _exactly(f, sub, f"{where}[{i}]")
+                _exactly(f, sub, f"{where}[{i}]", check)
 
 
-def _exactly(f: Found, request: ExactDeviceRequest | DeviceSubRequest, path: str) -> None:
+def _exactly(f: Found, request: ExactDeviceRequest | DeviceSubRequest, path: str, check: SelectorCheck) -> None:
     """An `exactly` request, or a subrequest: whose class name the declarative rules check."""
     subrequest = isinstance(request, DeviceSubRequest)
     if isinstance(request, DeviceSubRequest):
@@ -114,7 +115,7 @@ def _exactly(f: Found, request: ExactDeviceRequest | DeviceSubRequest, path: str
         out.append(required(f"{path}.deviceClassName"))
     else:
         out.extend(dns_subdomain(request.device_class_name, f"{path}.deviceClassName"))
-    selectors(f, request.selectors, f"{path}.selectors")
+    selectors(f, request.selectors, f"{path}.selectors", check)
     _allocation_mode(f, request.allocation_mode, request.count, path)
     for i, t in enumerate(request.tolerations):
         toleration(f, t, f"{path}.tolerations[{i}]")

@@ -1,7 +1,8 @@
 """The checks resource.k8s.io's validation (pkg/apis/resource/validation) shares between classes,
 claims and slices: names (drivers, pools, devices, requests, qualified attribute names), CEL
-selectors (their length only; compiling them is the device CEL environment's job), opaque
-configuration, tolerations and taints, binding conditions, and kube's list and map helpers.
+selectors (compiled by a `SelectorCheck` the caller hands in: the device CEL environment is in
+devices/, above this layer), opaque configuration, tolerations and taints, binding conditions,
+and kube's list and map helpers.
 
 Two lists, as the API server builds its answer. Since v1.36 the API server runs the declarative
 validation generated from the types' tags next to the handwritten one; a handwritten error that
@@ -17,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -42,7 +43,9 @@ from kubesched.api.quantity import QuantityError, canonical
 from kubesched.api.validation.field import (
     FieldIssue,
     duplicate,
+    forbidden,
     go_json,
+    internal_error,
     invalid,
     not_supported,
     required,
@@ -260,20 +263,56 @@ def fully_qualified_name(name: str, path: str) -> list[FieldIssue]:
 # --- selectors, configuration, tolerations, taints ------------------------------------------------------
 
 
-def selectors(f: Found, items: Sequence[DeviceSelector], path: str) -> None:
-    """validateSelectorSlice, short of compiling: a selector needs `cel`, and an expression longer
-    than 10 KiB is refused without compiling. What the CEL environment refuses (syntax, types,
-    cost over 1,000,000) is the device CEL environment's to report (devices/)."""
+class SelectorProblem(Protocol):
+    """One thing a CEL environment refuses in a selector expression: `kind` is field.ErrorType's
+    word (Invalid, Forbidden, TooLong, Required or InternalError), `detail` kube's."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def detail(self) -> str: ...
+
+
+# What the API server's CEL environment says of an expression (devices.cel.validate_selector).
+SelectorCheck = Callable[[str], Sequence[SelectorProblem]]
+
+
+def no_cel(_expression: str) -> Sequence[SelectorProblem]:
+    """The check without a CEL environment: an expression is judged on presence and length only."""
+    return ()
+
+
+def selectors(f: Found, items: Sequence[DeviceSelector], path: str, check: SelectorCheck) -> None:
+    """validateSelectorSlice: a selector needs `cel`; an expression longer than 10 KiB is refused
+    without compiling; what `check` (the CEL environment) refuses comes next, in the selectors'
+    order among the other handwritten errors."""
     if over_limit(f, items, DEVICE_SELECTORS_MAX_SIZE, path, covered=True):
         return
     for i, selector in enumerate(items):
+        at = f"{path}[{i}].cel.expression"
         if selector.cel is None:
             f.hand.append(required(f"{path}[{i}].cel"))
         elif len(selector.cel.expression.encode()) > CEL_EXPRESSION_MAX_LENGTH:
-            f.hand.append(too_long(f"{path}[{i}].cel.expression", CEL_EXPRESSION_MAX_LENGTH))
+            f.hand.append(too_long(at, CEL_EXPRESSION_MAX_LENGTH))
         elif not selector.cel.expression:
             # The one compile error that needs no CEL: CEL's parser on empty input.
-            f.hand.append(invalid(f"{path}[{i}].cel.expression", "", EMPTY_CEL))
+            f.hand.append(invalid(at, "", EMPTY_CEL))
+        else:
+            f.hand.extend(_selector_issue(problem, at, selector.cel.expression) for problem in check(selector.cel.expression))
+
+
+def _selector_issue(problem: SelectorProblem, path: str, expression: str) -> FieldIssue:
+    """convertCELErrorToValidationError, and the cost and length verdicts, as field errors."""
+    if problem.kind == "Invalid":
+        return invalid(path, expression, problem.detail)
+    if problem.kind == "Forbidden":
+        return forbidden(path, problem.detail)
+    if problem.kind == "TooLong":
+        return too_long(path, CEL_EXPRESSION_MAX_LENGTH)
+    if problem.kind == "Required":
+        return required(path, problem.detail)
+    return internal_error(path, problem.detail)
 
 
 def raw_extension(value: Any, path: str, limit: int) -> list[FieldIssue]:

@@ -108,6 +108,10 @@ def not_found(path: str, value: object) -> FieldIssue:
     return FieldIssue(path, f"Not found: {shown(value)}")
 
 
+def internal_error(path: str, detail: str) -> FieldIssue:
+    return FieldIssue(path, _with_detail("Internal error", detail))
+
+
 def too_long(path: str, limit: int) -> FieldIssue:
     # field.TooLong (apimachinery v0.37): the value is never shown.
     return FieldIssue(path, f"Too long: may not be more than {limit} byte{'' if limit == 1 else 's'}")

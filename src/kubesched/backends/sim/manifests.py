@@ -307,7 +307,7 @@ class _Loader:
         meta = {**meta_raw, "uid": doc.meta.uid or stable_uid(doc.kind, doc.namespace, doc.name)}
         if doc.namespace:
             meta["namespace"] = doc.namespace
-        return validate_manifest({**doc.raw, "metadata": meta})
+        return validate_manifest({**doc.raw, "metadata": meta}, check_selector=draadmission.check_selector)
 
     def _simulation_settings(self, origin: Origin, raw: dict[str, Any]) -> None:
         meta_raw = raw["metadata"]
