@@ -92,7 +92,8 @@ def _slices(rng: random.Random, driver: str, pool: str) -> list[dict[str, Any]]:
     counters = ["mem"] if rng.random() < 0.25 else []
     where: dict[str, Any] = rng.choice([
         {"nodeName": NODE}, {"nodeName": NODE}, {"nodeName": NODE}, {"nodeName": "node-2"}, {"allNodes": True},
-        {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": [rng.choice(["a", "b"])]}]}]}},
+        {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": [rng.choice(["a", "b"])]}]}]}},
         {"perDeviceNodeSelection": True},
     ])
     next_index = 0
