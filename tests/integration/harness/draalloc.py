@@ -6,12 +6,10 @@ per allocation.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from integration.harness.dracel import REPO_ROOT, build_go_oracle
+from integration.harness.dracel import REPO_ROOT, LineOracle, build_go_oracle
 
 ORACLE_SOURCE = REPO_ROOT / "tools" / "k8s" / "draalloc"
 
@@ -20,24 +18,9 @@ def oracle_binary() -> Path:
     return build_go_oracle(ORACLE_SOURCE)
 
 
-class AllocatorOracle:
-    """A running oracle: `allocate` sends one inventory and the claims, and reads kube's answer
-    ({"results": [...] | None, "error": "...", "failedOnNode": bool})."""
-
-    def __init__(self, binary: Path) -> None:
-        self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+class AllocatorOracle(LineOracle):
+    """The running allocator oracle: `allocate` sends one inventory and the claims, and reads
+    kube's answer ({"results": [...] | None, "error": "...", "failedOnNode": bool})."""
 
     def allocate(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the device allocator oracle exited (code {self.proc.poll()})")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        return self.exchange(request)

@@ -58,19 +58,20 @@ def build_go_oracle(source: Path) -> Path:
     return target
 
 
-class Oracle:
-    """A running oracle: `ask` sends one request and reads its answer."""
+class LineOracle:
+    """A running Go oracle that answers one JSON line per JSON line it reads."""
 
     def __init__(self, binary: Path) -> None:
+        self.name = binary.name
         self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def ask(self, expression: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    def exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"expression": expression, "devices": devices}) + "\n")
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"the DRA CEL oracle exited (code {self.proc.poll()})")
+            raise RuntimeError(f"the oracle {self.name} exited (code {self.proc.poll()})")
         answer: dict[str, Any] = json.loads(line)
         return answer
 
@@ -78,3 +79,10 @@ class Oracle:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.wait(timeout=30)
+
+
+class Oracle(LineOracle):
+    """The running CEL oracle: `ask` sends one expression and devices and reads its answer."""
+
+    def ask(self, expression: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+        return self.exchange({"expression": expression, "devices": devices})
