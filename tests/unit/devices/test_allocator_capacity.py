@@ -17,36 +17,12 @@ from kubesched.api.quantity import parse
 from kubesched.devices.allocatedstate import allocated_state
 from kubesched.devices.allocator import AllocationError
 from unit.devices.allocgen import NODE, Case, generate
-
-GPU = "gpu.example.com"
-
-
-def _gpu(name: str, memory: str = "80Gi", policy: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    capacity = {"memory": {"value": memory, **({"requestPolicy": policy} if policy else {})}}
-    return {"name": name, "allowMultipleAllocations": True, "capacity": capacity, **extra}
-
-
-def _slice(devices: list[dict[str, Any]], name: str = "s", count: int = 1) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"driver": GPU, "nodeName": NODE,
-                                                 "pool": {"name": "p", "generation": 1, "resourceSliceCount": count},
-                                                 "devices": devices}}
-
-
-def _request(name: str = "r", memory: str | None = None, mode: str = "ExactCount", count: int = 1,
-             **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"deviceClassName": "gpu", "allocationMode": mode, "count": count, **extra}
-    if memory is not None:
-        spec["capacity"] = {"requests": {"memory": memory}}
-    return {"name": name, "exactly": spec}
-
-
-def _claim(index: int, *requests: dict[str, Any]) -> dict[str, Any]:
-    return {"metadata": {"name": f"c{index}", "namespace": "ns", "uid": f"u{index}"},
-            "spec": {"devices": {"requests": list(requests)}}}
-
-
-def _case(slices: list[dict[str, Any]], claims: list[dict[str, Any]], **state: Any) -> Case:
-    return Case({"metadata": {"name": NODE}}, [{"metadata": {"name": "gpu"}, "spec": {}}], slices, claims, **state)
+from unit.devices.capacitycases import GPU
+from unit.devices.capacitycases import case as _case
+from unit.devices.capacitycases import claim as _claim
+from unit.devices.capacitycases import node_slice as _slice
+from unit.devices.capacitycases import request as _request
+from unit.devices.capacitycases import shareable as _gpu
 
 
 def _allocate(case: Case) -> list[AllocationResult] | None:
