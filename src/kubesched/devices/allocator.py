@@ -20,7 +20,8 @@ consumed capacity. Compatibility groups and derived attributes are alpha and off
 drops those fields.
 
 A share of a device gets a new random shareID (a UUID, as kube's); `new_share_id` may replace the
-generator (tests).
+generator (tests). `columns` (a SliceColumnsCache kept by the caller across cycles) spares
+converting unchanged slices for the selectors again.
 
 Selectors are evaluated once per expression over every device of the allocator's slices
 (celvector's batch evaluation), lazily, so an allocator serving all nodes of a scheduling cycle
@@ -56,7 +57,7 @@ from kubesched.devices.cel import SelectorCache, SelectorCompileError, selector_
 from kubesched.devices.constraints import Constraint
 from kubesched.devices.nodematch import NodeSelectorError, node_matches
 from kubesched.devices.pools import Pool, PoolGatherError, devices_of, gather_pools
-from kubesched.devices.selectortable import SelectorTable
+from kubesched.devices.selectortable import SelectorTable, SliceColumnsCache
 
 __all__ = ["AllocatedState", "AllocationError", "Allocator", "DeviceID", "device_id_text"]
 
@@ -140,7 +141,7 @@ class Allocator:
 
     def __init__(self, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
                  allocated: AllocatedState | None = None, selector_cache: SelectorCache | None = None,
-                 new_share_id: Callable[[], str] | None = None) -> None:
+                 new_share_id: Callable[[], str] | None = None, columns: SliceColumnsCache | None = None) -> None:
         self.classes = classes
         self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
         self.allocated = allocated or AllocatedState()
@@ -152,7 +153,9 @@ class Allocator:
                 self.slices_on_node.setdefault(s.spec.node_name, []).append(s)
             else:
                 self.slices_shared.append(s)
-        self.selectors = SelectorTable(self.all_slices, selector_cache or SelectorCache())
+        if columns is not None:
+            columns.retain(self.all_slices)
+        self.selectors = SelectorTable(self.all_slices, selector_cache or SelectorCache(), columns)
         self.available_counters: dict[tuple[str, str], Counters] = {}
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:

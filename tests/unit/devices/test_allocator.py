@@ -16,12 +16,13 @@ import pytest
 
 from kubesched.api.dra import ResourceClaim
 from kubesched.api.quantity import parse
-from kubesched.devices.allocator import AllocationError, _tolerates
+from kubesched.devices.allocator import AllocationError, Allocator, _tolerates
 from kubesched.devices.capacity import request_fits, share_of_request
 from kubesched.devices.cel import SelectorRuntimeError, compile_selector
 from kubesched.devices.constraints import Constraint
 from kubesched.devices.pools import devices_of, gather_pools
-from kubesched.devices.selectortable import _device_input
+from kubesched.devices.selectortable import SliceColumnsCache
+from kubesched.devices.sliceinputs import device_input
 from unit.devices.allocgen import NODE, Case, generate
 
 
@@ -155,7 +156,7 @@ def _brute_force(case: Case) -> list[list[str]] | None:
     state = case.allocated_state()
 
     def selected(expressions: list[str], driver: str, device: Any) -> bool:
-        return all(compile_selector(e).matches(_device_input(driver, device)) for e in expressions)
+        return all(compile_selector(e).matches(device_input(driver, device)) for e in expressions)
 
     slots: list[tuple[int, str, list[tuple[str | None, Any]]]] = []  # (claim, request, [(subrequest, spec)])
     for ci, claim in enumerate(claims):
@@ -294,3 +295,20 @@ def test_no_device_is_given_twice_or_when_in_use() -> None:
         assert len(exclusive) == len(set(exclusive))
         assert not {"/".join(d) for d in exclusive} & set(case.allocated)
     assert allocations > 50
+
+
+def test_slice_columns_are_kept_across_allocators_while_the_slice_is_unchanged() -> None:
+    case = _case([_slice("s", "p", [{"name": "d0", "attributes": {"model": {"string": "a100"}}}])], [_claim(_exact())],
+                 'device.attributes["gpu.example.com"].model == "a100"')
+    columns = SliceColumnsCache()
+    first = case.allocator()
+    kept = Allocator(first.classes, first.all_slices, columns=columns)
+    assert kept.allocate(case.typed_node(), case.typed_claims()) is not None
+    built = columns(first.all_slices[0])
+    again = Allocator(first.classes, first.all_slices, columns=columns)
+    assert again.allocate(case.typed_node(), case.typed_claims()) is not None
+    assert columns(first.all_slices[0]) is built
+    replaced = case.allocator().all_slices  # the same slice as a new object: converted again, the old one forgotten
+    Allocator(first.classes, replaced, columns=columns)
+    assert columns(replaced[0]) is not built
+    assert len(columns._kept) == 1
