@@ -8,15 +8,20 @@ driver and pool name), slices (by name) and devices (as listed), a request's dev
 position so each set is tried once. The first full solution wins: which device a claim gets is
 observable and the same as kube's. What the search checks per candidate, in kube's order: in use
 (already allocated, or picked for this pod; admin access may share), the class's then the
-request's CEL selectors, the device's node (perDeviceNodeSelection), shared counters
-(partitionable devices), taints against the request's tolerations, then the claim's constraints.
+request's CEL selectors, the device's node (perDeviceNodeSelection), the capacity left (consumable
+capacity), shared counters (partitionable devices; a shared device already in use has paid them),
+taints against the request's tolerations, then the claim's constraints.
 
 Covered: ExactCount and All, firstAvailable, admin access, matchAttribute / distinctAttribute,
-taints and tolerations, partitionable devices (shared counters), binding conditions, the result's
-configuration and node selector. Not yet: consumable capacity (devices with
-allowMultipleAllocations, capacity requests, request policies); a search that reaches one of them
-raises UnsupportedAllocation instead of guessing. Compatibility groups and derived attributes are
-alpha and off; the API server drops those fields.
+taints and tolerations, partitionable devices (shared counters), consumable capacity (devices with
+allowMultipleAllocations shared by several claims and requests, capacity requests, request
+policies; capacity.py), binding conditions, the result's configuration, node selector, shareID and
+consumed capacity. Compatibility groups and derived attributes are alpha and off; the API server
+drops those fields.
+
+A share of a device gets a new random shareID (a UUID, as kube's); `new_share_id` may replace the
+generator (tests). `columns` (a SliceColumnsCache kept by the caller across cycles) spares
+converting unchanged slices for the selectors again.
 
 Selectors are evaluated once per expression over every device of the allocator's slices
 (celvector's batch evaluation), lazily, so an allocator serving all nodes of a scheduling cycle
@@ -26,11 +31,13 @@ kube's lazy evaluation would.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubesched.api.dra import (
     AllocationResult,
+    CapacityRequirements,
     Device,
     DeviceClass,
     DeviceSelector,
@@ -42,16 +49,17 @@ from kubesched.api.dra import (
 )
 from kubesched.api.dra.common import ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT, ALLOCATION_RESULTS_MAX_SIZE
 from kubesched.api.objects import Node
-from kubesched.api.quantity import QuantityError
 from kubesched.api.quantity import parse as parse_quantity
+from kubesched.devices.allocatedstate import AllocatedState, DeviceID
 from kubesched.devices.allocresult import NodeSelectorResultError, ResultDevice, SelectedRequest, build_result
+from kubesched.devices.capacity import CapacityError, Consumed, add_consumed, remove_consumed, request_fits, share_of_request
 from kubesched.devices.cel import SelectorCache, SelectorCompileError, selector_compile_error, selector_error
 from kubesched.devices.constraints import Constraint
 from kubesched.devices.nodematch import NodeSelectorError, node_matches
 from kubesched.devices.pools import Pool, PoolGatherError, devices_of, gather_pools
-from kubesched.devices.selectortable import SelectorTable
+from kubesched.devices.selectortable import SelectorTable, SliceColumnsCache
 
-DeviceID = tuple[str, str, str]  # driver, pool, device
+__all__ = ["AllocatedState", "AllocationError", "Allocator", "DeviceID", "device_id_text"]
 
 
 def device_id_text(device_id: DeviceID) -> str:
@@ -69,29 +77,6 @@ class AllocationError(Exception):
         self.failed_on_node = failed_on_node
 
 
-class UnsupportedAllocation(AllocationError):
-    """The search reached a feature this allocator does not implement yet."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"not supported yet by kubesched's device allocator: {what}")
-
-
-@dataclass(frozen=True, slots=True)
-class AllocatedState:
-    """The devices already allocated to claims (kube's AllocatedState)."""
-
-    devices: frozenset[DeviceID] = frozenset()
-    # (driver, pool, device, shareID) of the shares of devices with allowMultipleAllocations.
-    shared_devices: frozenset[tuple[str, str, str, str]] = frozenset()
-    # Capacity consumed from shared devices, by device.
-    aggregated_capacity: Mapping[DeviceID, Mapping[str, str]] = field(default_factory=dict)
-
-    def is_allocated(self, device_id: DeviceID) -> bool:
-        """IsDeviceAllocated: whole, or shared at least once."""
-        return (device_id in self.devices or device_id in self.aggregated_capacity
-                or any(s[:3] == device_id for s in self.shared_devices))
-
-
 @dataclass(frozen=True, slots=True)
 class _Request:
     """A request with `exactly`, or one subrequest of `firstAvailable` (kube's requestAccessor)."""
@@ -103,17 +88,21 @@ class _Request:
     admin_access: bool
     selectors: list[DeviceSelector]
     tolerations: list[DeviceToleration]
-    has_capacity: bool
+    capacity: CapacityRequirements | None
 
     @staticmethod
     def exact(name: str, spec: ExactDeviceRequest) -> _Request:
         return _Request(name, spec.device_class_name, spec.allocation_mode, spec.count, bool(spec.admin_access),
-                        spec.selectors, spec.tolerations, spec.capacity is not None)
+                        spec.selectors, spec.tolerations, spec.capacity)
 
     @staticmethod
     def sub(spec: DeviceSubRequest) -> _Request:
         return _Request(spec.name, spec.device_class_name, spec.allocation_mode, spec.count, False,
-                        spec.selectors, spec.tolerations, spec.capacity is not None)
+                        spec.selectors, spec.tolerations, spec.capacity)
+
+    @property
+    def capacity_requests(self) -> Mapping[str, str | int | float] | None:
+        return self.capacity.requests if self.capacity is not None else None
 
 
 @dataclass(slots=True)
@@ -151,8 +140,10 @@ class Allocator:
     per scheduling cycle); it keeps selector results and pools' available counters across nodes."""
 
     def __init__(self, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
-                 allocated: AllocatedState | None = None, selector_cache: SelectorCache | None = None) -> None:
+                 allocated: AllocatedState | None = None, selector_cache: SelectorCache | None = None,
+                 new_share_id: Callable[[], str] | None = None, columns: SliceColumnsCache | None = None) -> None:
         self.classes = classes
+        self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
         self.allocated = allocated or AllocatedState()
         self.all_slices = list(slices)
         self.slices_on_node: dict[str, list[ResourceSlice]] = {}
@@ -162,7 +153,9 @@ class Allocator:
                 self.slices_on_node.setdefault(s.spec.node_name, []).append(s)
             else:
                 self.slices_shared.append(s)
-        self.selectors = SelectorTable(self.all_slices, selector_cache or SelectorCache())
+        if columns is not None:
+            columns.retain(self.all_slices)
+        self.selectors = SelectorTable(self.all_slices, selector_cache or SelectorCache(), columns)
         self.available_counters: dict[tuple[str, str], Counters] = {}
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
@@ -192,6 +185,9 @@ class _Search:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.allocating: dict[DeviceID, set[int]] = {}
+        # Capacity consumed by this allocation's shares, by device (kube's allocatingCapacity);
+        # an entry, even empty, marks the device as shared by this allocation.
+        self.allocating_capacity: dict[DeviceID, Consumed] = {}
         self.consumed_counters: dict[tuple[str, str], Counters] = {}
         self.results: list[list[ResultDevice]] = [[] for _ in claims]
         self.selectable_cache: dict[tuple[DeviceID, RequestKey], bool] = {}
@@ -205,8 +201,6 @@ class _Search:
                 if request.first_available:
                     least = None
                     for si, sub in enumerate(request.first_available):
-                        if sub.capacity is not None:
-                            raise UnsupportedAllocation(f"claim {_kobj(claim)}, subrequest {sub.name}: capacity requests")
                         data = self._validate(ci, (ci, ri, si), _Request.sub(sub), request.name)
                         self.request_data[(ci, ri, si)] = data
                         least = data.num_devices if least is None else min(least, data.num_devices)
@@ -286,7 +280,9 @@ class _Search:
                         if not self._selectable(key, data, slice_, index):
                             continue
                         candidate = _Candidate((slice_.spec.driver, slice_.spec.pool.name, device.name), device, slice_, pool)
-                        if not self._capacity_fits(ci, request, candidate, device.name):
+                        # Only whether the device could ever hold the request: what is left is
+                        # checked when the search takes it, so a device in use fails All mode.
+                        if not self._capacity_fits(ci, request, candidate, device.name, static=True):
                             continue
                         data.all_devices.append(candidate)
             data.num_devices = len(data.all_devices)
@@ -372,7 +368,7 @@ class _Search:
                     if not self._selectable(key, data, slice_, dvi):
                         continue
                     candidate = _Candidate(device_id, device, slice_, pool)
-                    if not self._capacity_fits(ci, request, candidate, device_id_text(device_id)):
+                    if not self._capacity_fits(ci, request, candidate, device_id_text(device_id), static=False):
                         continue
                     undo = self._allocate_device(ci, key, candidate, must=False)
                     if undo is None:
@@ -423,72 +419,108 @@ class _Search:
                 return False
         return True
 
-    def _capacity_fits(self, ci: int, request: _Request, candidate: _Candidate, shown_as: str) -> bool:
-        """kube's CmpRequestOverCapacity for what is supported: a device without shared capacity
-        and a request without capacity always fits, unless a capacity is negative."""
-        device = candidate.device
-        if request.has_capacity:
-            raise UnsupportedAllocation(f"claim {_kobj(self.claims[ci])}, request {request.name}: capacity requests")
-        if device.allow_multiple_allocations or any(c.request_policy is not None for c in device.capacity.values()):
-            raise UnsupportedAllocation(f"device {device_id_text(candidate.device_id)}: consumable capacity")
-        for name, capacity in device.capacity.items():
-            try:
-                negative = parse_quantity(capacity.value).negative
-            except QuantityError as exc:
-                raise AllocationError(f"device {device_id_text(candidate.device_id)}: capacity {name}: {exc}") from None
-            if negative:
-                raise AllocationError(f"claim {_kobj(self.claims[ci])}, request {request.name}: checking capacity for device "
-                                      f"{shown_as}: capacity \"{name}\": capacity value is negative")
-        return True
+    def _capacity_fits(self, ci: int, request: _Request, candidate: _Candidate, shown_as: str, *, static: bool,
+                       verb: str = "checking") -> bool:
+        """kube's CmpRequestOverCapacity: the request's share fits what is left of the device's
+        capacities (`static`: of the whole device, as All mode first asks)."""
+        device_id = candidate.device_id
+        allocated = allocating = None
+        if not static:
+            allocated = self.owner.allocated.aggregated_capacity.get(device_id)
+            allocating = self.allocating_capacity.get(device_id)
+        try:
+            return request_fits(request.capacity_requests, candidate.device.capacity, allocated, allocating)
+        except CapacityError as exc:
+            raise AllocationError(f"claim {_kobj(self.claims[ci])}, request {request.name}: {verb} capacity for device "
+                                  f"{shown_as}: {exc}") from None
+
+    def _shared_in_use(self, device_id: DeviceID) -> bool:
+        """deviceCapacityInUse: allocated claims or this allocation already share the device."""
+        return self.owner.allocated.is_shared(device_id) or device_id in self.allocating_capacity
 
     def _allocate_device(self, ci: int, key: RequestKey, candidate: _Candidate, *, must: bool) -> Callable[[], None] | None:
-        """Takes the candidate for the request if it is free, its counters suffice, its taints are
-        tolerated and the claim's constraints hold; returns how to give it back, None if not taken."""
+        """Takes the candidate for the request if it is free (or shareable), its counters suffice,
+        its taints are tolerated, the claim's constraints hold and its capacity suffices; returns
+        how to give it back, None if not taken."""
         data = self.request_data[key]
         request = data.request
         device, device_id = candidate.device, candidate.device_id
-        if device.allow_multiple_allocations:
-            raise UnsupportedAllocation(f"device {device_id_text(device_id)}: consumable capacity")
+        shareable = bool(device.allow_multiple_allocations)
         if request.admin_access:
-            if ci in self.allocating.get(device_id, ()):
+            if not shareable and ci in self.allocating.get(device_id, ()):
                 return None
         elif self._in_use(device_id):
             return None
         counters_taken = False
-        if device.consumes_counters:
+        # A shared device in use has paid its counters already; another share must not again.
+        if device.consumes_counters and not (shareable and self._shared_in_use(device_id)):
             if not self._take_counters(candidate):
                 return None
             counters_taken = True
         base, sub = (data.parent, request.name) if data.parent is not None else (request.name, "")
-        if _taint_prevents(device, request.tolerations):
+        constraints = self.constraints[ci]
+        added = 0
+        marked = False
+
+        def roll_back() -> None:
+            if marked:
+                self.allocating[device_id].discard(ci)
+            for c in reversed(constraints[:added]):
+                c.remove(base, sub)
             if counters_taken:
                 self._give_back_counters(candidate)
+
+        if _taint_prevents(device, request.tolerations):
+            roll_back()
             return None
-        constraints = self.constraints[ci]
-        for added, constraint in enumerate(constraints):
+        for constraint in constraints:
             if not constraint.add(base, sub, device, candidate.pool.driver):
-                for c in reversed(constraints[:added]):
-                    c.remove(base, sub)
-                if counters_taken:
-                    self._give_back_counters(candidate)
+                roll_back()
                 if must:
                     raise AllocationError(f"claim {_kobj(self.claims[ci])}, request {request.name}: cannot add device "
                                           f"{device_id_text(device_id)} because a claim constraint would not be satisfied")
                 return None
-        self.allocating.setdefault(device_id, set()).add(ci)
+            added += 1
+        if not shareable:
+            self.allocating.setdefault(device_id, set()).add(ci)
+            marked = True
+        try:
+            fits = self._capacity_fits(ci, request, candidate, device_id_text(device_id), static=False, verb="rechecking")
+        except AllocationError:
+            roll_back()
+            raise
+        if not fits:
+            roll_back()
+            return None
+        share_id: str | None = None
+        consumed: dict[str, str] = {}
+        share: Consumed = {}
+        entry_existed = False
+        if shareable:
+            try:
+                amounts = share_of_request(request.capacity_requests, device.capacity)
+            except CapacityError as exc:
+                roll_back()
+                raise AllocationError(f"claim {_kobj(self.claims[ci])}, request {request.name}: computing consumed capacity "
+                                      f"for device {device_id_text(device_id)}: {exc}") from None
+            share_id = self.owner.new_share_id()
+            share = {name: q.nanos for name, q in amounts.items() if q.nanos is not None}
+            consumed = {name: amounts[name].canonical() for name in sorted(amounts)}
+            entry_existed = device_id in self.allocating_capacity
+            add_consumed(self.allocating_capacity, device_id, share)
         results = self.results[ci]
         results.append(ResultDevice(request=request.name, parent=data.parent, device_id=device_id, device=device,
                                     slice=candidate.slice, admin_access=True if request.admin_access else None,
-                                    tolerations=request.tolerations))
+                                    tolerations=request.tolerations, share_id=share_id, consumed_capacity=consumed))
         size = len(results) - 1
 
         def undo() -> None:
             del results[size:]
-            self.allocating[device_id].discard(ci)
-            for c in reversed(constraints):
-                c.remove(base, sub)
-            if counters_taken:
-                self._give_back_counters(candidate)
+            if shareable:
+                remove_consumed(self.allocating_capacity, device_id, share)
+                if entry_existed and device_id not in self.allocating_capacity:
+                    self.allocating_capacity[device_id] = {}  # an earlier share still marks it shared
+            roll_back()
 
         return undo
 
@@ -539,7 +571,7 @@ class _Search:
 def _nanos(value: str | int | float) -> int:
     nanos = parse_quantity(value).nanos
     if nanos is None:
-        raise UnsupportedAllocation(f"counter value {value} beyond int64")
+        raise AllocationError(f"counter value {value}: too large to count")
     return nanos
 
 

@@ -1,12 +1,13 @@
 """The AllocationResult of one claim as kube's allocator writes it once the search succeeded: one
 entry per device (request or "request/subrequest", driver, pool, device, admin access,
-tolerations, binding conditions), the class and claim configuration that applies to the chosen
-requests, and the node selector that says where the devices are reachable.
+tolerations, binding conditions; for a share of a device, its shareID and consumed capacity), the
+class and claim configuration that applies to the chosen requests, and the node selector that says
+where the devices are reachable.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubesched.api.dra import (
     AllocationResult,
@@ -38,6 +39,9 @@ class ResultDevice:
     slice: ResourceSlice
     admin_access: bool | None
     tolerations: list[DeviceToleration]
+    share_id: str | None = None
+    # Canonical quantities by capacity name (a share of a device with allowMultipleAllocations).
+    consumed_capacity: dict[str, str] = field(default_factory=dict)
 
     @property
     def request_name(self) -> str:
@@ -55,7 +59,8 @@ def build_result(claim: ResourceClaim, devices: list[ResultDevice], selected: li
             request=d.request_name, driver=d.device_id[0], pool=d.device_id[1], device=d.device_id[2],
             admin_access=d.admin_access, tolerations=list(d.tolerations),
             binding_conditions=list(d.device.binding_conditions),
-            binding_failure_conditions=list(d.device.binding_failure_conditions))
+            binding_failure_conditions=list(d.device.binding_failure_conditions),
+            share_id=d.share_id, consumed_capacity=dict(d.consumed_capacity))
         for d in devices
     ]
     return AllocationResult(devices=DeviceAllocationResult(results=results, config=_config(claim, selected)),

@@ -48,10 +48,13 @@ class Columns(Protocol):
     """The devices of a batch and their values by column: what the vectorized shapes read.
     sliceinputs.DeviceColumns builds them from slices once; _Columns from any DeviceInputs."""
 
-    devices: Sequence[DeviceInput]
-    n: int
+    @property
+    def devices(self) -> Sequence[DeviceInput]: ...
 
-    def values(self, holder: str, domain: str, name: str) -> Sequence[Any]:
+    @property
+    def n(self) -> int: ...
+
+    def values(self, holder: str, domain: str, name: str) -> Sequence[Any] | np.ndarray:
         """Per device, its value of device.<holder>["domain"].name, None where it has none."""
         ...
 

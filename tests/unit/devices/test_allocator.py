@@ -1,6 +1,7 @@
 """The device allocator (devices/allocator.py): kube's order and messages on hand-made inventories,
-the first solution against a brute-force enumeration on random tiny ones, and the property that no
-device is ever given twice. The differential test against kube's own allocator is in
+the first solution against a brute-force enumeration on random tiny ones (consumable capacity
+included), and the property that no device is ever given twice (consumable capacity's own cases
+and property: test_allocator_capacity.py). The differential test against kube's own allocator is in
 tests/integration/devices/test_allocator_differential.py.
 """
 
@@ -14,11 +15,14 @@ from typing import Any
 import pytest
 
 from kubesched.api.dra import ResourceClaim
-from kubesched.devices.allocator import AllocationError, UnsupportedAllocation, _tolerates
+from kubesched.api.quantity import parse
+from kubesched.devices.allocator import AllocationError, Allocator, _tolerates
+from kubesched.devices.capacity import request_fits, share_of_request
 from kubesched.devices.cel import SelectorRuntimeError, compile_selector
 from kubesched.devices.constraints import Constraint
 from kubesched.devices.pools import devices_of, gather_pools
-from kubesched.devices.selectortable import _device_input
+from kubesched.devices.selectortable import SliceColumnsCache
+from kubesched.devices.sliceinputs import device_input
 from unit.devices.allocgen import NODE, Case, generate
 
 
@@ -114,13 +118,6 @@ def test_a_constraint_that_all_mode_cannot_satisfy_is_an_error() -> None:
                                     "would not be satisfied")
 
 
-def test_consumable_capacity_is_refused_not_guessed() -> None:
-    case = _case([_slice("s", "p", [{"name": "d0", "allowMultipleAllocations": True, "capacity": {"mem": {"value": "1Gi"}}}])],
-                 [_claim(_exact())])
-    with pytest.raises(UnsupportedAllocation, match="not supported yet"):
-        _picked(case)
-
-
 def test_a_selector_error_is_raised_only_when_the_search_reaches_the_device() -> None:
     devices = [{"name": "d0", "attributes": {"model": {"string": "a100"}}}, {"name": "d1"}]
     selector = 'device.attributes["gpu.example.com"].model == "a100"'
@@ -156,9 +153,10 @@ def _brute_force(case: Case) -> list[list[str]] | None:
     candidates = [(pool, s, d) for pool in pools if not (pool.incomplete or pool.invalid) for s in pool.device_slices for d in devices_of(s)
                   if not s.spec.per_device_node_selection or d.node_name == NODE or d.all_nodes]
     allocated = {tuple(d.split("/")) for d in case.allocated}
+    state = case.allocated_state()
 
     def selected(expressions: list[str], driver: str, device: Any) -> bool:
-        return all(compile_selector(e).matches(_device_input(driver, device)) for e in expressions)
+        return all(compile_selector(e).matches(device_input(driver, device)) for e in expressions)
 
     slots: list[tuple[int, str, list[tuple[str | None, Any]]]] = []  # (claim, request, [(subrequest, spec)])
     for ci, claim in enumerate(claims):
@@ -172,7 +170,10 @@ def _brute_force(case: Case) -> list[list[str]] | None:
         for index in picked:
             pool, s, d = candidates[index]
             device_id = (pool.driver, pool.name, d.name)
-            if admin and ci in taken.get(device_id, set()):
+            if d.allow_multiple_allocations:
+                if not admin and device_id in allocated:
+                    return False
+            elif admin and ci in taken.get(device_id, set()):
                 return False
             if not admin and (device_id in allocated or taken.get(device_id)):
                 return False
@@ -187,7 +188,8 @@ def _brute_force(case: Case) -> list[list[str]] | None:
 
     def search(slot: int, taken: dict[tuple[str, str, str], set[int]], chosen: Chosen) -> list[list[str]] | None:
         if slot == len(slots):
-            return _render(chosen, claims, candidates) if _constraints_hold(chosen, claims, candidates) else None
+            valid = _constraints_hold(chosen, claims, candidates) and _capacity_holds(chosen, claims, candidates, state)
+            return _render(chosen, claims, candidates) if valid else None
         ci, name, options = slots[slot]
         for sub, spec in options:
             for picked in itertools.combinations(range(len(candidates)), spec.count):
@@ -195,11 +197,12 @@ def _brute_force(case: Case) -> list[list[str]] | None:
                     continue
                 for index in picked:
                     pool, _, d = candidates[index]
-                    taken.setdefault((pool.driver, pool.name, d.name), set()).add(ci)
+                    if not d.allow_multiple_allocations:
+                        taken.setdefault((pool.driver, pool.name, d.name), set()).add(ci)
                 found = search(slot + 1, taken, chosen + [(ci, name, sub, i) for i in picked])
                 for index in picked:
                     pool, _, d = candidates[index]
-                    taken[(pool.driver, pool.name, d.name)].discard(ci)
+                    taken.get((pool.driver, pool.name, d.name), set()).discard(ci)
                 if found is not None:
                     return found
         return None
@@ -219,6 +222,33 @@ def _constraints_hold(chosen: list[tuple[int, str, str | None, int]], claims: li
     return True
 
 
+def _capacity_holds(chosen: list[tuple[int, str, str | None, int]], claims: list[ResourceClaim], candidates: list[Any],
+                    state: Any) -> bool:
+    """Every pick's capacity request suits its device, and the shares of each shared device,
+    with what allocated claims consume, stay within its capacities (consumption only grows, so the
+    whole assignment holds exactly when each step of kube's search did)."""
+    used: dict[tuple[str, str, str], dict[str, int]] = {}
+    for ci, name, sub, index in chosen:
+        pool, _, device = candidates[index]
+        request = next(r for r in claims[ci].spec.devices.requests if r.name == name)
+        spec = request.exactly if sub is None else next(s for s in request.first_available if s.name == sub)
+        asked = spec.capacity.requests if spec is not None and spec.capacity is not None else None
+        device_id = (pool.driver, pool.name, device.name)
+        if not request_fits(asked, device.capacity, state.aggregated_capacity.get(device_id), None):
+            return False
+        if device.allow_multiple_allocations:
+            for capacity, amount in share_of_request(asked, device.capacity).items():
+                total = used.setdefault(device_id, {})
+                total[capacity] = total.get(capacity, state.aggregated_capacity.get(device_id, {}).get(capacity, 0)) + (amount.nanos or 0)
+                if total[capacity] > (parse_nanos(device.capacity[capacity].value)):
+                    return False
+    return True
+
+
+def parse_nanos(raw: Any) -> int:
+    return parse(raw).nanos or 0
+
+
 def _render(chosen: list[tuple[int, str, str | None, int]], claims: list[ResourceClaim], candidates: list[Any]) -> list[list[str]]:
     out: list[list[str]] = [[] for _ in claims]
     for ci, name, sub, index in chosen:
@@ -228,7 +258,7 @@ def _render(chosen: list[tuple[int, str, str | None, int]], claims: list[Resourc
 
 
 def test_first_solution_is_the_first_valid_assignment_in_kubes_order() -> None:
-    compared = 0
+    compared = shared = 0
     for case in _tiny_cases(250, seed=77):
         try:
             ours = _picked(case)
@@ -237,7 +267,9 @@ def test_first_solution_is_the_first_valid_assignment_in_kubes_order() -> None:
             continue  # a selector failing on some device, an invalid pool: the differential test checks those
         assert ours == expected, case.oracle_request()
         compared += 1
+        shared += ours is not None and any(d.get("allowMultipleAllocations") for s in case.slices for d in s["spec"].get("devices", []))
     assert compared > 100
+    assert shared > 10
 
 
 # --- property: no device twice ----------------------------------------------------------------------------------
@@ -257,9 +289,26 @@ def test_no_device_is_given_twice_or_when_in_use() -> None:
         allocations += 1
         exclusive: list[tuple[str, str, str]] = []
         for claim_index, result in enumerate(results):
-            admin = [(r.driver, r.pool, r.device) for r in result.devices.results if r.admin_access]
+            admin = [(r.driver, r.pool, r.device) for r in result.devices.results if r.admin_access and r.share_id is None]
             assert len(admin) == len(set(admin)), f"claim {claim_index} got an admin-access device twice"
-            exclusive += [(r.driver, r.pool, r.device) for r in result.devices.results if not r.admin_access]
+            exclusive += [(r.driver, r.pool, r.device) for r in result.devices.results if not r.admin_access and r.share_id is None]
         assert len(exclusive) == len(set(exclusive))
         assert not {"/".join(d) for d in exclusive} & set(case.allocated)
     assert allocations > 50
+
+
+def test_slice_columns_are_kept_across_allocators_while_the_slice_is_unchanged() -> None:
+    case = _case([_slice("s", "p", [{"name": "d0", "attributes": {"model": {"string": "a100"}}}])], [_claim(_exact())],
+                 'device.attributes["gpu.example.com"].model == "a100"')
+    columns = SliceColumnsCache()
+    first = case.allocator()
+    kept = Allocator(first.classes, first.all_slices, columns=columns)
+    assert kept.allocate(case.typed_node(), case.typed_claims()) is not None
+    built = columns(first.all_slices[0])
+    again = Allocator(first.classes, first.all_slices, columns=columns)
+    assert again.allocate(case.typed_node(), case.typed_claims()) is not None
+    assert columns(first.all_slices[0]) is built
+    replaced = case.allocator().all_slices  # the same slice as a new object: converted again, the old one forgotten
+    Allocator(first.classes, replaced, columns=columns)
+    assert columns(replaced[0]) is not built
+    assert len(columns._kept) == 1
