@@ -6,7 +6,7 @@ fakes unit tests run plugins against (fakes.py: a cache holding objects, a handl
 cluster writes, a Framework's collaborators)."""
 
 from builders.cluster import make_namespace, make_pdb, make_pod_group, make_priority_class, make_xk8s_pod_group
-from builders.dra import make_claim_template, make_device_class, make_resource_claim
+from builders.dra import make_claim_template, make_device_class, make_resource_claim, make_resource_slice
 from builders.fakes import RecordedWrites, UnitHandle, cache_with, unit_services
 from builders.nodes import NodeBuilder, make_node
 from builders.pods import PodBuilder, make_pod
@@ -32,6 +32,7 @@ __all__ = [
     "make_pv",
     "make_pvc",
     "make_resource_claim",
+    "make_resource_slice",
     "make_storage_class",
     "make_xk8s_pod_group",
     "unit_services",

@@ -31,3 +31,12 @@ def make_claim_template(name: str, device_class: str = "gpu", namespace: str = "
     """A ResourceClaimTemplate whose claims ask for one device of the class."""
     return {"apiVersion": DRA_API, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": namespace},
             "spec": {"spec": {"devices": _devices(device_class)}}}
+
+
+def make_resource_slice(name: str, node: str, devices: int = 2, driver: str = "gpu.example.com",
+                        pool: str | None = None) -> dict[str, Any]:
+    """A ResourceSlice of one node's devices (a pool of one slice, named after the node by default)."""
+    return {"apiVersion": DRA_API, "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": driver, "nodeName": node,
+                     "pool": {"name": pool or node, "generation": 0, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}"} for i in range(devices)]}}

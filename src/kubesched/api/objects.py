@@ -318,11 +318,20 @@ class PodCondition(_Obj):
     last_transition_time: str | None = None
 
 
+class PodResourceClaimStatus(_Obj):
+    """An entry of status.resourceClaimStatuses: the claim the resourceclaim controller made from
+    the template of spec.resourceClaims[name]; no resourceClaimName when none was needed."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodStatus(_Obj):
     phase: str = ""
     nominated_node_name: str = ""
     conditions: list[PodCondition] = msgspec.field(default_factory=list)
     start_time: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] = msgspec.field(default_factory=list)
 
 
 class PodTemplateSpec(_Obj):

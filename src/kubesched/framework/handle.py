@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
+    from kubesched.devices.manager import DraManager
     from kubesched.framework.shared import SharedObjects
     from kubesched.infra.clock import Clock
     from kubesched.observe.metrics import SchedulerMetrics
@@ -61,6 +62,11 @@ class Handle(Protocol):
 
     @property
     def table(self) -> NodeTable: ...
+
+    @property
+    def dra(self) -> DraManager:
+        """Claims, slices and classes for DynamicResources (kube's SharedDRAManager)."""
+        ...
 
     @property
     def clock(self) -> Clock: ...

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
+    from kubesched.devices.manager import DraManager
     from kubesched.framework.profile import Profile
     from kubesched.framework.registry import Registry
     from kubesched.framework.services import Services
@@ -863,6 +864,10 @@ class Framework:
     @property
     def table(self) -> NodeTable:
         return self.services.cache.table
+
+    @property
+    def dra(self) -> DraManager:
+        return self.services.dra
 
     @property
     def clock(self) -> Clock:

@@ -4,12 +4,13 @@ handle (interface.Handle). Each is one thing a plugin may use; none is the sched
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cache.cache import Cache
+from kubesched.devices.manager import DraManager
 from kubesched.framework.events import ClusterEvent
 from kubesched.framework.handle import Nominator
 from kubesched.framework.shared import SharedObjects
@@ -73,3 +74,5 @@ class Services:
     record_preemption: Callable[[Sequence[PodInfo], int, str], None]
     activate: Callable[[Iterable[str]], None] = lambda uids: None  # pods to retry now (kube's PodActivator)
     pending_pods: Callable[[], Iterable[PodInfo]] = lambda: ()  # the queue's pods (kube's pod lister, pending)
+    # Claims, slices and classes for DynamicResources (kube's SharedDRAManager), one per scheduler.
+    dra: DraManager = field(default_factory=DraManager)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.customresources import CustomResource
-from kubesched.api.dra import DeviceClass
+from kubesched.api.dra import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
@@ -130,6 +130,18 @@ class SchedulerPort(ReloadTarget, Protocol):
         ...
 
     def on_device_class_delete(self, name: str) -> None: ...
+
+    def on_resource_claim(self, claim: ResourceClaim) -> None:
+        """A ResourceClaim (resource.k8s.io/v1) added or updated, status included."""
+        ...
+
+    def on_resource_claim_delete(self, namespace: str, name: str) -> None: ...
+
+    def on_resource_slice(self, rs: ResourceSlice) -> None:
+        """A ResourceSlice (resource.k8s.io/v1) added or updated."""
+        ...
+
+    def on_resource_slice_delete(self, name: str) -> None: ...
 
     def on_custom_object(self, resource: str, old: Any, new: Any) -> None:
         """A custom object (a CRD-backed kind plugins read: api.customresources) added (`old` None)

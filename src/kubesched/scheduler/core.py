@@ -28,6 +28,7 @@ from kubesched.cache.cache import Cache
 from kubesched.cache.podgroups import member_key
 from kubesched.config.dump import configuration_digest
 from kubesched.config.types import SchedulerConfig
+from kubesched.devices.manager import DraManager
 from kubesched.framework.batching import OpportunisticBatch
 from kubesched.framework.events import CONFIGURATION_CHANGE
 from kubesched.framework.registry import Registry
@@ -92,6 +93,8 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.clock = clock
         self.tracer = tracer or Tracer(None)
         self.cache = Cache()
+        # DynamicResources' claims, slices and classes (the classes are the cache's, by name).
+        self.dra = DraManager(classes=self.cache.device_classes.classes)
         self.recorder = recorder or Recorder()
         self.metrics = metrics or SchedulerMetrics()
         self.rng = np.random.default_rng(seed)
@@ -120,6 +123,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
             record_preemption=self.record_preemption,
             activate=self._activate,
             pending_pods=self._pending_pods_infos,
+            dra=self.dra,
         )
         self.services = services
         self.registry = registry or in_tree_registry()

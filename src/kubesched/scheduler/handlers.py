@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.customresources import CustomResource, watched_by
-from kubesched.api.dra import DEVICE_CLASS, DeviceClass
+from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.api.objects import Namespace, Node, Pod
 from kubesched.api.podgroups import PodGroup
 from kubesched.api.podinfo import PodError, PodInfo, make_pod_info
@@ -38,6 +38,7 @@ from kubesched.framework.events import (
 
 if TYPE_CHECKING:
     from kubesched.cache.cache import Cache
+    from kubesched.devices.manager import DraManager
     from kubesched.framework.runtime import Framework
     from kubesched.framework.waiting import PodAtPermit
     from kubesched.infra.clock import Clock
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 
 class EventHandlers:
     cache: Cache
+    dra: DraManager
     queue: SchedulingQueue
     nominator: Nominator
     clock: Clock
@@ -247,6 +249,30 @@ class EventHandlers:
         old = self.cache.device_classes.remove(name)
         if old is not None:
             self._move(ClusterEvent(DEVICE_CLASS, ActionType.Delete), old, None)
+
+    def on_resource_claim(self, claim: ResourceClaim) -> None:
+        """A ResourceClaim added or updated: the claim tracker keeps it unless what it holds (an
+        object assumed after the scheduler's own write) is as new; then the pods a hint admits move."""
+        meta = claim.metadata
+        old = self.dra.claims.find(meta.namespace, meta.name)
+        self.dra.on_claim(claim)
+        if self.dra.claims.find(meta.namespace, meta.name) is claim:
+            self._move(ClusterEvent(RESOURCE_CLAIM, ActionType.Add if old is None else ActionType.Update), old, claim)
+
+    def on_resource_claim_delete(self, namespace: str, name: str) -> None:
+        old = self.dra.claims.find(namespace, name)
+        self.dra.on_claim_delete(namespace, name)
+        if old is not None:
+            self._move(ClusterEvent(RESOURCE_CLAIM, ActionType.Delete), old, None)
+
+    def on_resource_slice(self, rs: ResourceSlice) -> None:
+        old = self.dra.on_slice(rs)
+        self._move(ClusterEvent(RESOURCE_SLICE, ActionType.Add if old is None else ActionType.Update), old, rs)
+
+    def on_resource_slice_delete(self, name: str) -> None:
+        old = self.dra.on_slice_delete(name)
+        if old is not None:
+            self._move(ClusterEvent(RESOURCE_SLICE, ActionType.Delete), old, None)
 
     def on_custom_object(self, resource: str, old: Any, new: Any) -> None:
         """A custom object (api.customresources: `resource` is `<plural>.<version>.<group>`) added

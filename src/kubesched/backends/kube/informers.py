@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from kubesched.api.dra import DeviceClass
+from kubesched.api.dra import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.api.objects import LabelSelector, Namespace, Node, Pod, SelectsByLabelSelector, SelectsByMap
 from kubesched.api.podgroups import PODGROUPS, PodGroup
 from kubesched.api.policy import PDBS, PodDisruptionBudget
@@ -183,6 +183,40 @@ class DeviceClassHandler:
         self.scheduler.on_device_class_delete(obj.metadata.name)
 
 
+class ResourceClaimHandler:
+    """ResourceClaims (resource.k8s.io/v1), status included: the claim tracker's informer side
+    (its assume cache decides whether an object is newer than the one the scheduler assumed)."""
+
+    def __init__(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: ResourceClaim) -> None:
+        self.scheduler.on_resource_claim(obj)
+
+    def on_update(self, old: ResourceClaim, new: ResourceClaim) -> None:
+        self.scheduler.on_resource_claim(new)
+
+    def on_delete(self, obj: ResourceClaim) -> None:
+        self.scheduler.on_resource_claim_delete(obj.metadata.namespace, obj.metadata.name)
+
+
+class ResourceSliceHandler:
+    """ResourceSlices (resource.k8s.io/v1): the devices drivers publish, by pool and node."""
+
+    def __init__(self, scheduler: SchedulerPort) -> None:
+        self.scheduler = scheduler
+
+    def on_add(self, obj: ResourceSlice) -> None:
+        self.scheduler.on_resource_slice(obj)
+
+    def on_update(self, old: ResourceSlice, new: ResourceSlice) -> None:
+        if _without_version(old) != _without_version(new):
+            self.scheduler.on_resource_slice(new)
+
+    def on_delete(self, obj: ResourceSlice) -> None:
+        self.scheduler.on_resource_slice_delete(obj.metadata.name)
+
+
 class PodGroupHandler:
     """PodGroups (scheduling.k8s.io/v1beta1, GenericWorkload): gang scheduling's groups."""
 
@@ -250,6 +284,8 @@ STORAGE_COLLECTIONS: dict[str, tuple[str, str]] = {
 
 
 DEVICE_CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+RESOURCE_CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
+RESOURCE_SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
 def _service_selector(svc: SelectsByMap) -> LabelSelector | None:
@@ -306,6 +342,11 @@ def build_informers(client: ApiClient, scheduler: SchedulerPort, on_pod_gone: Ca
         reflectors.append(Reflector(client, path, STORAGE_TYPES[resource], StorageHandler(scheduler, resource), name=name))
     # As kube-scheduler with DynamicResourceAllocation (GA, locked on): resource.k8s.io/v1 is served.
     reflectors.append(Reflector(client, DEVICE_CLASSES, DeviceClass, DeviceClassHandler(scheduler), name="deviceclasses"))
+    # Slices before claims, as classes: a claim's allocation names devices of slices already known.
+    reflectors.append(Reflector(client, RESOURCE_SLICES, ResourceSlice, ResourceSliceHandler(scheduler),
+                                name="resourceslices"))
+    reflectors.append(Reflector(client, RESOURCE_CLAIMS, ResourceClaim, ResourceClaimHandler(scheduler),
+                                name="resourceclaims"))
     if features.current().generic_workload:
         # As kube-scheduler with the gate: without the API served, this list never syncs and
         # the scheduler never becomes ready.

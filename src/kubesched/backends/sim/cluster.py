@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.customresources import object_key
-from kubesched.api.dra import DEVICE_CLASS
+from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -221,10 +221,20 @@ class SimCluster:
     def publish_pdb(self, pdb: PodDisruptionBudget) -> None:
         self._sched().on_pdb(msgspec.structs.replace(pdb))
     def add_device_object(self, resource: str, obj: Any) -> None:
-        """A DRA object created (now, or at its arrival time); the scheduler is told of classes."""
+        """A DRA object created (now, or at its arrival time), with its own resourceVersion (the
+        claim tracker's assume cache orders a claim's versions by it); the scheduler is told of
+        classes, claims and slices, each its own copy as an informer's (templates are the
+        resourceclaim controller's business, not the scheduler's)."""
+        self.resource_version += 1
+        obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(
+            obj.metadata, resource_version=str(self.resource_version)))
         self.devices.setdefault(resource, {})[object_key(obj)] = obj
         if resource == DEVICE_CLASS:
             self._sched().on_device_class(obj)
+        elif resource == RESOURCE_CLAIM:
+            self._sched().on_resource_claim(msgspec.structs.replace(obj))
+        elif resource == RESOURCE_SLICE:
+            self._sched().on_resource_slice(msgspec.structs.replace(obj))
 
     def add_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,

@@ -6,9 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from builders import make_node
-from kubesched.api.dra import DeviceClass, DeviceClassSpec
+from kubesched.api.dra import DeviceClass, DeviceClassSpec, ResourceClaim, ResourcePool, ResourceSlice, ResourceSliceSpec
 from kubesched.api.objects import ObjectMeta
-from kubesched.backends.kube.informers import DEVICE_CLASSES, DeviceClassHandler, build_informers
+from kubesched.backends.kube.informers import (
+    DEVICE_CLASSES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    DeviceClassHandler,
+    ResourceClaimHandler,
+    ResourceSliceHandler,
+    build_informers,
+)
 from unit.simkit import run
 
 
@@ -36,3 +44,25 @@ def test_each_change_reaches_the_cache() -> None:
     assert sched.cache.device_classes.class_for("example.com/gpu") == "gpu"
     handler.on_delete(mapped)
     assert len(sched.cache.device_classes) == 0
+
+
+def test_slices_and_claims_are_watched_and_reach_the_dra_manager() -> None:
+    client: Any = object()
+    sched = scheduler()
+    by_name = {r.name: r for r in build_informers(client, sched).reflectors}
+    assert by_name["resourceslices"].path == RESOURCE_SLICES == "/apis/resource.k8s.io/v1/resourceslices"
+    assert by_name["resourceclaims"].path == RESOURCE_CLAIMS == "/apis/resource.k8s.io/v1/resourceclaims"
+    assert "resourceclaimtemplates" not in by_name  # the resourceclaim controller's, not kube-scheduler's
+    slices = ResourceSliceHandler(sched)
+    rs = ResourceSlice(metadata=ObjectMeta(name="s", resource_version="1"),
+                       spec=ResourceSliceSpec(driver="d", node_name="n1", pool=ResourcePool(name="n1")))
+    slices.on_add(rs)
+    assert sched.dra.slices.candidates("n1") == [rs]
+    slices.on_delete(rs)
+    assert len(sched.dra.slices) == 0
+    claims = ResourceClaimHandler(sched)
+    claim = ResourceClaim(metadata=ObjectMeta(name="c", namespace="ns", uid="u", resource_version="4"))
+    claims.on_add(claim)
+    assert sched.dra.claims.get("ns", "c") is claim
+    claims.on_delete(claim)
+    assert sched.dra.claims.find("ns", "c") is None
