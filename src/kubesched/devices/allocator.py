@@ -20,8 +20,9 @@ consumed capacity. Compatibility groups and derived attributes are alpha and off
 drops those fields.
 
 A share of a device gets a new random shareID (a UUID, as kube's); `new_share_id` may replace the
-generator (tests). `columns` (a SliceColumnsCache kept by the caller across cycles) spares
-converting unchanged slices for the selectors again.
+generator (tests). `columns` (the slices' columns kept by the caller across cycles: the DRA
+manager's slice index, or a SliceColumnsCache) spares converting unchanged slices for the
+selectors again; the caller forgets what it no longer needs.
 
 Selectors are evaluated once per expression over every device of the allocator's slices
 (celvector's batch evaluation), lazily, so an allocator serving all nodes of a scheduling cycle
@@ -57,7 +58,7 @@ from kubesched.devices.cel import SelectorCache, SelectorCompileError, selector_
 from kubesched.devices.constraints import Constraint
 from kubesched.devices.nodematch import NodeSelectorError, node_matches
 from kubesched.devices.pools import Pool, PoolGatherError, devices_of, gather_pools
-from kubesched.devices.selectortable import SelectorTable, SliceColumnsCache
+from kubesched.devices.selectortable import ColumnsOf, SelectorTable
 
 __all__ = ["AllocatedState", "AllocationError", "Allocator", "DeviceID", "device_id_text"]
 
@@ -141,7 +142,7 @@ class Allocator:
 
     def __init__(self, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
                  allocated: AllocatedState | None = None, selector_cache: SelectorCache | None = None,
-                 new_share_id: Callable[[], str] | None = None, columns: SliceColumnsCache | None = None) -> None:
+                 new_share_id: Callable[[], str] | None = None, columns: ColumnsOf | None = None) -> None:
         self.classes = classes
         self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
         self.allocated = allocated or AllocatedState()
@@ -153,8 +154,6 @@ class Allocator:
                 self.slices_on_node.setdefault(s.spec.node_name, []).append(s)
             else:
                 self.slices_shared.append(s)
-        if columns is not None:
-            columns.retain(self.all_slices)
         self.selectors = SelectorTable(self.all_slices, selector_cache or SelectorCache(), columns)
         self.available_counters: dict[tuple[str, str], Counters] = {}
 

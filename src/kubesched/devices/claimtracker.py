@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kubesched.api.dra import ResourceClaim
-from kubesched.api.quantity import Quantity, QuantityError, canonical_nanos
+from kubesched.api.quantity import Quantity, QuantityError
 from kubesched.api.quantity import parse as parse_quantity
 from kubesched.devices.allocator import AllocatedState, DeviceID
 
@@ -194,8 +194,9 @@ def add_capacity(capacities: dict[DeviceID, dict[str, list[int | str]]], device_
         del capacities[device_id]
 
 
-def capacity_text(capacities: dict[DeviceID, dict[str, list[int | str]]]) -> dict[DeviceID, dict[str, str]]:
-    return {device_id: {name: canonical_nanos(int(amount), str(fmt)) for name, (amount, fmt) in per.items()}
+def capacity_nanos(capacities: dict[DeviceID, dict[str, list[int | str]]]) -> dict[DeviceID, dict[str, int]]:
+    """The consumed capacity as the allocator's AllocatedState holds it: nano-units by name."""
+    return {device_id: {name: int(amount) for name, (amount, _fmt) in per.items()}
             for device_id, per in capacities.items()}
 
 
@@ -360,7 +361,7 @@ class ClaimTracker:
             shares.update(held.shared)
             for device_id, amounts in held.consumed:
                 add_capacity(capacities, device_id, amounts, +1)
-        state = AllocatedState(frozenset(ids), frozenset(shares), capacity_text(capacities))
+        state = AllocatedState(frozenset(ids), frozenset(shares), capacity_nanos(capacities))
         self._gathered = (self._allocated.revision, state)
         return state
 

@@ -101,4 +101,5 @@ class DraManager:
         in flight now."""
         candidates, pool_slices = self.slices.for_node(node.metadata.name)
         del candidates  # the pools' slices include them; the allocator matches nodes itself
-        return Allocator(self.classes, pool_slices, self.claims.gather_allocated_state(), self.selector_cache)
+        return Allocator(self.classes, pool_slices, self.claims.gather_allocated_state(), self.selector_cache,
+                         columns=self.slices.columns)

@@ -311,4 +311,5 @@ def test_slice_columns_are_kept_across_allocators_while_the_slice_is_unchanged()
     replaced = case.allocator().all_slices  # the same slice as a new object: converted again, the old one forgotten
     Allocator(first.classes, replaced, columns=columns)
     assert columns(replaced[0]) is not built
+    columns.retain(replaced)
     assert len(columns._kept) == 1

@@ -17,9 +17,7 @@ from kubesched.api.dra import (
     ResourceClaimStatus,
 )
 from kubesched.api.objects import ObjectMeta
-from kubesched.api.quantity import canonical_nanos
-from kubesched.api.quantity import parse as parse_quantity
-from kubesched.devices.allocator import AllocatedState
+from kubesched.devices.allocatedstate import AllocatedState, allocated_state
 from kubesched.devices.claimtracker import ClaimNotFound, ClaimTracker, ClaimTrackerError
 
 Result = DeviceRequestAllocationResult
@@ -143,7 +141,7 @@ def test_admin_access_holds_nothing_and_shares_hold_capacity() -> None:
     state = t.gather_allocated_state()
     assert state.devices == frozenset()
     assert state.shared_devices == {("d.example.com", "p", "nic-0", "s1"), ("d.example.com", "p", "nic-0", "s2")}
-    assert state.aggregated_capacity == {("d.example.com", "p", "nic-0"): {"bandwidth": "16Gi"}}
+    assert state.aggregated_capacity == {("d.example.com", "p", "nic-0"): {"bandwidth": 16 * 2**30 * 10**9}}  # nano-units
     t.on_delete("ns", "b")
     t.on_delete("ns", "c")
     assert t.gather_allocated_state().aggregated_capacity == {}
@@ -153,27 +151,10 @@ def test_admin_access_holds_nothing_and_shares_hold_capacity() -> None:
 
 
 def recomputed(t: ClaimTracker) -> AllocatedState:
-    """GatherAllocatedState from scratch: every claim's latest object and every in-flight one."""
-    devices: set[tuple[str, str, str]] = set()
-    shares: set[tuple[str, str, str, str]] = set()
-    nanos: dict[tuple[str, str, str], dict[str, list[int | str]]] = {}
-    for c in [*t.list(), *t.in_flight()]:
-        allocation = c.status.allocation
-        for r in allocation.devices.results if allocation else ():
-            if r.admin_access:
-                continue
-            device_id = (r.driver, r.pool, r.device)
-            if r.share_id is None:
-                devices.add(device_id)
-                continue
-            shares.add((*device_id, r.share_id))
-            for name, raw in r.consumed_capacity.items():
-                q = parse_quantity(raw)
-                slot = nanos.setdefault(device_id, {}).setdefault(name, [0, q.format])
-                slot[0] = int(slot[0]) + (q.nanos or 0)
-    capacity = {d: {n: canonical_nanos(int(v), str(f)) for n, (v, f) in per.items()} for d, per in nanos.items()
-                if any(v for v, _ in per.values())}
-    return AllocatedState(frozenset(devices), frozenset(shares), capacity)
+    """GatherAllocatedState from scratch (the allocator's own fold of allocation results) over every
+    claim's latest object and every in-flight one."""
+    claims = [*t.list(), *t.in_flight()]
+    return allocated_state(c.status.allocation for c in claims if c.status.allocation is not None)
 
 
 @pytest.mark.parametrize("seed", range(40))

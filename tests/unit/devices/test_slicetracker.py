@@ -17,7 +17,8 @@ from kubesched.api.dra import (
     ResourceSlice,
     ResourceSliceSpec,
 )
-from kubesched.api.dra.claims import DeviceClaim, DeviceRequest, ResourceClaimSpec
+from kubesched.api.dra.claims import DeviceClaim, DeviceClassSpec, DeviceRequest, ResourceClaimSpec
+from kubesched.api.dra.common import CELDeviceSelector, DeviceSelector
 from kubesched.api.objects import (
     Node,
     NodeSelector,
@@ -140,3 +141,26 @@ def test_the_managers_allocator_for_a_node_answers_as_one_over_every_slice(seed:
         for count in (1, 3):
             everything = Allocator(classes, manager.slices.all()).allocate(n, [claim_for(count)])
             assert manager.allocator_for(n).allocate(n, [claim_for(count)]) == everything
+
+
+def test_the_managers_allocators_convert_each_slice_for_selectors_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kubesched.devices.slicetracker as slicetracker
+
+    built: list[str] = []
+    real = slicetracker.slice_columns
+
+    def counting(rs: ResourceSlice) -> object:
+        built.append(rs.metadata.name)
+        return real(rs)
+
+    monkeypatch.setattr(slicetracker, "slice_columns", counting)
+    selector = DeviceSelector(cel=CELDeviceSelector(expression='device.driver != ""'))
+    classes = {"gpu": DeviceClass(metadata=ObjectMeta(name="gpu"), spec=DeviceClassSpec(selectors=[selector]))}
+    manager = DraManager(classes)
+    rng = random.Random(3)
+    for i in range(6):
+        manager.on_slice(random_slice(rng, f"s{i}"))
+    for _ in range(2):
+        for n in map(node, NODES):
+            manager.allocator_for(n).allocate(n, [claim_for(1)])
+    assert built and len(built) == len(set(built))  # kept by the slice index across allocators and nodes
