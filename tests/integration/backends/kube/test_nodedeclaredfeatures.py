@@ -8,29 +8,21 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
-from integration.harness.kube_scheduler import run_kube_scheduler
-from integration.harness.kubesched import kubesched_config, run_kubesched
-from integration.harness.objects import create_pod, delete_namespace
+from integration.harness.objects import create_pod
 from integration.harness.rest import JSON, Kube
+from integration.harness.sidebyside import SETTLE, SIDES, both_schedulers, outcome, settled, side_namespaces
 
-KUBESCHED = "kubesched"
 RESTART_ALL = "RestartAllContainersOnContainerExits"
-SIDES = {"kube": "default-scheduler", "ours": KUBESCHED}
-SETTLE = 30.0
 
 
 @pytest.fixture(scope="module")
 def schedulers(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    workdir: Path = tmp_path_factory.mktemp("nodedeclaredfeatures")
-    config = kubesched_config(control_plane.admin_kubeconfig, scheduler_name=KUBESCHED)
-    with run_kube_scheduler(control_plane), run_kubesched(workdir, config):
+    with both_schedulers(control_plane, tmp_path_factory.mktemp("nodedeclaredfeatures")):
         yield
 
 
@@ -46,35 +38,10 @@ def declare(kube: Kube, node: str, names: list[str]) -> None:
     kube.patch(f"/api/v1/nodes/{node}/status", {"status": {"declaredFeatures": names}})
 
 
-def outcome(kube: Kube, ns: str, name: str) -> tuple[str | None, str | None]:
-    """(node, None) once bound, (None, PodScheduled=False message) once refused; (None, None) before."""
-    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-    if pod["spec"].get("nodeName"):
-        return pod["spec"]["nodeName"], None
-    for c in pod.get("status", {}).get("conditions", []):
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return None, c.get("message", "")
-    return None, None
-
-
-def settled(kube: Kube, ns: str, name: str) -> tuple[str | None, str | None]:
-    deadline = time.monotonic() + SETTLE
-    while (got := outcome(kube, ns, name)) == (None, None) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return got
-
-
 @pytest.fixture
 def namespaces(kube: Kube) -> Iterator[dict[str, str]]:
-    token = secrets.token_hex(3)
-    made = {side: f"ndf-{side}-{token}" for side in SIDES}
-    for ns in made.values():
-        kube.create("/api/v1/namespaces", make_namespace(ns))
-    try:
+    with side_namespaces(kube, "ndf") as made:
         yield made
-    finally:
-        for ns in made.values():
-            delete_namespace(kube, ns)
 
 
 @pytest.mark.usefixtures("schedulers")

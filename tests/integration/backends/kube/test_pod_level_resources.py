@@ -8,29 +8,20 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from builders import make_namespace, make_priority_class
+from builders import make_priority_class
 from integration.harness.controlplane import ControlPlane
-from integration.harness.kube_scheduler import run_kube_scheduler
-from integration.harness.kubesched import kubesched_config, run_kubesched
-from integration.harness.objects import create_pod, delete_namespace, wait_bound
+from integration.harness.objects import create_pod, wait_bound
 from integration.harness.rest import JSON, Kube
-
-KUBESCHED = "kubesched"
-SIDES = {"kube": "default-scheduler", "ours": KUBESCHED}
-SETTLE = 30.0
-Outcome = tuple[str | None, str | None]
+from integration.harness.sidebyside import SIDES, Outcome, both_schedulers, settled, side_namespaces
 
 
 @pytest.fixture(scope="module")
 def schedulers(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    workdir: Path = tmp_path_factory.mktemp("podlevelresources")
-    config = kubesched_config(control_plane.admin_kubeconfig, scheduler_name=KUBESCHED)
-    with run_kube_scheduler(control_plane), run_kubesched(workdir, config):
+    with both_schedulers(control_plane, tmp_path_factory.mktemp("podlevelresources")):
         yield
 
 
@@ -46,33 +37,8 @@ def priority(kube: Kube) -> Iterator[str]:
 
 @pytest.fixture
 def namespaces(kube: Kube) -> Iterator[dict[str, str]]:
-    token = secrets.token_hex(3)
-    made = {side: f"plr-{side}-{token}" for side in SIDES}
-    for ns in made.values():
-        kube.create("/api/v1/namespaces", make_namespace(ns))
-    try:
+    with side_namespaces(kube, "plr") as made:
         yield made
-    finally:
-        for ns in made.values():
-            delete_namespace(kube, ns)
-
-
-def outcome(kube: Kube, ns: str, name: str) -> Outcome:
-    """(node, None) once bound, (None, PodScheduled=False message) once refused; (None, None) before."""
-    pod = kube.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-    if pod["spec"].get("nodeName"):
-        return pod["spec"]["nodeName"], None
-    for c in pod.get("status", {}).get("conditions", []):
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return None, c.get("message", "")
-    return None, None
-
-
-def settled(kube: Kube, ns: str, name: str) -> Outcome:
-    deadline = time.monotonic() + SETTLE
-    while (got := outcome(kube, ns, name)) == (None, None) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return got
 
 
 def pod_level(requests: dict[str, str], selector: dict[str, str], **more: Any) -> dict[str, Any]:
