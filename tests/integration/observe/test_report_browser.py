@@ -1,11 +1,14 @@
 """`kubesched simulate --report` in a real headless Chromium: the page loads with no console
 error and no network, its charts draw (requests per node, usage over one time axis, a heatmap with
 axes and a colour scale, labels apart), plain manifests get no empty charts, selecting a pod shows
-its breakdown, and text from the cluster stays text. The screenshots in docs/ come from this test.
+its breakdown, and text from the cluster stays text. The screenshots in docs/ come from this test:
+it writes them there only when KUBESCHED_DOC_SCREENSHOTS=1 (so a test run leaves the tree clean),
+else beside the test's other files.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -15,6 +18,11 @@ from integration.harness.browser import chromium, console_errors, file_url
 from kubesched.observe import report
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
+
+
+def _screenshots(tmp_path: Path) -> Path:
+    """docs/ when refreshing the documentation's screenshots, else the test's own directory."""
+    return DOCS if os.environ.get("KUBESCHED_DOC_SCREENSHOTS") == "1" else tmp_path
 DEFAULT = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -110,8 +118,9 @@ def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
         # Both side by side: the second section starts to the right of the first, on the same row.
         a, b = (s.rect for s in sections)
         assert b["x"] > a["x"] + a["width"] / 2 and abs(b["y"] - a["y"]) < 5
-        DOCS.mkdir(exist_ok=True)
-        driver.save_screenshot(str(DOCS / "report-overview.png"))
+        shots = _screenshots(tmp_path)
+        shots.mkdir(exist_ok=True)
+        driver.save_screenshot(str(shots / "report-overview.png"))
 
         # The decision explorer: a pending pod, then a scheduled one, in each configuration.
         for section in sections:
@@ -123,7 +132,7 @@ def test_the_report_in_a_real_browser(tmp_path: Path) -> None:
             assert "Preemption would not help" in explorer.text
         driver.execute_script("arguments[0].scrollIntoView()", sections[0].find_element(By.CSS_SELECTOR, "select.pod-select"))
         time.sleep(0.2)
-        driver.save_screenshot(str(DOCS / "report-explorer.png"))
+        driver.save_screenshot(str(shots / "report-explorer.png"))
         for section in sections:
             select = Select(section.find_element(By.CSS_SELECTOR, "select.pod-select"))
             scheduled = [o.get_attribute("value") for o in select.options if "(scheduled)" in o.text]
