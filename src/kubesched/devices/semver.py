@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubesched.infra.gostrconv import quote as go_quote
+
 _NUMBERS = frozenset("0123456789")
 _ALPHANUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789")
 _UINT64_MAX = 2**64 - 1
@@ -17,40 +19,6 @@ _UINT64_MAX = 2**64 - 1
 
 class SemverError(ValueError):
     """A string that is not a semantic version; the message is blang/semver's."""
-
-
-def go_quote(text: str) -> str:
-    """Go's %q of a string: double quotes, backslash escapes for quotes, backslashes and what is
-    not printable, printable Unicode as is."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\a":
-            out.append("\\a")
-        elif ch == "\b":
-            out.append("\\b")
-        elif ch == "\f":
-            out.append("\\f")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\v":
-            out.append("\\v")
-        elif ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _only(text: str, allowed: frozenset[str]) -> bool:

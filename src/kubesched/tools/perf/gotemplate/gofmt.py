@@ -11,7 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kubesched.tools.perf.gotemplate.gostrconv import _UINT64_MAX, _can_backquote, _quote, _strconv_float
+from kubesched.infra.gostrconv import quote as _quote
+from kubesched.tools.perf.gotemplate.gostrconv import _UINT64_MAX, _can_backquote, _strconv_float
 from kubesched.tools.perf.gotemplate.values import _NO_VALUE, _is_nil, _sorted_items, _type_name, _utf8
 
 

@@ -194,7 +194,6 @@ def _hex_float(a: float, prec: int, verb: str) -> str:
 # Strings: Go's escapes in literals, strconv.Quote.
 
 _SIMPLE_ESCAPES: Final = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
-_QUOTE_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
 def _unquote_char(s: str, i: int, quote: str) -> tuple[int, bool, int]:
@@ -250,31 +249,6 @@ def _unquote(lit: str) -> str:
         else:
             out += _utf8(chr(value))
     return _from_utf8(bytes(out))
-
-
-def _quote(s: str, ascii_only: bool = False, quote: str = '"') -> str:
-    """strconv.Quote (QuoteToASCII with ascii_only; QuoteRune's escaping with quote="'")."""
-    out = [quote]
-    for ch in s:
-        o = ord(ch)
-        if ch == quote or ch == "\\":
-            out.append("\\" + ch)
-        elif 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
-            out.append(f"\\x{o - 0xDC00:02x}")
-        elif 0xD800 <= o <= 0xDFFF:
-            out.append("\ufffd" if not ascii_only else "\\ufffd")
-        elif ch.isprintable() and (o < 0x80 or not ascii_only):
-            out.append(ch)
-        elif ch in _QUOTE_ESCAPES:
-            out.append(_QUOTE_ESCAPES[ch])
-        elif o < 0x20 or o == 0x7F:
-            out.append(f"\\x{o:02x}")
-        elif o < 0x10000:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(f"\\U{o:08x}")
-    out.append(quote)
-    return "".join(out)
 
 
 def _can_backquote(s: str) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
+from kubesched.infra.gostrconv import quote as _quote
 from kubesched.tools.perf.gotemplate.gofmt import _sharp_u
-from kubesched.tools.perf.gotemplate.gostrconv import _quote
 
 (_T_ERROR, _T_BOOL, _T_CHAR, _T_CHAR_CONST, _T_COMPLEX, _T_ASSIGN, _T_DECLARE, _T_EOF, _T_FIELD, _T_IDENT,
  _T_LDELIM, _T_LPAREN, _T_NUMBER, _T_PIPE, _T_RAW, _T_RDELIM, _T_RPAREN, _T_SPACE, _T_STRING, _T_TEXT,

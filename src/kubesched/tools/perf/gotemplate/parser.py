@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final, NoReturn
 
+from kubesched.infra.gostrconv import quote as _quote
 from kubesched.tools.perf.gotemplate.errors import TemplateError
 from kubesched.tools.perf.gotemplate.funcs import _UNSUPPORTED_BUILTINS, _Fn
 from kubesched.tools.perf.gotemplate.gostrconv import (
@@ -14,7 +15,6 @@ from kubesched.tools.perf.gotemplate.gostrconv import (
     _UINT64_MAX,
     _go_parse_float,
     _go_parse_int,
-    _quote,
     _unquote,
     _unquote_char,
 )
