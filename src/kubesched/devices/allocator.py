@@ -21,7 +21,7 @@ drops those fields.
 
 A share of a device gets a new random shareID (a UUID, as kube's); `new_share_id` may replace the
 generator (tests). `columns` (the slices' columns kept by the caller across cycles: the DRA
-manager's slice index, or a SliceColumnsCache) spares converting unchanged slices for the
+manager's slice index) spares converting unchanged slices for the
 selectors again; the caller forgets what it no longer needs.
 
 Selectors are evaluated once per expression over every device of the allocator's slices

@@ -5,8 +5,8 @@ all nodes of a scheduling cycle, so a class selector costs one batch per cycle i
 call per device per node.
 
 A slice's columns come from `columns_of`: sliceinputs.slice_columns by default (every device
-converted once per allocator), or a `SliceColumnsCache` the caller keeps across scheduling cycles,
-so a slice is converted once while it is unchanged (that is where the time goes: at 1,000 nodes x
+converted once per allocator), or the DRA manager's slice index (slicetracker.SliceIndex.columns),
+which keeps them across scheduling cycles, so a slice is converted once while it is unchanged (that is where the time goes: at 1,000 nodes x
 8 GPUs, converting the slices costs more than the search on every node).
 """
 
@@ -22,29 +22,6 @@ from kubesched.devices.celvector import evaluate_batch
 from kubesched.devices.sliceinputs import DeviceColumns, SliceColumns, slice_columns
 
 ColumnsOf = Callable[[ResourceSlice], SliceColumns]
-
-
-class SliceColumnsCache:
-    """Slices' columns kept across allocators for the same slice objects. A changed slice arrives
-    as a new object (informers and the simulator replace, never mutate), so identity is the key;
-    the slice is held with its columns so its id cannot be reused while it is kept."""
-
-    def __init__(self) -> None:
-        self._kept: dict[int, tuple[ResourceSlice, SliceColumns]] = {}
-
-    def __call__(self, rs: ResourceSlice) -> SliceColumns:
-        hit = self._kept.get(id(rs))
-        if hit is not None and hit[0] is rs:
-            return hit[1]
-        columns = slice_columns(rs)
-        self._kept[id(rs)] = (rs, columns)
-        return columns
-
-    def retain(self, slices: Sequence[ResourceSlice]) -> None:
-        """Forget the slices that are no longer among these (deleted or replaced)."""
-        live = {id(rs) for rs in slices}
-        if len(live) != len(self._kept) or any(key not in live for key in self._kept):
-            self._kept = {key: kept for key, kept in self._kept.items() if key in live}
 
 
 class SelectorTable:

@@ -21,8 +21,8 @@ from kubesched.devices.capacity import request_fits, share_of_request
 from kubesched.devices.cel import SelectorRuntimeError, compile_selector
 from kubesched.devices.constraints import Constraint
 from kubesched.devices.pools import devices_of, gather_pools
-from kubesched.devices.selectortable import SliceColumnsCache
 from kubesched.devices.sliceinputs import device_input
+from kubesched.devices.slicetracker import SliceIndex
 from unit.devices.allocgen import NODE, Case, generate
 
 
@@ -300,16 +300,17 @@ def test_no_device_is_given_twice_or_when_in_use() -> None:
 def test_slice_columns_are_kept_across_allocators_while_the_slice_is_unchanged() -> None:
     case = _case([_slice("s", "p", [{"name": "d0", "attributes": {"model": {"string": "a100"}}}])], [_claim(_exact())],
                  'device.attributes["gpu.example.com"].model == "a100"')
-    columns = SliceColumnsCache()
+    columns = SliceIndex()
     first = case.allocator()
-    kept = Allocator(first.classes, first.all_slices, columns=columns)
+    columns.set(first.all_slices[0])
+    kept = Allocator(first.classes, first.all_slices, columns=columns.columns)
     assert kept.allocate(case.typed_node(), case.typed_claims()) is not None
-    built = columns(first.all_slices[0])
-    again = Allocator(first.classes, first.all_slices, columns=columns)
+    built = columns.columns(first.all_slices[0])
+    again = Allocator(first.classes, first.all_slices, columns=columns.columns)
     assert again.allocate(case.typed_node(), case.typed_claims()) is not None
-    assert columns(first.all_slices[0]) is built
+    assert columns.columns(first.all_slices[0]) is built
     replaced = case.allocator().all_slices  # the same slice as a new object: converted again, the old one forgotten
-    Allocator(first.classes, replaced, columns=columns)
-    assert columns(replaced[0]) is not built
-    columns.retain(replaced)
-    assert len(columns._kept) == 1
+    columns.set(replaced[0])
+    Allocator(first.classes, replaced, columns=columns.columns)
+    assert columns.columns(replaced[0]) is not built
+    assert len(columns._columns) == 1
