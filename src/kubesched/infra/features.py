@@ -25,9 +25,10 @@ known; their defaults are kube v1.37.2's:
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+
+from kubesched.infra.gostrconv import quote
 
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
@@ -86,7 +87,7 @@ def parse(spec: str, base: FeatureGates | None = None, *, emulated_minor: int = 
             raise FeatureGateError(f"unrecognized feature gate: {name} (kubesched knows {', '.join(sorted(_KNOWN))})")
         if value not in _GO_BOOLS:
             raise FeatureGateError(
-                f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {json.dumps(value, ensure_ascii=False)}: "
+                f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {quote(value)}: "
                 "invalid syntax")
         on = _GO_BOOLS[value]
         locked_default = getattr(FeatureGates(), _KNOWN[name])
