@@ -28,6 +28,18 @@ def _duration_ns(field: str, value: object) -> int:
         raise ValueError(f"{field}: {exc}") from None
 
 
+def _checked(field: str, value: object, default: str, least_ns: int, refusal: str) -> str:
+    """The duration as Go prints it (the default when absent); refused below `least_ns` with
+    kube's field error."""
+    if value is None:
+        return default
+    ns = _duration_ns(field, value)
+    shown = format_go_duration_ns(ns)
+    if ns < least_ns:
+        raise ValueError(f'{field}: Invalid value: "{shown}": {refusal}')
+    return shown
+
+
 class DynamicResourcesArgs(BaseModel):
     """kube's DynamicResourcesArgs. Stored as Go's printing of the duration (what `config dump`
     and /configz show, as kube's do); `filter_timeout_seconds` and `binding_timeout_seconds` are
@@ -41,24 +53,12 @@ class DynamicResourcesArgs(BaseModel):
     @field_validator("filter_timeout", mode="before")
     @classmethod
     def _check_filter_timeout(cls, value: object) -> str:
-        if value is None:
-            return FILTER_TIMEOUT_DEFAULT
-        ns = _duration_ns("filterTimeout", value)
-        shown = format_go_duration_ns(ns)
-        if ns < 0:
-            raise ValueError(f'filterTimeout: Invalid value: "{shown}": must be zero or positive')
-        return shown
+        return _checked("filterTimeout", value, FILTER_TIMEOUT_DEFAULT, 0, "must be zero or positive")
 
     @field_validator("binding_timeout", mode="before")
     @classmethod
     def _check_binding_timeout(cls, value: object) -> str:
-        if value is None:
-            return BINDING_TIMEOUT_DEFAULT
-        ns = _duration_ns("bindingTimeout", value)
-        shown = format_go_duration_ns(ns)
-        if ns < _SECOND_NS:
-            raise ValueError(f'bindingTimeout: Invalid value: "{shown}": must be at least 1 second')
-        return shown
+        return _checked("bindingTimeout", value, BINDING_TIMEOUT_DEFAULT, _SECOND_NS, "must be at least 1 second")
 
     @property
     def filter_timeout_seconds(self) -> float:
