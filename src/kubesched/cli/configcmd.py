@@ -34,5 +34,6 @@ def config_validate(
         for point, refs in profile.plugins.items():
             if refs:
                 names = ", ".join(f"{r.name}({r.weight})" if point == "score" else r.name for r in refs)
-                console.print(f"  {point}: {names}", highlight=False)
+                # One line per point, however long (kube's default filter list passes 240 columns).
+                console.print(f"  {point}: {names}", highlight=False, soft_wrap=True)
 

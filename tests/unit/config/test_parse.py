@@ -316,6 +316,7 @@ def test_explicit_score_entry_overrides_the_multipoint_weight_and_runs_first() -
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]

@@ -385,7 +385,7 @@ class DynamicResources(
         if s.claims.empty:
             return None
         assert self.handle is not None
-        return await prebind.pre_bind(self, s, pi, node)
+        return await prebind.pre_bind(prebind.Binding(self.handle, self.binding_timeout, self.wall_now), s, pi, node)
 
 
 def _available(info: ClaimInfo, node: NodeInfo) -> bool:

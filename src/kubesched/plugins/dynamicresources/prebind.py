@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
 from kubesched.api.dra import FINALIZER, ResourceClaim, ResourceClaimWriteError
 from kubesched.api.podinfo import PodInfo
 from kubesched.devices.claimtracker import ClaimTrackerError
+from kubesched.devices.manager import DraManager
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Status
 from kubesched.infra.clock import Clock
@@ -39,9 +41,6 @@ from kubesched.plugins.dynamicresources.claims import (
     reserved_for_pod,
 )
 from kubesched.plugins.dynamicresources.state import ClaimStore, StateData
-
-if TYPE_CHECKING:
-    from kubesched.plugins.dynamicresources.plugin import DynamicResources
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +58,22 @@ def with_finalizer(finalizers: list[str]) -> list[str]:
     return finalizers if FINALIZER in finalizers else [*finalizers, FINALIZER]
 
 
-async def pre_bind(plugin: DynamicResources, s: StateData, pi: PodInfo, node: str) -> Status | None:
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What PreBind needs of the plugin: the handle (writes, the claim tracker, the clock), the
+    binding timeout in seconds, and the wall clock (seconds since the epoch) timestamps compare to."""
+
+    handle: Handle
+    binding_timeout: float
+    wall_now: Callable[[], float]
+
+    @property
+    def dra(self) -> DraManager:
+        return self.handle.dra
+
+
+async def pre_bind(plugin: Binding, s: StateData, pi: PodInfo, node: str) -> Status | None:
     handle = plugin.handle
-    assert handle is not None
     bound: list[str] = []  # uids whose allocation was written
     for index, claim in s.claims.all():
         if reserved_for_pod(pi.pod, claim):
@@ -82,11 +94,10 @@ async def pre_bind(plugin: DynamicResources, s: StateData, pi: PodInfo, node: st
     return status
 
 
-async def bind_claim(plugin: DynamicResources, s: StateData, index: int, pi: PodInfo) -> ResourceClaim:
+async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo) -> ResourceClaim:
     """kube's bindClaim: the claim's allocation (if Reserve chose one) and the pod's reservation
     written; returns the claim as stored."""
     handle = plugin.handle
-    assert handle is not None
     claim = s.claims.get(index)
     allocation = s.infos[index].allocation
     binding = ClaimStore.binding(pi)
@@ -143,13 +154,12 @@ async def bind_claim(plugin: DynamicResources, s: StateData, index: int, pi: Pod
                 log.debug("claim %s not stored in the assume cache: %s", kobj(written), exc)
 
 
-async def _wait_for_binding_conditions(plugin: DynamicResources, s: StateData, pi: PodInfo, node: str) -> Status | None:
+async def _wait_for_binding_conditions(plugin: Binding, s: StateData, pi: PodInfo, node: str) -> Status | None:
     """kube's wait for binding conditions, when a device asks for some."""
     claims = [claim for _, claim in s.claims.all()]
     if not has_binding_conditions(claims):
         return None
     handle = plugin.handle
-    assert handle is not None
     handle.record_event(pi, "Normal", BINDING_PENDING_REASON, f"waiting for binding conditions for device on node {node}")
     deadline = handle.clock.now() + plugin.binding_timeout
     while True:
@@ -166,7 +176,7 @@ async def _wait_for_binding_conditions(plugin: DynamicResources, s: StateData, p
         await _sleep(handle.clock, min(POLL_INTERVAL, deadline - now))
 
 
-def _pod_ready(plugin: DynamicResources, s: StateData) -> bool:
+def _pod_ready(plugin: Binding, s: StateData) -> bool:
     """kube's isPodReadyForBinding over the claims as the tracker has them now."""
     tracker = plugin.dra.claims
     for index, claim in s.claims.all():
