@@ -55,6 +55,7 @@ class RecordedWrites:
         self.nominated: dict[str, str | None] = {}
         self.annotated: dict[str, dict[str, str]] = {}
         self.volume_writes: list[tuple[str, str]] = []
+        self.claim_writes: list[tuple[str, Any]] = []
 
     async def bind(self, pi: PodInfo, node: str) -> None:
         self.binds.append((pi.key, node))
@@ -78,6 +79,20 @@ class RecordedWrites:
     async def update_persistent_volume_claim(self, pvc: Any) -> Any:
         self.volume_writes.append(("PersistentVolumeClaim", pvc.metadata.name))
         return pvc
+
+    async def get_resource_claim(self, namespace: str, name: str) -> Any:
+        raise LookupError(f"ResourceClaim {namespace}/{name}: RecordedWrites keeps none")
+
+    async def update_resource_claim(self, claim: Any) -> Any:
+        self.claim_writes.append(("update", claim))
+        return claim
+
+    async def update_resource_claim_status(self, claim: Any) -> Any:
+        self.claim_writes.append(("status", claim))
+        return claim
+
+    async def unreserve_resource_claim(self, claim: Any, pod_uid: str) -> None:
+        self.claim_writes.append(("unreserve", claim))
 
 
 def unit_services(cache: Cache, clock: Clock | None = None) -> Services:

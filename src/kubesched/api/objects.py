@@ -45,6 +45,9 @@ class ObjectMeta(_Obj):
     owner_references: list[OwnerReference] = msgspec.field(default_factory=list)
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
+    # Read for ResourceClaims (DynamicResources adds the delete-protection finalizer before it
+    # writes an allocation); kept whole so a write of the object does not drop them.
+    finalizers: list[str] = msgspec.field(default_factory=list)
 
 
 # --- selectors and affinity -------------------------------------------------

@@ -62,6 +62,7 @@ from kubesched.observe import decisions
 from kubesched.observe.tracing import BINDING, CycleTrace
 
 if TYPE_CHECKING:
+    from kubesched.api.dra import ResourceClaim
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
@@ -910,6 +911,18 @@ class Framework:
 
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         return await self.services.cluster.update_persistent_volume_claim(pvc)
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        return await self.services.cluster.get_resource_claim(namespace, name)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.services.cluster.update_resource_claim(claim)
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.services.cluster.update_resource_claim_status(claim)
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        await self.services.cluster.unreserve_resource_claim(claim, pod_uid)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self.services.cluster.record_event(pi, type_, reason, message)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubesched.api.dra import ResourceClaim
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cache.cache import Cache
@@ -53,6 +54,27 @@ class ClusterWrites(Protocol):
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         """Write a PVC's metadata.annotations (the selected node), conditional on its
         resourceVersion; returns the PVC as stored. Raises api.storage.StorageWriteError."""
+        ...
+
+    # DynamicResources' writes (kube's ResourceClaims client). Each raises
+    # api.dra.ResourceClaimWriteError with the API server's message (`conflict` for a 409).
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        """The claim as the API server stores it now (a read: the retry after a conflict)."""
+        ...
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """A claim's metadata (its finalizers), conditional on its resourceVersion; returns it as stored."""
+        ...
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """A claim's status (allocation, reservedFor, devices), conditional on its resourceVersion
+        (kube's UpdateStatus); returns it as stored."""
+        ...
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        """Removes the consumer with this uid from status.reservedFor, whatever the claim's version
+        (kube's strategic-merge patch with a $patch: delete entry, on the claim's uid)."""
         ...
 
 

@@ -76,6 +76,18 @@ class _NoCluster:
     async def update_persistent_volume_claim(self, pvc: Any) -> Any:
         return pvc
 
+    async def get_resource_claim(self, namespace: str, name: str) -> Any:
+        raise LookupError(f"ResourceClaim {namespace}/{name}: no cluster")
+
+    async def update_resource_claim(self, claim: Any) -> Any:
+        return claim
+
+    async def update_resource_claim_status(self, claim: Any) -> Any:
+        return claim
+
+    async def unreserve_resource_claim(self, claim: Any, pod_uid: str) -> None:
+        return None
+
     def connect(self, scheduler: Any) -> None:
         return None
 

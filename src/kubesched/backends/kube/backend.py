@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubesched.api.dra import ResourceClaim, ResourceClaimWriteError
 from kubesched.api.objects import PodCondition
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
@@ -323,6 +324,45 @@ class KubeBackend:
             raise StorageWriteError(exc.message) from None
         result: PersistentVolumeClaim = msgspec.convert(stored, PersistentVolumeClaim, strict=False)
         return result
+
+    # --- ResourceClaims (DynamicResources) -------------------------------------------------------------
+
+    @staticmethod
+    def _claim_path(namespace: str, name: str) -> str:
+        return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+
+    async def _claim_call(self, call: Awaitable[Any]) -> ResourceClaim:
+        try:
+            stored = await call
+        except ApiError as exc:
+            raise ResourceClaimWriteError(exc.message, conflict=exc.status == 409, not_found=exc.status == 404) from None
+        result: ResourceClaim = msgspec.convert(stored, ResourceClaim, strict=False)
+        return result
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        return await self._claim_call(self.client.get(self._claim_path(namespace, name)))
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The claim's finalizers, conditional on its resourceVersion (a merge patch carrying it
+        fails with 409 as kube's Update does, and leaves every other field as stored)."""
+        meta = claim.metadata
+        body = {"metadata": {"resourceVersion": meta.resource_version, "finalizers": meta.finalizers}}
+        return await self._claim_call(self.client.patch(self._claim_path(meta.namespace, meta.name), body=body,
+                                                        content_type=MERGE_PATCH))
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """kube's UpdateStatus: the whole claim PUT to its status subresource (the API server
+        takes the status only), conditional on the resourceVersion it carries."""
+        meta = claim.metadata
+        return await self._claim_call(self.client.put(self._claim_path(meta.namespace, meta.name) + "/status",
+                                                      body=msgspec.to_builtins(claim)))
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        """kube's Unreserve patch: a strategic merge deleting the pod's reservedFor entry, on the claim's uid."""
+        meta = claim.metadata
+        body = {"metadata": {"uid": meta.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]}}
+        await self._claim_call(self.client.patch(self._claim_path(meta.namespace, meta.name) + "/status", body=body,
+                                                 content_type=STRATEGIC_MERGE))
 
     # --- helpers ---------------------------------------------------------------------------------------
 

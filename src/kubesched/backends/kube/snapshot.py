@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+from kubesched.api.dra import ResourceClaim
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.backends.kube.informers import build_informers
@@ -65,6 +66,21 @@ class ReadOnlyBackend:
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         self._refuse("update a PersistentVolumeClaim")
         return pvc
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        raise RuntimeError(f"an explanation tried to read ResourceClaim {namespace}/{name} from the API: "
+                           "the local dry run reads its informers only")
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self._refuse("update a ResourceClaim")
+        return claim
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        self._refuse("update the status of a ResourceClaim")
+        return claim
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        self._refuse("update the status of a ResourceClaim")
 
 
 async def explain_from_api(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.customresources import object_key
-from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE
+from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, ResourceClaim, ResourceClaimWriteError
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -105,8 +105,8 @@ class SimCluster:
     quotas: QuotaLedger | None = None
     # The disruption controller's part, when the input has PodDisruptionBudgets.
     disruption: DisruptionController | None = None
-    # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key, as
-    # created: nothing writes them (no device is allocated; the scheduler leaves such pods pending).
+    # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key; the
+    # scheduler writes claims (DynamicResources: allocation, reservedFor, the finalizer).
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     _external_times: list[float] = field(default_factory=list)  # a heap: when each pending change is due
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
@@ -235,6 +235,58 @@ class SimCluster:
             self._sched().on_resource_claim(msgspec.structs.replace(obj))
         elif resource == RESOURCE_SLICE:
             self._sched().on_resource_slice(msgspec.structs.replace(obj))
+
+    # --- ResourceClaims as the API server writes them for DynamicResources ---------------------------
+
+    def _stored_claim(self, namespace: str, name: str, version: str | None) -> ResourceClaim:
+        """The stored claim; ResourceClaimWriteError as the API server words a 404 or a 409 when it
+        is gone or (with a version) another version is stored."""
+        current: ResourceClaim | None = self.devices.get(RESOURCE_CLAIM, {}).get(f"{namespace}/{name}")
+        if current is None:
+            raise ResourceClaimWriteError(f'resourceclaims.resource.k8s.io "{name}" not found', not_found=True)
+        if version is not None and current.metadata.resource_version != version:
+            raise ResourceClaimWriteError(
+                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": the object has been '
+                "modified; please apply your changes to the latest version and try again", conflict=True)
+        return current
+
+    def _store_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """A new version of the claim, delivered to the scheduler as its watch would; returns it as stored."""
+        self.resource_version += 1
+        claim = msgspec.structs.replace(claim, metadata=msgspec.structs.replace(
+            claim.metadata, resource_version=str(self.resource_version)))
+        self.devices.setdefault(RESOURCE_CLAIM, {})[object_key(claim)] = claim
+        self._sched().on_resource_claim(msgspec.structs.replace(claim))
+        return claim
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        return self._stored_claim(namespace, name, None)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The claim's metadata written (its finalizers), on the current version only; spec and status stay."""
+        meta = claim.metadata
+        current = self._stored_claim(meta.namespace, meta.name, meta.resource_version)
+        return self._store_claim(msgspec.structs.replace(current, metadata=msgspec.structs.replace(
+            current.metadata, finalizers=list(meta.finalizers))))
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """The claim's status written (UpdateStatus), on the current version only; the rest stays."""
+        meta = claim.metadata
+        current = self._stored_claim(meta.namespace, meta.name, meta.resource_version)
+        return self._store_claim(msgspec.structs.replace(current, status=claim.status))
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        """The consumer with `pod_uid` removed from status.reservedFor (a patch: any version)."""
+        meta = claim.metadata
+        current = self._stored_claim(meta.namespace, meta.name, None)
+        if current.metadata.uid != meta.uid:
+            raise ResourceClaimWriteError(
+                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{meta.name}": Precondition failed: '
+                f"UID in precondition: {meta.uid}, UID in object meta: {current.metadata.uid}", conflict=True)
+        kept = [ref for ref in current.status.reserved_for if ref.uid != pod_uid]
+        if len(kept) != len(current.status.reserved_for):
+            self._store_claim(msgspec.structs.replace(
+                current, status=msgspec.structs.replace(current.status, reserved_for=kept)))
 
     def add_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,
