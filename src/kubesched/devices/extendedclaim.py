@@ -34,7 +34,7 @@ from typing import Protocol
 
 import msgspec
 
-from kubesched.api.dra import DEVICE_CLASS_PREFIX, ResourceClaim
+from kubesched.api.dra import DEVICE_CLASS_PREFIX, FINALIZER, ResourceClaim
 from kubesched.api.dra.claims import DeviceRequest, ExactDeviceRequest, ResourceClaimSpec
 from kubesched.api.objects import (
     Container,
@@ -253,3 +253,8 @@ def extended_claim_status(pod: Pod, mappings: Sequence[ContainerExtendedResource
                                  "ExtendedResourceClaimStatus")
     return PodExtendedResourceClaimStatus(request_mappings=list(mappings), resource_claim_name=claim_name)
 
+
+def without_delete_protection(finalizers: Sequence[str]) -> list[str]:
+    """A claim's finalizers with the scheduler's delete protection removed (kube's deleteClaim
+    removes it, and only it, before it deletes the claim)."""
+    return [f for f in finalizers if f != FINALIZER]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.dra.claims import (
+    FINALIZER,
     AllocatedDeviceStatus,
     AllocationResult,
     CapacityRequirements,
@@ -41,6 +42,7 @@ from kubesched.api.dra.claims import (
     ResourceClaimStatus,
     ResourceClaimTemplate,
     ResourceClaimTemplateSpec,
+    ResourceClaimWriteError,
 )
 from kubesched.api.dra.common import (
     API_VERSION,
@@ -101,6 +103,7 @@ __all__ = [
     "DEVICE_CLASS_PREFIX",
     "DRA_KINDS",
     "DRA_TYPES",
+    "FINALIZER",
     "NAMESPACED_DRA_KINDS",
     "RESOURCE_CLAIM",
     "RESOURCE_CLAIM_TEMPLATE",
@@ -140,6 +143,7 @@ __all__ = [
     "ResourceClaimStatus",
     "ResourceClaimTemplate",
     "ResourceClaimTemplateSpec",
+    "ResourceClaimWriteError",
     "ResourcePool",
     "ResourceSlice",
     "ResourceSliceSpec",
