@@ -44,7 +44,8 @@ def test_the_claim_is_created_found_by_the_scheduler_and_deleted_on_its_uid() ->
         asyncio.run(cluster.create_resource_claim(created))
 
     # Deleting on another uid is refused, with the API server's words; the claim stays.
-    with pytest.raises(ResourceClaimWriteError, match=r"Precondition failed: UID in precondition: other") as err:
+    refused = r"the UID in the precondition \(other\) does not match the UID in record \(claim-"
+    with pytest.raises(ResourceClaimWriteError, match=refused) as err:
         asyncio.run(cluster.delete_resource_claim("default", name, "other"))
     assert err.value.conflict
     assert dra.claims.find("default", name) is not None

@@ -503,8 +503,9 @@ class SimCluster:
             return
         if current.metadata.uid != uid:
             raise ResourceClaimWriteError(
-                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": Precondition failed: '
-                f"UID in precondition: {uid}, UID in object meta: {current.metadata.uid}", conflict=True)
+                f'Operation cannot be fulfilled on ResourceClaim.resource.k8s.io "{name}": the UID in the precondition '
+                f"({uid}) does not match the UID in record ({current.metadata.uid}). The object might have been "
+                "deleted and then recreated", conflict=True)
         del claims[f"{namespace}/{name}"]
         self._sched().on_resource_claim_delete(namespace, name)
 
