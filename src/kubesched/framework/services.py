@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.dra import ResourceClaim
-from kubesched.api.objects import PodExtendedResourceClaimStatus
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cache.cache import Cache
@@ -20,6 +19,9 @@ from kubesched.framework.status import Status
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.infra.clock import Clock
 from kubesched.observe.metrics import SchedulerMetrics
+
+if TYPE_CHECKING:
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
 
 
 class ClusterWrites(Protocol):
