@@ -54,6 +54,7 @@ class RecordedWrites:
         self.events: list[tuple[str, str, str, str]] = []
         self.nominated: dict[str, str | None] = {}
         self.annotated: dict[str, dict[str, str]] = {}
+        self.extended_claim_writes: list[tuple[str, Any]] = []  # DRA-served extended resources' claim
         self.volume_writes: list[tuple[str, str]] = []
         self.claim_writes: list[tuple[str, Any]] = []
 
@@ -71,6 +72,16 @@ class RecordedWrites:
 
     def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
         self.annotated[pi.key] = dict(annotations)
+
+    async def create_resource_claim(self, claim: Any) -> Any:
+        self.extended_claim_writes.append(("create", claim))
+        return claim
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        self.extended_claim_writes.append(("delete", (namespace, name, uid)))
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: Any) -> None:
+        self.extended_claim_writes.append(("pod status", (pi.key, status)))
 
     async def update_persistent_volume(self, pv: Any) -> Any:
         self.volume_writes.append(("PersistentVolume", pv.metadata.name))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api.dra import ResourceClaim
 from kubesched.api.podinfo import PodInfo
@@ -19,6 +19,9 @@ from kubesched.framework.status import Status
 from kubesched.framework.waiting import PodAtPermit
 from kubesched.infra.clock import Clock
 from kubesched.observe.metrics import SchedulerMetrics
+
+if TYPE_CHECKING:
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
 
 
 class ClusterWrites(Protocol):
@@ -43,6 +46,24 @@ class ClusterWrites(Protocol):
     def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
         """Merge these annotations into the pod's metadata (fire and forget): the scheduling
         results some profiles publish (plugins/resultannotations.py)."""
+        ...
+
+    # The claim behind a pod's DRA-served extended resources (devices/extendedclaim.py says which
+    # extension point writes what). Each raises api.dra.claims.ResourceClaimWriteError with the
+    # API server's message.
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """Create the claim (its generateName names it); returns it as stored."""
+        ...
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        """Delete the claim if it is still the one with this uid, its delete-protection finalizer
+        removed first (kube's deleteClaim); one already gone is no error."""
+        ...
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: PodExtendedResourceClaimStatus) -> None:
+        """Write the pod's status.extendedResourceClaimStatus (a status patch, awaited: PreBind
+        fails when it does)."""
         ...
 
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:

@@ -53,6 +53,16 @@ class ReadOnlyBackend:
     def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
         self._refuse(f"annotate {pi.key}")
 
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self._refuse("create a ResourceClaim")
+        return claim
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        self._refuse(f"delete ResourceClaim {namespace}/{name}")
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: Any) -> None:
+        self._refuse(f"set the extended resource claim status of {pi.key}")
+
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         self._refuse(f"set the condition of {pi.key}")
 

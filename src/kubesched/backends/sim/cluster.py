@@ -57,6 +57,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
     from kubesched.backends.sim.usagemodel import UsageModel
     from kubesched.scheduler.backend import SchedulerPort
 
@@ -526,6 +527,57 @@ class SimCluster:
         if self.disruption is not None:
             self.disruption.pod_changed(pod)
         self._sched().on_pod_update(pod)
+
+    # --- the claim behind a pod's DRA-served extended resources (devices/extendedclaim.py) -----------
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The API server's create: a name from generateName (five characters of kube's alphabet,
+        here counted, not drawn, so runs repeat), a uid, a resourceVersion; then the scheduler's
+        watch delivers it. A name in use is refused as kube refuses it."""
+        meta = claim.metadata
+        name = meta.name or meta.generate_name + _generated_suffix(self.resource_version)
+        claims = self.devices.setdefault(RESOURCE_CLAIM, {})
+        if f"{meta.namespace}/{name}" in claims:
+            raise ResourceClaimWriteError(f'resourceclaims.resource.k8s.io "{name}" already exists', conflict=True)
+        self.resource_version += 1
+        stored = msgspec.structs.replace(claim, metadata=msgspec.structs.replace(
+            meta, name=name, uid=f"claim-{self.resource_version}", resource_version=str(self.resource_version)))
+        claims[f"{meta.namespace}/{name}"] = stored
+        self._sched().on_resource_claim(msgspec.structs.replace(stored))
+        return stored
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        """The claim deleted when it still has this uid (the simulated API server keeps no
+        finalizers to remove first); one already gone is no error."""
+        claims = self.devices.get(RESOURCE_CLAIM, {})
+        current: ResourceClaim | None = claims.get(f"{namespace}/{name}")
+        if current is None:
+            return
+        if current.metadata.uid != uid:
+            raise ResourceClaimWriteError(
+                f'Operation cannot be fulfilled on ResourceClaim.resource.k8s.io "{name}": the UID in the precondition '
+                f"({uid}) does not match the UID in record ({current.metadata.uid}). The object might have been "
+                "deleted and then recreated", conflict=True)
+        del claims[f"{namespace}/{name}"]
+        self._sched().on_resource_claim_delete(namespace, name)
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: PodExtendedResourceClaimStatus) -> None:
+        pod = self.pods.get(pi.uid)
+        if pod is None:
+            raise ResourceClaimWriteError(f'pods "{pi.pod.metadata.name}" not found', not_found=True)
+        pod.status.extended_resource_claim_status = status
+
+
+# kube's generateName alphabet (utilrand): no vowels, no confusable digits.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _generated_suffix(counter: int) -> str:
+    out = []
+    for _ in range(5):
+        counter, digit = divmod(counter, len(_NAME_ALPHABET))
+        out.append(_NAME_ALPHABET[digit])
+    return "".join(out)
 
 
 def _plain(pod: Pod) -> bool:
