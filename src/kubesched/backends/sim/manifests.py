@@ -11,8 +11,9 @@ Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (
 the volume plugins read: PersistentVolumeClaim, PersistentVolume (v1), StorageClass, CSINode,
 CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), PodGroup and Workload
 (scheduling.k8s.io/v1beta1), DRA's DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice
-(resource.k8s.io/v1: kept, and DeviceClasses given to the scheduler; kubesched does not allocate devices
-yet, so pods that need them stay pending), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
+(resource.k8s.io/v1; a ResourceSlice may be stamped onto many nodes: backends.sim.deviceinventory; claims
+are made from templates by the simulated resourceclaim controller, backends.sim.resourceclaims),
+scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
 checked against their CRDs' schema: backends.sim.customobjects), and the ConfigMap named
 `kubesched-simulation` (backends.sim.settings). The simulated cluster runs a stand-in PV controller (see
 backends.sim.cluster): it binds claims, provisions WaitForFirstConsumer claims on the node the
