@@ -172,12 +172,18 @@ def _bind(cluster: SimCluster, pod: Any) -> None:
     asyncio.run(cluster.bind(make_pod_info(cluster.pods[pod.metadata.uid]), "n1"))
 
 
-def test_a_finished_pod_releases_deallocates_and_deletes_its_generated_claim() -> None:
+def _running_with_generated_claim() -> tuple[SimCluster, _Watch, Any, str]:
+    """A pod bound with its claim (made from a template) allocated and reserved for it."""
     cluster, watch, (pod,) = _cluster(make_device_class("gpu"), make_claim_template("one-gpu"), _gpu_pod())
     cluster.create_pod(pod)
     (key,) = _claims(cluster)
     _allocate(cluster, key, pod)
     _bind(cluster, pod)
+    return cluster, watch, pod, key
+
+
+def test_a_finished_pod_releases_deallocates_and_deletes_its_generated_claim() -> None:
+    cluster, watch, pod, key = _running_with_generated_claim()
     before = len(watch.seen)
     cluster.complete(pod.metadata.uid)
     assert key not in _claims(cluster)
@@ -208,11 +214,7 @@ def test_a_shared_claim_stays_allocated_while_another_pod_holds_it() -> None:
 
 
 def test_a_deleted_pod_takes_its_generated_claims_with_it() -> None:
-    cluster, watch, (pod,) = _cluster(make_device_class("gpu"), make_claim_template("one-gpu"), _gpu_pod())
-    cluster.create_pod(pod)
-    (key,) = _claims(cluster)
-    _allocate(cluster, key, pod)
-    _bind(cluster, pod)
+    cluster, watch, pod, _ = _running_with_generated_claim()
     asyncio.run(cluster.delete_pod(make_pod_info(cluster.pods[pod.metadata.uid]), "preempted"))
     assert not _claims(cluster)
     assert watch.kinds()[-3:] == ["on_pod_delete", "on_resource_claim", "on_resource_claim_delete"]
@@ -226,12 +228,8 @@ def test_a_pending_pod_deleted_loses_its_unallocated_claim() -> None:
 
 
 def test_every_write_is_a_new_resource_version() -> None:
-    cluster, watch, (pod,) = _cluster(make_device_class("gpu"), make_claim_template("one-gpu"), _gpu_pod())
-    cluster.create_pod(pod)
-    (key,) = _claims(cluster)
+    cluster, watch, pod, key = _running_with_generated_claim()
     created = int(_claims(cluster)[key].metadata.resource_version)
-    _allocate(cluster, key, pod)
-    _bind(cluster, pod)
     cluster.complete(pod.metadata.uid)
     released = next(args[0] for name, args in reversed(watch.seen) if name == "on_resource_claim")
     assert int(released.metadata.resource_version) > created

@@ -111,6 +111,9 @@ def _controlling_pod(claim: ResourceClaim) -> str:
 
 
 class ResourceClaimController:
+    """The controller of one simulated cluster, called by its hooks (pods created, finished and
+    deleted; claims and templates created); synchronous, as the simulator's watches are instant."""
+
     def __init__(self, api: SimApiServer, upcoming: set[str] | None = None) -> None:
         self.api = api
         # Uids of the input's pods not created yet: their reservations in the input's claims stand.
