@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.customresources import object_key
-from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, ResourceClaim, ResourceClaimWriteError
+from kubesched.api.dra import (
+    DEVICE_CLASS,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    ResourceClaim,
+    ResourceClaimWriteError,
+)
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -53,6 +60,7 @@ from kubesched.api.storage import (
 from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.sim.disruption import DisruptionController
 from kubesched.backends.sim.quotas import QuotaLedger, preemptor_uid
+from kubesched.backends.sim.resourceclaims import ResourceClaimController
 from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 
@@ -107,8 +115,11 @@ class SimCluster:
     # The disruption controller's part, when the input has PodDisruptionBudgets.
     disruption: DisruptionController | None = None
     # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key; the
-    # scheduler writes claims (DynamicResources: allocation, reservedFor, the finalizer).
+    # scheduler writes claims (DynamicResources: allocation, reservedFor, the finalizer), and so
+    # does the resourceclaim controller (`claims`).
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The resourceclaim controller's part, when the input has DRA objects or pods with claims.
+    claims: ResourceClaimController | None = None
     _external_times: list[float] = field(default_factory=list)  # a heap: when each pending change is due
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
@@ -174,11 +185,17 @@ class SimCluster:
             if self.disruption is not None:
                 self.disruption.pod_gone(gone)
             self._sched().on_pod_delete(pi.uid)
+            if self.claims is not None:
+                self.claims.pod_deleted(gone)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
+        self.note_event(pi.key, type_, reason, message)
+
+    def note_event(self, pod_key: str, type_: str, reason: str, message: str) -> None:
+        """An event on the pod `namespace/name`, from the scheduler or a controller."""
         self.event_counts[reason] += 1
         if len(self.events) < self.keep_events:
-            self.events.append(SimEvent(self.clock.now(), pi.key, type_, reason, message))
+            self.events.append(SimEvent(self.clock.now(), pod_key, type_, reason, message))
 
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         pod = self.pods.get(pi.uid)
@@ -236,6 +253,10 @@ class SimCluster:
             self._sched().on_resource_claim(msgspec.structs.replace(obj))
         elif resource == RESOURCE_SLICE:
             self._sched().on_resource_slice(msgspec.structs.replace(obj))
+        if self.claims is not None and resource == RESOURCE_CLAIM:
+            self.claims.claim_added(obj)
+        elif self.claims is not None and resource == RESOURCE_CLAIM_TEMPLATE:
+            self.claims.template_added(object_key(obj))
 
     # --- ResourceClaims as the API server writes them for DynamicResources ---------------------------
 
@@ -513,6 +534,8 @@ class SimCluster:
         if self.disruption is not None:
             self.disruption.pod_changed(pod)
         self._sched().on_pod_add(pod)
+        if self.claims is not None:
+            self.claims.pod_created(pod)
 
     def complete(self, uid: str) -> None:
         pod = self.pods.get(uid)
@@ -527,6 +550,8 @@ class SimCluster:
         if self.disruption is not None:
             self.disruption.pod_changed(pod)
         self._sched().on_pod_update(pod)
+        if self.claims is not None:
+            self.claims.pod_finished(pod)
 
     # --- the claim behind a pod's DRA-served extended resources (devices/extendedclaim.py) -----------
 
