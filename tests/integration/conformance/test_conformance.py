@@ -25,11 +25,12 @@ import pytest
 
 from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
-from integration.harness.disruption import run_disruption_controller
+from integration.harness.disruption import RESOURCECLAIM_CONTROLLER, run_disruption_controller
 from integration.harness.kube_scheduler import KubeScheduler, run_kube_scheduler
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.rest import Kube
 
+from .devices import ADMIN_ACCESS_LABEL
 from .generate import JSON, scenario
 from .runner import (
     Realign,
@@ -72,10 +73,12 @@ def schedulers(
     for ns in (KUBE_NS, OURS_NS):
         if kube.get_or_none(f"/api/v1/namespaces/{ns}") is None:
             kube.create("/api/v1/namespaces", make_namespace(ns))
+        # Claims with admin access are admitted only in namespaces labelled so.
+        kube.patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {ADMIN_ACCESS_LABEL: "true"}}})
     config = kubesched_config(control_plane.admin_kubeconfig)
     config["profiles"] = profiles("ours")
     with (
-        run_disruption_controller(control_plane),
+        run_disruption_controller(control_plane, also=[RESOURCECLAIM_CONTROLLER]),
         run_kube_scheduler(control_plane, profiles=profiles("kube"), extra_args=["--v=10"]) as ks,
         run_kubesched(tmp_path_factory.mktemp("conformance"), config, log_level=DECISIONS) as ours,
     ):
@@ -113,9 +116,9 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
             if kind is None or want.node is None:
                 return None
             if kind == "node":
-                return Realign(want.node)
+                return Realign(want.node, claims=want.raw_claims)
             return Realign(want.node, {v: step.cluster[v] or "" for v in step.preempted if v not in want.preempted},
-                           [v for v in want.preempted if v not in step.preempted])
+                           [v for v in want.preempted if v not in step.preempted], claims=want.raw_claims)
 
         since = log_size(ks_ours.process.log_path)
         ours = run_side(kube, sc, OURS_NS, "ours", prefix, align=align)
@@ -156,10 +159,10 @@ def _untied(theirs: Step, mine: Step, tie: str | None) -> list[str]:
     out = []
     for line in compare([theirs], [mine]):
         what = line.split(" ", 2)[1].rstrip(":")
-        if tie == "node" and what == "node":
+        if tie == "node" and what in ("node", "claim"):  # the claims' devices are on the other node
             continue
         if tie == "preemption":
-            if what in ("node", "nominated", "preempted", "feasible"):
+            if what in ("node", "nominated", "preempted", "feasible", "claim"):
                 continue
             named = (mine.message or "").replace(f" on node {mine.nominated},", f" on node {theirs.nominated},")
             if what == "message" and named == theirs.message:
