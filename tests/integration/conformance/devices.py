@@ -183,7 +183,7 @@ def _shareable_slice(rng: random.Random, node: str) -> JSON:
                          {"default": "8Gi"}))
     device = {"name": "shared-gpu-0", "allowMultipleAllocations": True,
               "attributes": {"model": {"string": rng.choice(("l4", "a100"))}, "index": {"int": 0}},
-              "capacity": {"memory": {"value": rng.choice(("40Gi", "24Gi")), "requestPolicy": policy}}}
+              "capacity": {"memory": {"value": rng.choice(("40Gi", "80Gi")), "requestPolicy": policy}}}
     return _slice(f"{node}-shared", GPU, f"{node}-shared", {"nodeName": node}, [device])
 
 
