@@ -1,7 +1,6 @@
 """The gpu-cluster built-in scenario: a heterogeneous GPU cluster stated through DRA (device
 inventories stamped onto node groups, classes, claim templates) whose pods get their claims from
-the resourceclaim controller. Placing them needs DynamicResources; until it lands they stay
-pending with the DRA guard's message, and the placement test below is expected to fail."""
+the resourceclaim controller, and which DynamicResources places on the devices of their nodes."""
 
 from __future__ import annotations
 
@@ -59,22 +58,22 @@ def test_it_has_gpu_and_cpu_only_pods(cluster: ClusterInput) -> None:
 
 
 def test_every_gpu_pod_gets_its_claims_from_the_templates(ran: tuple[SimResult, Simulation]) -> None:
-    result, sim = ran
+    _, sim = ran
     claims = sim.cluster.devices[RESOURCE_CLAIM]
     owners = {claim.metadata.owner_references[0].uid: claim for claim in claims.values()}
     gpu_pods = [pod for pod in sim.cluster.pods.values() if pod.spec.resource_claims]
-    assert len(gpu_pods) == len(claims) == 504
+    assert len(gpu_pods) == 504
     for pod in gpu_pods:
         (status,) = pod.status.resource_claim_statuses
-        claim = claims[f"ml/{status.resource_claim_name}"]
-        assert owners[pod.metadata.uid] is claim
+        claim = claims.get(f"ml/{status.resource_claim_name}")
+        if pod.status.phase == "Succeeded":  # a finished Job pod's claim is deleted with it
+            assert claim is None
+            continue
+        assert claim is not None and owners[pod.metadata.uid] is claim
         assert claim.metadata.annotations[POD_CLAIM_ANNOTATION] == pod.spec.resource_claims[0].name
-    # CPU-only pods are placed; GPU pods wait for DynamicResources.
-    assert result.pods_scheduled == 450
-    assert all("needs the DynamicResources plugin" in message for message in result.unschedulable.values())
+    assert len(claims) == 120  # the inference Deployment's, still running
 
 
-@pytest.mark.xfail(strict=True, reason="needs DynamicResources (branch drap)")
 def test_every_pod_is_placed_and_its_claims_are_allocated_on_its_node(ran: tuple[SimResult, Simulation]) -> None:
     result, sim = ran
     assert result.pods_unschedulable == 0 and result.pods_scheduled == result.pods_total

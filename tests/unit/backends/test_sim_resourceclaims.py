@@ -147,11 +147,12 @@ def test_a_template_created_later_gets_the_waiting_pod_its_claim() -> None:
     assert cluster.pods[pod.metadata.uid].status.resource_claim_statuses[0].resource_claim_name == claim.metadata.name
 
 
-def test_the_simulation_creates_claims_and_the_pods_wait_for_dynamic_resources() -> None:
+def test_the_simulation_creates_claims_and_a_pod_on_a_node_without_devices_waits() -> None:
     result, sim = run([make_node("n1").capacity(cpu="8").manifest(), make_device_class("gpu"),
                        make_claim_template("one-gpu"), _gpu_pod(), make_pod("cpu-only").req(cpu="1").manifest()])
     assert result.placements == {"default/train": None, "default/cpu-only": "n1"}
-    assert "DynamicResources" in result.unschedulable["default/train"]
+    assert result.unschedulable["default/train"] == ("0/1 nodes are available: 1 cannot allocate all claims. preemption: "
+                                                     "0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
     (claim,) = _claims(sim.cluster).values()
     (pod,) = [p for p in sim.cluster.pods.values() if p.metadata.name == "train"]
     assert pod.status.resource_claim_statuses[0].resource_claim_name == claim.metadata.name
