@@ -33,10 +33,12 @@ from kubesched.infra.gostrconv import quote
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
 OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
+NOMINATED_FOR_EXPECTATION = "NominatedNodeNameForExpectation"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
 _KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling",
-          OPPORTUNISTIC_BATCHING: "opportunistic_batching", NODE_DECLARED_FEATURES: "node_declared_features"}
+          OPPORTUNISTIC_BATCHING: "opportunistic_batching", NODE_DECLARED_FEATURES: "node_declared_features",
+          NOMINATED_FOR_EXPECTATION: "nominated_node_name_for_expectation"}
 KNOWN_GATES = frozenset(_KNOWN)
 # Gates locked to their default (GA with LockToDefault), each with the minor release of kube v1 that
 # locked it: below it (an emulated older version), the gate may still be set either way.
@@ -54,6 +56,8 @@ class FeatureGates:
     topology_aware_workload_scheduling: bool = False
     opportunistic_batching: bool = True
     node_declared_features: bool = True
+    # Beta, on: the binding cycle nominates the node when PreBind has work or Permit makes the pod wait.
+    nominated_node_name_for_expectation: bool = True
 
     def describe(self) -> str:
         return ",".join(f"{name}={str(getattr(self, attr)).lower()}" for name, attr in sorted(_KNOWN.items()))

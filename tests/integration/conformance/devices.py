@@ -27,8 +27,8 @@ JSON = dict[str, Any]
 
 DRA_SHARE = 0.35  # of the scenarios
 # ResourceClaimTemplates need the resourceclaim controller: kube-controller-manager runs it for
-# the real schedulers, the simulator gets it with branch drasim. Until then, claims are by name only.
-TEMPLATES = os.environ.get("CONFORMANCE_DRA_TEMPLATES") == "1"
+# the real schedulers, the simulator has its own (backends/sim/resourceclaims.py).
+TEMPLATES = os.environ.get("CONFORMANCE_DRA_TEMPLATES", "1") == "1"  # "0": named claims only
 
 GPU, NIC, FPGA = "gpu.example.com", "nic.example.com", "fpga.example.com"
 NUMA = "example.com/numa"  # on GPUs and NICs alike: matchAttribute across them

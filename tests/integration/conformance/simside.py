@@ -17,6 +17,7 @@ import msgspec
 
 from builders import make_node
 from kubesched.api.dra import RESOURCE_CLAIM
+from kubesched.api.podinfo import PodInfo
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.engine import Simulation
@@ -109,12 +110,23 @@ def simulate_side(scenario: JSON) -> list[Step]:
     def claims_when(end: float) -> dict[str, JSON]:
         return next((seen for t, seen in claims_seen if t >= end), claims_now(sim.cluster))
 
+    # Nominations the binding cycle writes (kube's NominatedNodeNameForExpectation): the pod's
+    # status names the node before PreBind or a wait at Permit, as the kube side's watch sees.
+    binding_nominations: list[tuple[float, str, str]] = []  # (virtual time, pod key, node)
+    nominate = SimCluster.set_nominated_node
+
+    def nominate_seen(cluster: SimCluster, pi: PodInfo, node: str | None) -> None:
+        if node:
+            binding_nominations.append((cluster.clock.now(), pi.key, node))
+        nominate(cluster, pi, node)
+
     catch, level, propagate = Catch(), decisions.log.level, decisions.log.propagate
     decisions.log.addHandler(catch)
     decisions.log.setLevel(logging.DEBUG)
     decisions.log.propagate = False  # caught here only
     try:
         with (mock.patch.object(SimCluster, "publish_pdb", record),
+              mock.patch.object(SimCluster, "set_nominated_node", nominate_seen),
               mock.patch.object(SimCluster, "at", at_seeing_claims) if scenario.get("dra") else contextlib.nullcontext()):
             asyncio.run(sim.run())
     finally:
@@ -142,7 +154,9 @@ def simulate_side(scenario: JSON) -> list[Step]:
         elif failed is not None:
             step.message = next((e.message for e in events if e.pod == key and e.reason == "FailedScheduling"), failed.message)
             step.reason = "SchedulerError" if failed.result == "error" else "Unschedulable"
-        step.nominated = next((r.nominated for r in mine if r.nominated), None)
+        nominations = sorted([(r.time, r.nominated) for r in mine if r.nominated]
+                             + [(t, node) for t, pod_key, node in binding_nominations if pod_key == key and start <= t < end])
+        step.nominated = nominations[0][1] if nominations else None
         step.preempted = sorted(v.split("/", 1)[1] for r in mine for v in r.victims)
         # The Scheduled event says where (the pod itself may be gone since, preempted by a later one).
         bound = [e for e in events if e.pod == key and e.reason == "Scheduled" and start <= e.time < end]

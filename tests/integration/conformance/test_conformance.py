@@ -32,7 +32,6 @@ from integration.harness.disruption import RESOURCECLAIM_CONTROLLER, run_disrupt
 from integration.harness.kube_scheduler import KubeScheduler, run_kube_scheduler
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.rest import Kube
-from kubesched.plugins.registry import IN_TREE
 
 from .devices import ADMIN_ACCESS_LABEL
 from .generate import JSON, scenario
@@ -66,10 +65,6 @@ SCENARIOS = len(REPLAY) or GENERATED + len(CASES)
 FIRST_SEED = int(os.environ.get("CONFORMANCE_SEED", "1"))
 STRICT = os.environ.get("CONFORMANCE_STRICT") == "1"  # count differences in retries as failures too
 KUBE_NS, OURS_NS = "conformance-kube", "conformance-ours"
-# Until kubesched has the DynamicResources plugin (issue 31), it leaves every pod with claims
-# pending (scheduler/draguard.py): the scenarios with devices then disagree, and are reported apart
-# without failing the suite. Once the plugin is in the registry, they count like any other.
-ALLOCATES_DEVICES = any(plugin.name == "DynamicResources" for plugin in IN_TREE)
 DECISIONS = "info,kubesched.decisions=debug"  # kubesched run --log-level: the scored cycles' final scores
 
 
@@ -162,12 +157,16 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
 
 def _untied(theirs: Step, mine: Step, tie: str | None) -> list[str]:
     """compare's lines for one pod, less what follows from breaking a tie the other way: the node
-    (another node tied for the best score), or the nomination, victims, node and message's node name
+    (another node tied for the best score) with its claims and the binding cycle's nomination of
+    it, or the nomination, victims, node and message's node name
     (another preemption candidate tied on every criterion)."""
     out = []
     for line in compare([theirs], [mine]):
         what = line.split(" ", 2)[1].rstrip(":")
         if tie == "node" and what in ("node", "claim"):  # the claims' devices are on the other node
+            continue
+        # The binding cycle nominates the node it binds to (NominatedNodeNameForExpectation).
+        if tie == "node" and what == "nominated" and (theirs.nominated, mine.nominated) == (theirs.node, mine.node):
             continue
         if tie == "preemption":
             if what in ("node", "nominated", "preempted", "feasible", "claim"):
@@ -186,7 +185,6 @@ def test_generated_scenarios_agree_with_kube_scheduler(
     ks, ks_ours = schedulers
     out = Path(os.environ.get("CONFORMANCE_OUT", tmp_path))
     disagreements: dict[int, list[str]] = {}
-    awaiting_devices: dict[int, list[str]] = {}  # disagreements of scenarios with devices, see ALLOCATES_DEVICES
     retried_differently: dict[int, list[str]] = {}
     chosen = [json.loads(p.read_text())["scenario"] for p in REPLAY] or [
         *(scenario(seed) for seed in range(FIRST_SEED, FIRST_SEED + GENERATED)),
@@ -211,18 +209,15 @@ def test_generated_scenarios_agree_with_kube_scheduler(
         diffs = [d for d in diffs if not d.startswith("(queueing) ")]
         if diffs:
             path = write_reproducer(out, sc, theirs, ours, diffs)
-            (awaiting_devices if sc.get("dra") and not ALLOCATES_DEVICES else disagreements)[seed] = [*diffs, f"(reproducer: {path})"]
+            disagreements[seed] = [*diffs, f"(reproducer: {path})"]
     with capsys.disabled():
-        print(f"\nconformance: {SCENARIOS - len(disagreements) - len(awaiting_devices)}/{SCENARIOS} scenarios agree on every point "
+        print(f"\nconformance: {SCENARIOS - len(disagreements)}/{SCENARIOS} scenarios agree on every point "
               f"({(time.monotonic() - started) / max(SCENARIOS, 1):.1f} s a scenario)")
         print(f"  {pods} pods, {placed} placed in their step, {scored} of them scored ({node_scores} final scores per node)")
         if with_devices:
             print(f"  {len(with_devices)} scenario(s) with devices ({sum(with_devices) / len(with_devices):.1f} s a scenario)")
-        if awaiting_devices:
-            print(f"  disagreeing while kubesched has no DynamicResources plugin (not counted as failures until it has): "
-                  f"{len(awaiting_devices)} scenario(s) with devices")
-        for seed, diffs in [*disagreements.items(), *awaiting_devices.items()]:
-            print(f"  seed {seed}{' (devices, awaiting DynamicResources)' if seed in awaiting_devices else ''}:")
+        for seed, diffs in disagreements.items():
+            print(f"  seed {seed}:")
             for d in diffs:
                 print(f"    {d}")
         print(f"  counted apart (queueing: pods left pending ended elsewhere, and what followed): {len(retried_differently)} scenario(s)")

@@ -378,6 +378,12 @@ class DynamicResources(
 
     # --- PreBind -------------------------------------------------------------------------------------------
 
+    def pre_bind_pre_flight(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        s = state.read(NAME)
+        if not isinstance(s, StateData):
+            return Status.error(NOT_FOUND)
+        return SKIP if s.claims.empty else None
+
     async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         s = state.read(NAME)
         if not isinstance(s, StateData):

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from unittest import mock
 
 from builders import make_device_class, make_node, make_pod, make_resource_claim
 from builders.dra import make_resource_slice
 from kubesched.api.dra import FINALIZER, RESOURCE_CLAIM, ResourceClaim
+from kubesched.api.podinfo import PodInfo
+from kubesched.backends.sim.cluster import SimCluster
 from unit.simkit import run
 
 NODES = [make_node(f"n{i}").capacity(cpu="4").label(name=f"n{i}").without("ephemeral-storage").manifest()
@@ -143,3 +146,22 @@ def test_the_pods_own_claims_decide_not_an_equal_pods() -> None:
     assert sorted(result.placements.values()) == ["n1", "n2"]
     pools = sorted(r.pool for c in ("c1", "c2") for r in stored(sim, c).status.allocation.devices.results)  # type: ignore[union-attr]
     assert pools == ["n1", "n2"]
+
+
+def test_a_pod_with_claims_is_nominated_to_its_node_before_prebind_and_a_pod_without_is_not() -> None:
+    # kube's NominatedNodeNameForExpectation: DynamicResources' pre-flight says PreBind has work,
+    # so the binding cycle writes status.nominatedNodeName first (binding then clears it).
+    seen: list[tuple[str, str | None]] = []
+    nominate = SimCluster.set_nominated_node
+
+    def recording(cluster: SimCluster, pi: PodInfo, node: str | None) -> None:
+        seen.append((pi.pod.metadata.name, node))
+        nominate(cluster, pi, node)
+
+    objects = [*NODES, make_device_class("gpu"), make_resource_slice("n2-gpus", "n2", devices=1),
+               make_resource_claim("c1"), claimer("trainer", "c1"), make_pod("web").req(cpu="100m").manifest()]
+    with mock.patch.object(SimCluster, "set_nominated_node", recording):
+        result, sim = run(objects)
+    assert result.placements == {"default/trainer": "n2", "default/web": "n1"}
+    assert seen == [("trainer", "n2")]
+    assert all(not p.status.nominated_node_name for p in sim.cluster.pods.values())
