@@ -7,11 +7,14 @@ when the pod finishes; a node whose allocatable has the resource serves it as be
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 from builders import make_device_class, make_node, make_pod
 from builders.dra import make_resource_claim, make_resource_slice
-from kubesched.api.dra import FINALIZER, RESOURCE_CLAIM, ResourceClaim
+from kubesched.api.dra import FINALIZER, RESOURCE_CLAIM, ResourceClaim, ResourceClaimWriteError
 from kubesched.api.objects import Pod
+from kubesched.api.podinfo import PodInfo
+from kubesched.backends.sim.cluster import SimCluster
 from kubesched.devices.extendedclaim import EXTENDED_RESOURCE_CLAIM_ANNOTATION
 from unit.simkit import run
 
@@ -108,3 +111,104 @@ def test_the_claim_is_deleted_when_the_pod_finishes() -> None:
     ((_, claim),) = _claims(sim).items()
     assert claim.metadata.owner_references[0].name == "next"
     assert sim.scheduler.dra.claims.find("default", _pod(sim, "job").status.extended_resource_claim_status.resource_claim_name) is None  # type: ignore[union-attr]
+
+
+# --- kube's dynamicresources_test.go cases for extended resources ---------------------------------
+
+
+def _failed_events(sim: Any) -> list[str]:
+    return [e.message for e in sim.cluster.events if e.reason == "FailedScheduling"]
+
+
+def test_a_class_that_maps_nothing_leaves_the_resource_to_noderesourcesfit() -> None:
+    # non-DRA-extended-resource-name-with-zero-allocatable: DynamicResources skips the pod.
+    objects = [_node("n1", **{GPU: "0"}), _node("n2"), make_device_class("gpu"), make_resource_slice("n1-gpus", "n1"),
+               _gpu_pod("p").manifest()]
+    result, sim = run(objects)
+    assert result.placements == {"default/p": None}
+    assert result.unschedulable["default/p"].startswith("0/2 nodes are available: 2 Insufficient example.com/gpu.")
+    assert _claims(sim) == {}
+
+
+def test_the_implicit_name_of_a_class_and_two_containers() -> None:
+    # implicit-extended-resource-name-two-containers-with-resources: one request per container.
+    implicit = "deviceclass.resource.kubernetes.io/gpu"
+    pod = make_pod("p").req({"cpu": "100m", implicit: "1"}).limits({implicit: "1"}).manifest()
+    second = dict(pod["spec"]["containers"][0], name="d")
+    second["resources"] = {"requests": {implicit: "2"}, "limits": {implicit: "2"}}
+    pod["spec"]["containers"].append(second)
+    result, sim = run([_node("n1"), make_device_class("gpu"), make_resource_slice("n1-gpus", "n1", devices=3), pod])
+    assert result.placements == {"default/p": "n1"}
+    ((_, claim),) = _claims(sim).items()
+    assert [(r.name, r.exactly.count) for r in claim.spec.devices.requests if r.exactly] == [
+        ("container-0-request-1", 1), ("container-1-request-0", 2)]
+    status = _pod(sim, "p").status.extended_resource_claim_status
+    assert status is not None
+    assert [(m.container_name, m.request_name) for m in status.request_mappings] == [
+        ("c", "container-0-request-1"), ("d", "container-1-request-0")]
+
+
+def test_a_claim_of_an_earlier_attempt_is_deleted_and_the_pod_tries_anew() -> None:
+    # extended-resource-name-with-resources-has-claim: Filter refuses every node with it,
+    # PostFilter deletes it ("deletion of ResourceClaim completed"). Here it holds the node's one
+    # device (a PreBind that failed after writing the allocation): its deletion gives the device
+    # back and moves the pod, whose next attempt makes its own claim.
+    pod = _gpu_pod("p").uid("p-uid").manifest()
+    stale = make_resource_claim("p-extended-resources-old")
+    stale["metadata"]["annotations"] = {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}
+    stale["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p-uid",
+                                             "controller": True}]
+    stale["status"] = {"allocation": {
+        "devices": {"results": [{"request": "device", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
+    result, sim = run([_node("n1"), make_device_class("gpu", GPU), make_resource_slice("n1-gpus", "n1", devices=1),
+                       stale, pod])
+    assert result.placements == {"default/p": "n1"}
+    claims = _claims(sim)
+    assert "default/p-extended-resources-old" not in claims
+    ((_, claim),) = claims.items()
+    assert claim.status.allocation is not None and claim.metadata.name.startswith("p-extended-resources-")
+    assert _failed_events(sim)[:1] == [
+        "0/1 nodes are available: 1 cannot schedule extended resource claim. deletion of ResourceClaim completed, "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."]
+
+
+def test_a_failed_create_is_prebinds_error_and_nothing_stays_in_flight() -> None:
+    # extended-resource-name-claim-creation-failure.
+    async def refuse(cluster: SimCluster, claim: ResourceClaim) -> ResourceClaim:
+        raise ResourceClaimWriteError("claim creation errors")
+
+    objects = [_node("n1"), make_device_class("gpu", GPU), make_resource_slice("n1-gpus", "n1"), _gpu_pod("p").manifest()]
+    with mock.patch.object(SimCluster, "create_resource_claim", refuse):
+        result, sim = run(objects)
+    assert result.placements == {"default/p": None}
+    assert "create claim for extended resources default/: claim creation errors" in _failed_events(sim)[0]
+    assert _claims(sim) == {}
+    assert list(sim.scheduler.dra.claims.in_flight()) == []
+
+
+def test_a_failed_pod_status_patch_deletes_the_created_claim_and_the_next_attempt_binds() -> None:
+    # extended-resource-name-with-resources-fail-patch, then extended-resource-name-bind-failure's
+    # Unreserve: the claim written to the API server is deleted.
+    patch = SimCluster.set_extended_resource_claim_status
+    calls: list[str] = []
+
+    async def fail_once(cluster: SimCluster, pi: PodInfo, status: Any) -> None:
+        calls.append(status.resource_claim_name)
+        if len(calls) == 1:
+            raise ResourceClaimWriteError("patch error")
+        await patch(cluster, pi, status)
+
+    objects = [_node("n1"), make_device_class("gpu", GPU), make_resource_slice("n1-gpus", "n1", devices=1),
+               _gpu_pod("p").manifest()]
+    with mock.patch.object(SimCluster, "set_extended_resource_claim_status", fail_once):
+        result, sim = run(objects)
+    assert result.placements == {"default/p": "n1"}
+    assert "update pod default/p ExtendedResourceClaimStatus: patch error" in _failed_events(sim)[0]
+    first, second = calls
+    assert first != second
+    ((key, claim),) = _claims(sim).items()
+    assert key == f"default/{second}" and claim.status.allocation is not None
+    assert [r.device for r in claim.status.allocation.devices.results] == ["gpu-0"]  # the first claim gave it back
+    assert list(sim.scheduler.dra.claims.in_flight()) == []
