@@ -5,14 +5,12 @@ DynamicResources creates for it, allocated, reserved and named in the pod's stat
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import yaml
 
-from builders import make_device_class, make_pod, make_resource_claim, make_resource_slice
+from builders import make_pod, make_resource_claim, make_resource_slice
 from integration.harness.controlplane import ControlPlane
 from integration.harness.kubesched import kubesched_config, run_kubesched
 from integration.harness.objects import PAUSE_IMAGE, wait_bound
@@ -22,17 +20,6 @@ SCHEDULER = "kubesched"
 DEPLOY = Path(__file__).resolve().parents[4] / "deploy"
 GPU = "example.com/gpu"
 DRA = "/apis/resource.k8s.io/v1"
-
-
-@pytest.fixture
-def device_class(kube: Kube) -> Iterator[str]:
-    """A DeviceClass (cluster-scoped, so removed here) that maps example.com/gpu to DRA."""
-    name = f"kubesched-test-gpu-{secrets.token_hex(3)}"
-    kube.create(f"{DRA}/deviceclasses", make_device_class(name, GPU))
-    try:
-        yield name
-    finally:
-        kube.delete(f"{DRA}/deviceclasses/{name}", missing_ok=True)
 
 
 def as_deploy_service_account(kube: Kube, tmp_path: Path) -> Path:

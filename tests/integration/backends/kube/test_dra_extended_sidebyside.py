@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from builders import make_device_class, make_pod, make_resource_slice
+from builders import make_pod, make_resource_slice
 from integration.harness.controlplane import ControlPlane
 from integration.harness.objects import PAUSE_IMAGE
 from integration.harness.rest import JSON, Kube
@@ -36,16 +36,6 @@ def schedulers(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFac
 def namespaces(kube: Kube) -> Iterator[dict[str, str]]:
     with side_namespaces(kube, "draext") as made:
         yield made
-
-
-@pytest.fixture
-def device_class(kube: Kube) -> Iterator[str]:
-    name = f"draext-gpu-{secrets.token_hex(3)}"
-    kube.create(f"{DRA}/deviceclasses", make_device_class(name, GPU))
-    try:
-        yield name
-    finally:
-        kube.delete(f"{DRA}/deviceclasses/{name}", missing_ok=True)
 
 
 def _pod(name: str, ns: str, scheduler: str, selector: dict[str, str], count: int) -> JSON:
