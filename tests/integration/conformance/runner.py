@@ -246,7 +246,11 @@ def _clear_claims(kube: Kube, namespace: str) -> None:
     while (left := kube.list(CLAIMS.format(ns=namespace))) and time.monotonic() < deadline:
         for claim in left:
             if claim["metadata"].get("finalizers"):
-                kube.patch(f"{CLAIMS.format(ns=namespace)}/{claim['metadata']['name']}", {"metadata": {"finalizers": None}})
+                try:
+                    kube.patch(f"{CLAIMS.format(ns=namespace)}/{claim['metadata']['name']}", {"metadata": {"finalizers": None}})
+                except ApiError as exc:
+                    if exc.status != 404:  # the resourceclaim controller may have let it go meanwhile
+                        raise
         time.sleep(0.05)
 
 
