@@ -127,12 +127,19 @@ def add_devices(seed: int, scenario: JSON, *, templates: bool = TEMPLATES) -> No
             entries.append({"name": entry, **ref})
         if entries:
             pod["spec"]["resourceClaims"] = entries
+    extended_pods: list[str] = []  # the pods given a request of the extended resource here
     if rng.random() < EXTENDED_SHARE:  # drawn last: the draws above stay those of earlier runs
         classes[0]["extendedResourceName"] = EXTENDED
         for pod in scenario["pending"]:
-            if rng.random() < EXTENDED_PODS:
+            if rng.random() < EXTENDED_PODS and not _requests_extended(pod):
                 _request_extended(pod, rng.choice((1, 1, 2)))
-    scenario["dra"] = {"classes": classes, "slices": slices, "claims": claims, "templates": made}
+                extended_pods.append(pod["name"])
+    scenario["dra"] = {"classes": classes, "slices": slices, "claims": claims, "templates": made,
+                       "extendedPods": extended_pods}
+
+
+def _requests_extended(pod: JSON) -> bool:
+    return any(EXTENDED in (c.get("resources") or {}).get("requests", {}) for c in pod["spec"]["containers"])
 
 
 def _request_extended(pod: JSON, count: int) -> None:
