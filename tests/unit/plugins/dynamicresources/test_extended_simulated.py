@@ -6,6 +6,7 @@ when the pod finishes; a node whose allocatable has the resource serves it as be
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from unittest import mock
 
@@ -13,7 +14,7 @@ from builders import make_device_class, make_node, make_pod
 from builders.dra import make_resource_claim, make_resource_slice
 from kubesched.api.dra import FINALIZER, RESOURCE_CLAIM, ResourceClaim, ResourceClaimWriteError
 from kubesched.api.objects import Pod
-from kubesched.api.podinfo import PodInfo
+from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.devices.extendedclaim import EXTENDED_RESOURCE_CLAIM_ANNOTATION
 from unit.simkit import run
@@ -212,3 +213,12 @@ def test_a_failed_pod_status_patch_deletes_the_created_claim_and_the_next_attemp
     assert key == f"default/{second}" and claim.status.allocation is not None
     assert [r.device for r in claim.status.allocation.devices.results] == ["gpu-0"]  # the first claim gave it back
     assert list(sim.scheduler.dra.claims.in_flight()) == []
+
+
+def test_the_claim_goes_with_its_deleted_pod() -> None:
+    objects = [_node("n1"), make_device_class("gpu", GPU), make_resource_slice("n1-gpus", "n1"), _gpu_pod("p").manifest()]
+    result, sim = run(objects)
+    assert result.placements == {"default/p": "n1"} and len(_claims(sim)) == 1
+    asyncio.run(sim.cluster.delete_pod(make_pod_info(_pod(sim, "p")), "deleted"))
+    assert _claims(sim) == {}
+    assert sim.scheduler.dra.claims.list() == []
