@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from builders import make_namespace
+from builders import make_device_class, make_namespace
 from integration.harness.binaries import BinariesMissing, find_binaries, in_ci, require_binaries
 from integration.harness.controlplane import ControlPlane
 from integration.harness.objects import create_ready_node, delete_namespace
@@ -125,3 +125,15 @@ def make_node(kube: Kube, request: pytest.FixtureRequest) -> Iterator[Callable[.
     finally:
         for name in created:
             kube.delete(f"/api/v1/nodes/{name}", missing_ok=True)
+
+
+@pytest.fixture
+def device_class(kube: Kube) -> Iterator[str]:
+    """A DeviceClass (cluster-scoped, so removed here) that maps the extended resource
+    example.com/gpu to DRA (spec.extendedResourceName)."""
+    name = f"kubesched-test-gpu-{secrets.token_hex(3)}"
+    kube.create("/apis/resource.k8s.io/v1/deviceclasses", make_device_class(name, "example.com/gpu"))
+    try:
+        yield name
+    finally:
+        kube.delete(f"/apis/resource.k8s.io/v1/deviceclasses/{name}", missing_ok=True)

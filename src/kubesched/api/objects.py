@@ -304,7 +304,7 @@ class PodSpec(_Obj):
     os: PodOS | None = None
     # Read by the volume plugins (PVCs, ephemeral volumes, inline disks) and validation.
     volumes: list[Volume] = msgspec.field(default_factory=list)
-    # Dynamic resource allocation: devices the pod claims (scheduler/draguard.py keeps such pods pending).
+    # Dynamic resource allocation: devices the pod claims (plugins/dynamicresources).
     resource_claims: list[PodResourceClaim] = msgspec.field(default_factory=list)
     # Read for validation only.
     dns_policy: str = ""

@@ -219,7 +219,7 @@ class PodInfo:
     # Dynamic resource allocation: the names of the pod's spec.resourceClaims, and the resources it
     # requests that a DeviceClass could map to DRA (kube's IsDRAExtendedResourceName; whether one
     # does depends on the classes, and per node on its allocatable). `may_use_dra` is the one
-    # flag every cycle reads: false for almost every pod (scheduler/draguard.py).
+    # flag every cycle reads: false for almost every pod (DynamicResources' PreFilter).
     resource_claims: tuple[str, ...] = ()
     dra_resources: tuple[str, ...] = ()
     may_use_dra: bool = False

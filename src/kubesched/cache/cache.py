@@ -70,7 +70,7 @@ class Cache:
         self.custom = CustomObjectIndex()
         # PodDisruptionBudgets, for preemption.
         self.pdbs = PdbIndex()
-        # DeviceClasses: which extended resources DRA serves (scheduler/draguard.py).
+        # DeviceClasses: which extended resources DRA serves (DynamicResources and NodeResourcesFit read them).
         self.device_classes = DeviceClassIndex()
 
     def subscribe(self, listener: PodListener) -> None:

@@ -22,8 +22,7 @@ Where DynamicResources calls each function (the seam; the plugin keeps the cycle
 - Unreserve, and PostFilter for a stale claim: a claim that is no longer the in-memory one
   (`is_special_claim_name` false) is deleted (ClusterWrites.delete_resource_claim).
 
-Until the plugin calls these, scheduler/draguard.py keeps such pods to nodes that serve the
-resources themselves.
+plugins/dynamicresources/extended.py is that caller.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from kubesched.framework.types import FilterOutcome
 
 if TYPE_CHECKING:
     from kubesched.api.dra import ResourceClaim
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
@@ -139,6 +140,18 @@ class Handle(Protocol):
         ...
 
     async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None: ...
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """DynamicResources' extended-resource claim created at PreBind (generateName); as stored."""
+        ...
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        """kube's deleteClaim: delete-protection finalizer removed, then the claim deleted."""
+        ...
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: PodExtendedResourceClaimStatus) -> None:
+        """The pod's status.extendedResourceClaimStatus (a status patch)."""
+        ...
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
 

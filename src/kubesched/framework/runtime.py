@@ -63,6 +63,7 @@ from kubesched.observe.tracing import BINDING, CycleTrace
 
 if TYPE_CHECKING:
     from kubesched.api.dra import ResourceClaim
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
@@ -950,6 +951,15 @@ class Framework:
 
     async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
         await self.services.cluster.unreserve_resource_claim(claim, pod_uid)
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.services.cluster.create_resource_claim(claim)
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        await self.services.cluster.delete_resource_claim(namespace, name, uid)
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: PodExtendedResourceClaimStatus) -> None:
+        await self.services.cluster.set_extended_resource_claim_status(pi, status)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self.services.cluster.record_event(pi, type_, reason, message)

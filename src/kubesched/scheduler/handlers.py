@@ -239,9 +239,8 @@ class EventHandlers:
         self._move(ClusterEvent(resource, ActionType.Delete), old, None)
 
     def on_device_class(self, dc: DeviceClass) -> None:
-        """A DeviceClass added or updated: the extended resources DRA serves may change (what the
-        DRA guard reads), then the pods a hint admits move (no plugin registers for DeviceClasses
-        until DynamicResources exists)."""
+        """A DeviceClass added or updated: the extended resources DRA serves may change (what
+        DynamicResources and NodeResourcesFit read), then the pods a hint admits move."""
         old = self.cache.device_classes.set(dc)
         self._move(ClusterEvent(DEVICE_CLASS, ActionType.Add if old is None else ActionType.Update), old, dc)
 

@@ -4,8 +4,8 @@ findNodesThatFitPod -> prioritizeNodes -> selectHost, which its pod and pod-grou
 
 Read top to bottom, as `choose_node` does it (`find_feasible`, then `choose_among`):
 
-1. `find_feasible`: PreFilter (and the DRA guard, draguard), then every Filter over the nodes
-   PreFilter left, each node also with the pods nominated to it ahead of this one. With OpportunisticBatching the previous pod's
+1. `find_feasible`: PreFilter, then every Filter over the nodes PreFilter left, each node also
+   with the pods nominated to it ahead of this one. With OpportunisticBatching the previous pod's
    next-best node is tried alone first, as kube tries a nominated node.
 2. A nominated node that passes, or a single feasible node, is taken without scoring.
 3. Otherwise kube's sample of the feasible nodes (percentageOfNodesToScore), round-robin, is
@@ -29,7 +29,6 @@ from kubesched.framework.batching import Candidates, OpportunisticBatch, ranked
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import Diagnosis, FilterOutcome
-from kubesched.scheduler import draguard
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo
@@ -113,11 +112,6 @@ def find_feasible(
     if num_nodes == 0:
         return Feasibility(diagnosis, failure=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
     names, narrowed_by, status = fwk.run_pre_filter(state, pi)
-    dra_rows: np.ndarray | None = None
-    if status is None and pi.dra_resources:
-        # Extended resources kubesched cannot serve through DRA yet: refused, or held to the nodes
-        # that need no DRA, as DynamicResources' PreFilter would (draguard says why here).
-        status, dra_rows = draguard.check(pi, fwk.cache.device_classes, table, present)
     if status is not None:
         if status.code == Code.ERROR:
             return Feasibility(diagnosis, failure=status)
@@ -126,7 +120,7 @@ def find_feasible(
         # kube gives every node the PreFilter's status: preemption may still help an Unschedulable one.
         diagnosis.unresolvable = present.copy() if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else np.zeros_like(present)
         return Feasibility(diagnosis, prefilter_status=status)
-    if hint is not None and dra_rows is None:
+    if hint is not None:
         row = hint(state)
         if row is not None and present[row]:
             only = np.zeros_like(present)
@@ -136,19 +130,12 @@ def find_feasible(
                 return Feasibility(diagnosis, outcome=tried, evaluated=only, feasible=1, hinted=row)
     alive = present.copy()
     found = Feasibility(diagnosis)
-    if dra_rows is not None:
-        narrowed_by = ", ".join(filter(None, (narrowed_by, draguard.PLUGIN)))
-    if names is not None or dra_rows is not None:
-        if names is None:
-            keep = np.ones(table.size, dtype=bool)
-        else:
-            keep = np.zeros(table.size, dtype=bool)
-            for name in names:
-                row = table.index.get(name)
-                if row is not None:
-                    keep[row] = True
-        if dra_rows is not None:
-            keep &= dra_rows
+    if names is not None:
+        keep = np.zeros(table.size, dtype=bool)
+        for name in names:
+            row = table.index.get(name)
+            if row is not None:
+                keep[row] = True
         outside = int(np.count_nonzero(alive & ~keep))
         if outside:
             reason = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowed_by.split(', ')))}]"

@@ -11,7 +11,10 @@ ResourceClaims by name (some claims shared by several pods) and, when `templates
 ResourceClaimTemplates: one or two requests each, ExactCount or All, selectors, firstAvailable
 lists, matchAttribute / distinctAttribute constraints, tolerations of the taints, capacity requests
 on the shareable GPUs, admin access now and then; and cases no node can serve (a selector no device
-matches, a class that does not exist, more devices than a node has).
+matches, a class that does not exist, more devices than a node has). In some of them the "gpu"
+class maps the extended resource example.com/gpu (spec.extendedResourceName): pods requesting it
+are then served by GPUs through the claim the scheduler makes for them on the nodes without a
+device plugin's allocatable for it (kube's DRAExtendedResource).
 
 Everything is written unprefixed, for the simulator; runner.dra_manifests prefixes what the real
 runs share between scenarios (slice and pool names, node names).
@@ -26,6 +29,9 @@ from typing import Any
 JSON = dict[str, Any]
 
 DRA_SHARE = 0.35  # of the scenarios
+EXTENDED_SHARE = 0.7  # of those: the "gpu" class maps the extended resource
+EXTENDED_PODS = 0.4  # then: pending pods that request it (besides those that did already)
+EXTENDED = "example.com/gpu"  # generate.EXTENDED, the resource some nodes' device plugin reports
 # ResourceClaimTemplates need the resourceclaim controller: kube-controller-manager runs it for
 # the real schedulers, the simulator has its own (backends/sim/resourceclaims.py).
 TEMPLATES = os.environ.get("CONFORMANCE_DRA_TEMPLATES", "1") == "1"  # "0": named claims only
@@ -121,7 +127,27 @@ def add_devices(seed: int, scenario: JSON, *, templates: bool = TEMPLATES) -> No
             entries.append({"name": entry, **ref})
         if entries:
             pod["spec"]["resourceClaims"] = entries
-    scenario["dra"] = {"classes": classes, "slices": slices, "claims": claims, "templates": made}
+    extended_pods: list[str] = []  # the pods given a request of the extended resource here
+    if rng.random() < EXTENDED_SHARE:  # drawn last: the draws above stay those of earlier runs
+        classes[0]["extendedResourceName"] = EXTENDED
+        for pod in scenario["pending"]:
+            if rng.random() < EXTENDED_PODS and not _requests_extended(pod):
+                _request_extended(pod, rng.choice((1, 1, 2)))
+                extended_pods.append(pod["name"])
+    scenario["dra"] = {"classes": classes, "slices": slices, "claims": claims, "templates": made,
+                       "extendedPods": extended_pods}
+
+
+def _requests_extended(pod: JSON) -> bool:
+    return any(EXTENDED in (c.get("resources") or {}).get("requests", {}) for c in pod["spec"]["containers"])
+
+
+def _request_extended(pod: JSON, count: int) -> None:
+    """The pod's first container asks for `count` of the extended resource (limits as requests,
+    which an extended resource needs)."""
+    resources = pod["spec"]["containers"][0].setdefault("resources", {})
+    resources.setdefault("requests", {})[EXTENDED] = str(count)
+    resources.setdefault("limits", {})[EXTENDED] = str(count)
 
 
 def _slice(name: str, driver: str, pool: str, where: JSON, devices: list[JSON], count: int = 1) -> JSON:

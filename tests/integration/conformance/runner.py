@@ -112,6 +112,8 @@ CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
 TEMPLATES = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates"
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"  # the resourceclaim controller's annotation
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"  # the scheduler's finalizer on an allocated claim
+EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"  # the scheduler's claim for extended resources
+EXTENDED_CLAIM_ENTRY = "<extended-resources>"
 
 
 def dra_cluster_manifests(scenario: JSON, prefix: str) -> list[JSON]:
@@ -120,8 +122,7 @@ def dra_cluster_manifests(scenario: JSON, prefix: str) -> list[JSON]:
     dra = scenario.get("dra")
     if not dra:
         return []
-    out = [{"apiVersion": DRA_API, "kind": "DeviceClass", "metadata": {"name": c["name"]},
-            "spec": {"selectors": [{"cel": {"expression": e}} for e in c["selectors"]]} if c["selectors"] else {}}
+    out = [{"apiVersion": DRA_API, "kind": "DeviceClass", "metadata": {"name": c["name"]}, "spec": _class_spec(c)}
            for c in dra["classes"]]
     for s in dra["slices"]:
         where = {k: prefix + v if k == "nodeName" else v for k, v in s["where"].items()}
@@ -133,6 +134,15 @@ def dra_cluster_manifests(scenario: JSON, prefix: str) -> list[JSON]:
             spec["sharedCounters"] = s["sharedCounters"]
         out.append({"apiVersion": DRA_API, "kind": "ResourceSlice", "metadata": {"name": prefix + s["name"]}, "spec": spec})
     return out
+
+
+def _class_spec(dc: JSON) -> JSON:
+    spec: JSON = {}
+    if dc["selectors"]:
+        spec["selectors"] = [{"cel": {"expression": e}} for e in dc["selectors"]]
+    if dc.get("extendedResourceName"):
+        spec["extendedResourceName"] = dc["extendedResourceName"]
+    return spec
 
 
 def dra_namespace_manifests(scenario: JSON, namespace: str) -> list[JSON]:
@@ -148,17 +158,27 @@ def dra_namespace_manifests(scenario: JSON, namespace: str) -> list[JSON]:
 
 def claim_key(claim: JSON) -> str:
     """A claim's name, or for one the resourceclaim controller made from a template (its name is
-    random), "<pod>:<the pod's entry>"."""
+    random), "<pod>:<the pod's entry>", and for the one the scheduler made for a pod's extended
+    resources (random too), "<pod>:<extended-resources>"."""
     meta = claim.get("metadata") or {}
-    entry = (meta.get("annotations") or {}).get(POD_CLAIM_NAME)
+    annotations = meta.get("annotations") or {}
+    entry = annotations.get(POD_CLAIM_NAME)
+    if annotations.get(EXTENDED_RESOURCE_CLAIM) == "true":
+        entry = EXTENDED_CLAIM_ENTRY
     owner = next((o["name"] for o in meta.get("ownerReferences") or () if o.get("kind") == "Pod"), None)
     return f"{owner}:{entry}" if entry and owner else str(meta.get("name"))
 
 
-def pod_claim_keys(pod: JSON) -> list[str]:
-    """The claim_keys of a scenario pod's spec.resourceClaims."""
-    return [e["resourceClaimName"] if e.get("resourceClaimName") else f"{pod['name']}:{e['name']}"
+def pod_claim_keys(pod: JSON, scenario: JSON | None = None) -> list[str]:
+    """The claim_keys of a scenario pod's spec.resourceClaims, and of the claim for its extended
+    resources when it requests one a DeviceClass of the scenario maps."""
+    keys = [e["resourceClaimName"] if e.get("resourceClaimName") else f"{pod['name']}:{e['name']}"
             for e in pod["spec"].get("resourceClaims", ())]
+    mapped = {c.get("extendedResourceName") for c in ((scenario or {}).get("dra") or {}).get("classes", ())} - {None}
+    requested = {name for c in pod["spec"].get("containers", ()) for name in (c.get("resources") or {}).get("requests", {})}
+    if mapped & requested:
+        keys.append(f"{pod['name']}:{EXTENDED_CLAIM_ENTRY}")
+    return keys
 
 
 def _set(value: Any) -> bool:
@@ -190,7 +210,19 @@ def claim_view(claim: JSON, prefix: str) -> JSON:
     finalizers = (claim.get("metadata") or {}).get("finalizers")
     if finalizers:
         view["finalizers"] = sorted(finalizers)
+    if ((claim.get("metadata") or {}).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM) == "true":
+        # The scheduler wrote the requests (one per container and resource), so they are compared.
+        view["requests"] = _trimmed(((claim.get("spec") or {}).get("devices") or {}).get("requests") or [])
     return view
+
+
+def _trimmed(value: Any) -> Any:
+    """`value` with absent and empty fields left out, at every depth."""
+    if isinstance(value, dict):
+        return {k: _trimmed(v) for k, v in value.items() if _set(v)}
+    if isinstance(value, list):
+        return [_trimmed(v) for v in value]
+    return value
 
 
 def _claims(kube: Kube, namespace: str) -> dict[str, JSON]:
@@ -214,7 +246,11 @@ def _clear_claims(kube: Kube, namespace: str) -> None:
     while (left := kube.list(CLAIMS.format(ns=namespace))) and time.monotonic() < deadline:
         for claim in left:
             if claim["metadata"].get("finalizers"):
-                kube.patch(f"{CLAIMS.format(ns=namespace)}/{claim['metadata']['name']}", {"metadata": {"finalizers": None}})
+                try:
+                    kube.patch(f"{CLAIMS.format(ns=namespace)}/{claim['metadata']['name']}", {"metadata": {"finalizers": None}})
+                except ApiError as exc:
+                    if exc.status != 404:  # the resourceclaim controller may have let it go meanwhile
+                        raise
         time.sleep(0.05)
 
 
@@ -347,7 +383,7 @@ def run_side(
             claims = _claims(kube, namespace)
             step.raw_claims = {key: {"status": claim.get("status") or {}} for key, claim in claims.items()}
             step.claims = {key: claim_view(claims[key], prefix) if key in claims else {"missing": True}
-                           for key in pod_claim_keys(pod)}
+                           for key in pod_claim_keys(pod, scenario)}
         steps.append(step)
         fix = align(step) if align is not None and step.node else None
         if fix is not None and fix.node != step.node:

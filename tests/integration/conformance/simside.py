@@ -165,7 +165,7 @@ def simulate_side(scenario: JSON) -> list[Step]:
         set_placement(step, next((s for t, p, s in reversed(scored) if p == key and start <= t < end), None))
         if scenario.get("dra"):
             claims = claims_when(end)
-            step.claims = {k: claim_view(claims[k], "") if k in claims else {"missing": True} for k in pod_claim_keys(pod)}
+            step.claims = {k: claim_view(claims[k], "") if k in claims else {"missing": True} for k in pod_claim_keys(pod, scenario)}
         steps.append(step)
     if steps and scenario.get("pdbs"):
         steps[-1].budgets_at_end = budgets(float("inf"))

@@ -20,9 +20,14 @@ SEEDS = range(1, 121)
 
 def _without_devices(sc: generate.JSON) -> generate.JSON:
     sc = copy.deepcopy(sc)
-    sc.pop("dra", None)
+    dra = sc.pop("dra", None) or {}
     for pod in sc["pending"]:
         pod["spec"].pop("resourceClaims", None)
+        if pod["name"] in dra.get("extendedPods", ()):
+            resources = pod["spec"]["containers"][0]["resources"]
+            del resources["requests"][devices.EXTENDED], resources["limits"][devices.EXTENDED]
+            if not resources["limits"]:
+                del resources["limits"]
     return sc
 
 
@@ -80,3 +85,23 @@ def test_claim_view_is_the_same_for_both_runs_modulo_prefix_and_share_ids() -> N
     unshared = copy.deepcopy(sim)
     del unshared["status"]["allocation"]["devices"]["results"][0]["shareID"]
     assert claim_view(unshared, "") != claim_view(sim, "")
+
+
+def test_some_scenarios_map_the_extended_resource_and_its_claim_is_keyed_by_pod() -> None:
+    mapped = [sc for sc in (generate.scenario(seed) for seed in SEEDS)
+              if sc.get("dra") and sc["dra"]["classes"][0].get("extendedResourceName") == devices.EXTENDED]
+    assert len(mapped) > 10
+    asking = [(sc, pod) for sc in mapped for pod in sc["pending"]
+              if any(devices.EXTENDED in c["resources"]["requests"] for c in pod["spec"]["containers"])]
+    assert len(asking) > 10
+    sc, pod = asking[0]
+    assert pod_claim_keys(pod, sc)[-1] == f"{pod['name']}:<extended-resources>"
+    assert f"{pod['name']}:<extended-resources>" not in pod_claim_keys(pod)  # no scenario: no class maps it
+    made = {"metadata": {"name": f"{pod['name']}-extended-resources-x7k2p",
+                         "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+                         "ownerReferences": [{"kind": "Pod", "name": pod["name"], "uid": "u", "controller": True}]},
+            "spec": {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
+                "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1, "selectors": []}}]}}}
+    assert claim_key(made) == f"{pod['name']}:<extended-resources>"
+    assert claim_view(made, "")["requests"] == [{"name": "container-0-request-1", "exactly": {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}}]

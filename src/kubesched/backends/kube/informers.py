@@ -169,8 +169,8 @@ class StorageHandler:
 
 
 class DeviceClassHandler:
-    """DeviceClasses (resource.k8s.io/v1): the extended resources DRA serves, which the DRA guard
-    reads (scheduler/draguard.py). Only a change of the spec concerns the scheduler."""
+    """DeviceClasses (resource.k8s.io/v1): the extended resources DRA serves, which DynamicResources
+    and NodeResources* read. Only a change of the spec concerns the scheduler."""
 
     def __init__(self, scheduler: SchedulerPort) -> None:
         self.scheduler = scheduler

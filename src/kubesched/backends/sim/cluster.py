@@ -569,6 +569,8 @@ class SimCluster:
             meta, name=name, uid=f"claim-{self.resource_version}", resource_version=str(self.resource_version)))
         claims[f"{meta.namespace}/{name}"] = stored
         self._sched().on_resource_claim(msgspec.structs.replace(stored))
+        if self.claims is not None:
+            self.claims.claim_created(stored)
         return stored
 
     async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:

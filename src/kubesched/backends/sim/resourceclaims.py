@@ -25,8 +25,11 @@ Every write is a new version in the simulated API server's store (its resourceVe
 and is delivered to the scheduler as a watch delivers it: a claim added, updated or deleted, a
 pod updated.
 
-Not modelled: PodGroup claims (DRAWorkloadResourceClaims is off in v1.37.2), the scheduler's
-extended-resource claims (pod status.extendedResourceClaimStatus), and the delete-protection
+The claim the scheduler creates for a pod's extended resources served by DRA (named in the pod's
+status.extendedResourceClaimStatus, owned by the pod) is released and deleted as the pod's other
+claims are: when the pod finishes or is deleted (`claim_created` indexes it by its owner).
+
+Not modelled: PodGroup claims (DRAWorkloadResourceClaims is off in v1.37.2), and the delete-protection
 finalizer (a claim's finalizers are not read yet; the controller clears the allocation of a claim
 no longer in use, which is what it does for every claim the scheduler allocated).
 """
@@ -92,7 +95,8 @@ def pod_done(pod: Pod) -> bool:
 
 
 def pod_claim_names(pod: Pod) -> Iterator[str]:
-    """resourceclaim.PodClaims: the names of the claims the pod uses that exist by now."""
+    """resourceclaim.PodClaims: the names of the claims the pod uses that exist by now, the claim
+    the scheduler made for its extended resources last."""
     for entry in pod.spec.resource_claims:
         try:
             named = pod_claim_name(pod, entry)
@@ -100,6 +104,9 @@ def pod_claim_names(pod: Pod) -> Iterator[str]:
             continue
         if named.name is not None:
             yield named.name
+    extended = pod.status.extended_resource_claim_status
+    if extended is not None and extended.resource_claim_name:
+        yield extended.resource_claim_name
 
 
 def _controlling_pod(claim: ResourceClaim) -> str:
@@ -153,6 +160,13 @@ class ResourceClaimController:
         if owner:
             self._owned.setdefault(owner, set()).add(object_key(claim))
         self._sync_claim(object_key(claim))
+
+    def claim_created(self, claim: ResourceClaim) -> None:
+        """A claim created through the API (the scheduler's extended-resource claim): indexed by its
+        owner, so it goes with the pod."""
+        owner = _controlling_pod(claim)
+        if owner:
+            self._owned.setdefault(owner, set()).add(object_key(claim))
 
     def template_added(self, key: str) -> None:
         """A ResourceClaimTemplate was created: the pods that waited for it are synced again."""

@@ -1,7 +1,8 @@
 """DynamicResources: a pod's ResourceClaims allocated while it is placed, as kube-scheduler
 v1.37.2's plugin does it (pkg/scheduler/framework/plugins/dynamicresources, dynamicresources.go
 and claims.go), for the pod's own claims (spec.resourceClaims: named claims, and claims the
-resourceclaim controller made from templates).
+resourceclaim controller made from templates), and the claim it makes itself for the pod's
+extended resources that DRA serves.
 
 - PreEnqueue: every claim must exist (`pod "ns/p": ResourceClaim not created yet` for a template
   whose claim is not named in the pod's status yet, `could not find ResourceClaim "ns/c"`), not be
@@ -28,9 +29,11 @@ resourceclaim controller made from templates).
 - PreBind (prebind.py) writes each claim's status (allocation, reservedFor), retrying conflicts,
   and waits for devices' binding conditions.
 
-The special claim for extended resources served by DRA (extendeddynamicresources.go) is not made
-here: the claim store (state.py) has its place, and the DRA guard of the scheduler still handles
-such pods.
+Extended resources served by DRA (extendeddynamicresources.go; extended.py): a pod requesting
+one a DeviceClass maps gets one more claim in its store at PreFilter, which Filter turns per node
+into the requests the node's allocatable cannot serve and allocates with the pod's own claims;
+Reserve puts it in flight under its temporary uid, PreBind creates it, and Unreserve and
+PostFilter delete a created one.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from kubesched.api.podinfo import PodInfo
 from kubesched.cache.nodetable import NodeTable
 from kubesched.devices.allocator import AllocationError, AllocationTimeout
 from kubesched.devices.claimtracker import ClaimTrackerError
+from kubesched.devices.extendedclaim import is_special_claim_name
 from kubesched.devices.manager import DraManager
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ClusterEventWithHint
@@ -69,7 +73,7 @@ from kubesched.framework.interface import (
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import Diagnosis, NodeInfo, PostFilterResult, PreFilterResult, SignFragment, default_normalize
 from kubesched.infra.clock import RealClock
-from kubesched.plugins.dynamicresources import explain, prebind
+from kubesched.plugins.dynamicresources import explain, extended, prebind
 from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.plugins.dynamicresources.claims import (
     BindingFailed,
@@ -91,6 +95,7 @@ NOT_AVAILABLE = "resourceclaim not available on the node"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 IN_USE = "resourceclaim in use"
 DEALLOCATED = "deallocation of ResourceClaim completed"
+DELETED = "deletion of ResourceClaim completed"
 NOT_FOUND = "not found"  # kube's cycle-state read of a state PreFilter never wrote
 
 
@@ -146,13 +151,16 @@ class DynamicResources(
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
         s = StateData(ClaimStore([]))
         state.write(NAME, s)
-        if not pi.pod.spec.resource_claims:
+        if not pi.may_use_dra:
             return None, SKIP  # almost every pod: one read
-        try:
-            claims = [claim for _, claim in pod_claims(self.dra, pi.pod)]
-        except ClaimLookupError as exc:
-            return None, Status.unresolvable(str(exc))
-        s.claims = ClaimStore(claims)
+        claims: list[ResourceClaim] = []
+        if pi.pod.spec.resource_claims:
+            try:
+                claims = [claim for _, claim in pod_claims(self.dra, pi.pod)]
+            except ClaimLookupError as exc:
+                return None, Status.unresolvable(str(exc))
+        assert self.handle is not None
+        s.claims = ClaimStore(claims, extended.pre_filter(self.handle, pi, s))
         if s.claims.empty:
             return None, SKIP
         s.infos = [ClaimInfo() for _ in range(len(s.claims))]
@@ -173,6 +181,8 @@ class DynamicResources(
             to_allocate += 1
             if self.dra.claims.pending_allocation(claim.metadata.uid) is not None:
                 return None, Status.unresolvable(f"resource claim {kobj(claim)} is in the process of being allocated")
+            if s.claims.is_extended(index):
+                continue  # no requests yet (in memory), or Filter refuses it (an earlier attempt's)
             status = self._check_classes(claim)
             if status is not None:
                 return None, status
@@ -216,6 +226,12 @@ class DynamicResources(
         if s.claims.empty:
             return None
         node_obj = node.node
+        assert self.handle is not None
+        node_claim, mappings, status = extended.filter_node(self.handle, s, pi, node_obj)
+        if status is not None:
+            return status
+        if node_claim is None and s.claims.no_user_claim:
+            return None  # the extended resources are a device plugin's on this node
         name = node_obj.metadata.name
         unavailable: list[int] = []
         for index, claim in s.claims.all():
@@ -233,23 +249,27 @@ class DynamicResources(
                     unavailable.append(index)
         allocations = None
         if s.allocator is not None:
-            allocations, status = self._allocate(s, node_obj)
+            allocations, status = self._allocate(s, node_obj, node_claim)
             if status is not None:
                 return status
         if unavailable:
             s.unavailable.update(unavailable)
             return Status.unresolvable(NOT_AVAILABLE)
         if allocations is not None:
-            s.node_allocations[name] = NodeAllocation(allocations)
+            s.node_allocations[name] = NodeAllocation(allocations, node_claim, mappings)
         return None
 
-    def _allocate(self, s: StateData, node: Node) -> tuple[list[AllocationResult] | None, Status | None]:
-        """The allocator's answer for the node's unallocated claims (and claims already in flight
-        for this pod's group, appended as kube appends them): (results, None) or (None, status)."""
+    def _allocate(self, s: StateData, node: Node, node_claim: ResourceClaim | None
+                  ) -> tuple[list[AllocationResult] | None, Status | None]:
+        """The allocator's answer for the node's unallocated claims, the extended-resource claim
+        as the node's variant of it (and claims already in flight for this pod's group, appended
+        as kube appends them): (results, None) or (None, status)."""
         assert s.allocator is not None
         claims: list[ResourceClaim] = []
         pending: list[AllocationResult] = []
         for index, claim in s.claims.to_allocate():
+            if node_claim is not None and s.claims.is_extended(index):
+                claim = node_claim
             allocation = s.infos[index].allocation
             if allocation is not None:
                 pending.append(allocation)
@@ -257,8 +277,11 @@ class DynamicResources(
                 claims.append(claim)
         name = node.metadata.name
         shared = not s.allocator.has_devices_for(name) and all(c.spec.devices.requests for c in claims)
-        if shared and s.no_devices_verdict is not None:
-            message, error = s.no_devices_verdict
+        # The extended-resource claim's requests may differ from node to node: a verdict is shared
+        # by the nodes whose variant asks for the same.
+        asked = _requests_key(node_claim)
+        if shared and s.no_devices_verdict is not None and s.no_devices_verdict[2] == asked:
+            message, error, _ = s.no_devices_verdict
             if error:
                 return None, Status.error(message or CANNOT_ALLOCATE)
             return None, Status.unresolvable(message or CANNOT_ALLOCATE)
@@ -269,13 +292,13 @@ class DynamicResources(
             return None, Status.error(f"node {name}: timed out trying to allocate devices")
         except AllocationError as exc:
             if shared:
-                s.no_devices_verdict = (exc.message, not exc.failed_on_node)
+                s.no_devices_verdict = (exc.message, not exc.failed_on_node, asked)
             if exc.failed_on_node:
                 return None, Status.unresolvable(exc.message)
             return None, Status.error(exc.message)
         if results is None or len(results) != len(claims):
             if shared:
-                s.no_devices_verdict = (None, False)
+                s.no_devices_verdict = (None, False, asked)
             return None, Status.unresolvable(CANNOT_ALLOCATE)
         return results + pending, None
 
@@ -301,17 +324,29 @@ class DynamicResources(
         if s.claims.empty:
             return None, Status(Code.UNSCHEDULABLE)
         uid = pi.pod.metadata.uid
+        assert self.handle is not None
+        created = s.claims.extended_claim()
+        if created is not None and is_special_claim_name(created.metadata.name):
+            created = None  # the in-memory claim: nothing to delete
         for index in sorted(s.unavailable):
             claim = s.claims.get(index)
+            if s.claims.is_extended(index):
+                if created is not None:
+                    break
+                continue
             reserved = claim.status.reserved_for
             if not reserved or (len(reserved) == 1 and reserved[0].uid == uid):
                 # Its devices were chosen on another attempt and bind nowhere now: give them back
                 # so the next attempt can choose again (kube writes this before it returns).
                 released = msgspec.structs.replace(claim, status=msgspec.structs.replace(
                     claim.status, reserved_for=[], allocation=None, devices=[]))
-                assert self.handle is not None
                 self.handle.spawn(prebind.deallocate(self.handle, released), f"deallocate ResourceClaim {kobj(claim)}")
                 return None, Status.unschedulable(DEALLOCATED)
+        if created is not None:
+            # An earlier attempt's extended-resource claim (allocated or with requests that may
+            # no longer fit): deleted, so the next attempt makes its own.
+            self.handle.spawn(extended.delete_claim_logged(self.handle, created), f"delete ResourceClaim {kobj(created)}")
+            return None, Status.unschedulable(DELETED)
         return None, Status(Code.UNSCHEDULABLE)
 
     # --- Score ---------------------------------------------------------------------------------------------
@@ -336,19 +371,24 @@ class DynamicResources(
         s = state.read(NAME)
         if not isinstance(s, StateData):
             return Status.error(NOT_FOUND)
-        if s.claims.empty or s.allocator is None:
-            return None  # allocated claims are reserved for the pod at PreBind
+        if s.claims.empty:
+            return None
+        # Allocated claims are reserved for the pod at PreBind.
         to_allocate = list(s.claims.to_allocate())
-        if not to_allocate:
+        if not to_allocate or s.allocator is None:
             return None
         found = s.node_allocations.get(node)
         if found is None or not found.results:
+            if all(s.claims.is_extended(index) for index, _ in to_allocate):
+                return None  # only the extended-resource claim, and a device plugin serves it here
             return Status.error("claim allocation not found for node")
         if len(found.results) != len(to_allocate):
             return Status.error(f"internal error, have {len(found.results)} allocations, {len(to_allocate)} claims to "
                                 f"allocate, want {len(to_allocate)} claims")
         for (index, claim), allocation in zip(to_allocate, found.results, strict=True):
             s.infos[index].allocation = allocation
+            if s.claims.is_extended(index) and found.extended_claim is not None:
+                claim = found.extended_claim  # the node's variant of the in-memory claim
             finalizers = claim.metadata.finalizers
             allocated = msgspec.structs.replace(
                 claim,
@@ -375,6 +415,8 @@ class DynamicResources(
                 assert self.handle is not None
                 self.handle.spawn(prebind.unreserve(self.handle, claim, pi.pod.metadata.uid),
                                   f"unreserve ResourceClaim {kobj(claim)}")
+        assert self.handle is not None
+        extended.unreserve(self.handle, pi, s)
 
     # --- PreBind -------------------------------------------------------------------------------------------
 
@@ -392,6 +434,14 @@ class DynamicResources(
             return None
         assert self.handle is not None
         return await prebind.pre_bind(prebind.Binding(self.handle, self.binding_timeout, self.wall_now), s, pi, node)
+
+
+def _requests_key(claim: ResourceClaim | None) -> tuple[tuple[str, str, int], ...]:
+    """What a node's variant of the extended-resource claim asks for (request, class, count)."""
+    if claim is None:
+        return ()
+    return tuple((r.name, r.exactly.device_class_name, r.exactly.count) if r.exactly is not None else (r.name, "", 0)
+                 for r in claim.spec.devices.requests)
 
 
 def _available(info: ClaimInfo, node: NodeInfo) -> bool:

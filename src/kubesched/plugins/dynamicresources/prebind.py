@@ -27,10 +27,12 @@ import msgspec
 from kubesched.api.dra import FINALIZER, ResourceClaim, ResourceClaimWriteError
 from kubesched.api.podinfo import PodInfo
 from kubesched.devices.claimtracker import ClaimTrackerError
+from kubesched.devices.extendedclaim import is_special_claim_name
 from kubesched.devices.manager import DraManager
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Status
 from kubesched.infra.clock import Clock
+from kubesched.plugins.dynamicresources import extended
 from kubesched.plugins.dynamicresources.claims import (
     BindingFailed,
     binding_timed_out,
@@ -80,8 +82,8 @@ async def pre_bind(plugin: Binding, s: StateData, pi: PodInfo, node: str) -> Sta
             continue
         allocation = s.infos[index].allocation
         try:
-            written = await bind_claim(plugin, s, index, pi)
-        except ClaimBindError as exc:
+            written = await bind_claim(plugin, s, index, pi, node)
+        except (ClaimBindError, extended.ExtendedClaimWriteError) as exc:
             return Status.error(str(exc))
         s.claims.set(index, written)
         if allocation is not None:
@@ -94,15 +96,23 @@ async def pre_bind(plugin: Binding, s: StateData, pi: PodInfo, node: str) -> Sta
     return status
 
 
-async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo) -> ResourceClaim:
+async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo, node: str) -> ResourceClaim:
     """kube's bindClaim: the claim's allocation (if Reserve chose one) and the pod's reservation
-    written; returns the claim as stored."""
+    written; returns the claim as stored. The extended-resource claim is first created (when it
+    is still the in-memory one), and afterwards named in the pod's status."""
     handle = plugin.handle
     claim = s.claims.get(index)
     allocation = s.infos[index].allocation
     binding = ClaimStore.binding(pi)
+    is_extended = s.claims.is_extended(index)
+    if is_extended and allocation is None and not claim.spec.devices.requests:
+        return claim  # a device plugin serves the extended resources on this node
     written: ResourceClaim | None = None
     last: ResourceClaimWriteError | None = None
+    if is_extended and is_special_claim_name(claim.metadata.name):
+        claim = await extended.create_in_api(handle, s, node)
+        written = claim  # waited for in the assume cache even if what follows fails
+        s.claims.update_extended_claim(claim)
     try:
         for attempt in range(RETRY_STEPS):
             if attempt:
@@ -143,15 +153,24 @@ async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo) -> 
                     continue
                 what = "allocation and reservation" if allocation is not None else "reservation"
                 raise ClaimBindError(f"add {what} to claim {kobj(claim)}: {exc}") from None
-            return written
-        what = "allocation and reservation" if allocation is not None else "reservation"
-        raise ClaimBindError(f"add {what} to claim {kobj(claim)}: {last}")
+            claim = written
+            break
+        else:
+            what = "allocation and reservation" if allocation is not None else "reservation"
+            raise ClaimBindError(f"add {what} to claim {kobj(claim)}: {last}")
+        if is_extended:
+            await extended.patch_pod_status(handle, pi, claim, node, s)
+        return claim
     finally:
         if written is not None:
-            try:
-                handle.dra.claims.assume(written)
-            except ClaimTrackerError as exc:
-                log.debug("claim %s not stored in the assume cache: %s", kobj(written), exc)
+            if is_extended:
+                # The latest object seen, as kube's deferred wait takes it.
+                await extended.wait_in_assume_cache(handle, claim, lambda seconds: _sleep(handle.clock, seconds))
+            else:
+                try:
+                    handle.dra.claims.assume(written)
+                except ClaimTrackerError as exc:
+                    log.debug("claim %s not stored in the assume cache: %s", kobj(written), exc)
 
 
 async def _wait_for_binding_conditions(plugin: Binding, s: StateData, pi: PodInfo, node: str) -> Status | None:

@@ -3,11 +3,10 @@ the pod's claims, what each allocated claim allows (the nodes its allocation's n
 matches), the allocator of the cycle, and per node the allocation Filter found, for Score,
 Reserve and PreBind.
 
-The claim store holds the pod's own claims (spec.resourceClaims, in order), and is made to hold
-one more later: the special claim for extended resources that DRA serves (kube's
-DRAExtendedResource, extendeddynamicresources.go). Code goes through its methods only, so that
-claim can be added without touching the extension points: `user_claims` leaves it out,
-`extended_claim` returns it (None today).
+The claim store holds the pod's own claims (spec.resourceClaims, in order), then the special
+claim for extended resources that DRA serves (kube's DRAExtendedResource,
+extendeddynamicresources.go) when the pod requests one a DeviceClass maps: `user_claims` leaves
+it out, `extended_claim` returns it, `is_extended` tells its index (kube compares pointers).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubesched.api.dra import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
+from kubesched.api.objects import ContainerExtendedResourceRequest
 from kubesched.api.podinfo import PodInfo
 from kubesched.devices.allocator import Allocator
 from kubesched.plugins.helper.nodeselector import Term
@@ -27,11 +27,14 @@ class ClaimStore:
     """The pod's claims (kube's claimStore): user claims first, then the extended-resource claim
     if there is one. Claims are read-only (the tracker's objects); `set` replaces one after a write."""
 
-    __slots__ = ("_claims", "_num_user")
+    __slots__ = ("_claims", "_num_user", "initial_extended_uid")
 
     def __init__(self, claims: list[ResourceClaim], extended: ResourceClaim | None = None) -> None:
         self._claims = claims + ([extended] if extended is not None else [])
         self._num_user = len(claims)
+        # The uid the extended-resource claim had at PreFilter (the in-memory one's temporary uid):
+        # its allocation is in flight under it until PreBind or Unreserve.
+        self.initial_extended_uid = extended.metadata.uid if extended is not None else ""
 
     def __len__(self) -> int:
         return len(self._claims)
@@ -52,6 +55,16 @@ class ClaimStore:
 
     def extended_claim(self) -> ResourceClaim | None:
         return self._claims[self._num_user] if len(self._claims) > self._num_user else None
+
+    def is_extended(self, index: int) -> bool:
+        """Whether the claim at `index` is the extended-resource claim."""
+        return index == self._num_user
+
+    def update_extended_claim(self, claim: ResourceClaim) -> None:
+        """The extended-resource claim replaced (by the one PreBind created)."""
+        if len(self._claims) <= self._num_user:
+            raise ValueError("no extended resource claim")
+        self._claims[self._num_user] = claim
 
     @property
     def no_user_claim(self) -> bool:
@@ -84,10 +97,12 @@ class ClaimInfo:
 @dataclass(slots=True)
 class NodeAllocation:
     """What Filter found on one node (kube's nodeAllocation): one result per claim to allocate, in
-    the store's order. The extended-resource claim made for the node will sit beside them."""
+    the store's order, and the node's variant of the extended-resource claim."""
 
     results: list[AllocationResult]
     extended_claim: ResourceClaim | None = None
+    # The containers' mappings to the extended claim's requests (pod status at PreBind).
+    mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -96,6 +111,9 @@ class StateData:
     (preemption's dry runs), as kube's Clone returns the same pointer."""
 
     claims: ClaimStore
+    # The pod's requests of resources a DeviceClass may map (kube's podScalarResources), set when
+    # it has an extended-resource claim.
+    extended_requests: dict[str, int] = field(default_factory=dict)
     infos: list[ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
     # Indices of allocated claims that some node could not offer (PostFilter's candidates).
@@ -105,7 +123,8 @@ class StateData:
     prioritized: bool = False
     # The verdict shared by every node without devices (None until one was filtered): with no
     # slice to look at, the allocator's answer does not depend on the node.
-    no_devices_verdict: tuple[str | None, bool] | None = None
+    # (message, is an error, what the extended-resource claim asked for on those nodes).
+    no_devices_verdict: tuple[str | None, bool, tuple[tuple[str, str, int], ...]] | None = None
 
     def clone(self) -> StateData:
         return self

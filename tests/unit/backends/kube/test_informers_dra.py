@@ -1,5 +1,5 @@
 """The kube backend's DeviceClass watch: always on (DynamicResourceAllocation is GA and locked on in
-kube v1.37.2), and each change reaching the cache the DRA guard reads."""
+kube v1.37.2), and each change reaching the cache DynamicResources reads."""
 
 from __future__ import annotations
 
