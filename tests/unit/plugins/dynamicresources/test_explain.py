@@ -171,3 +171,20 @@ def test_a_placed_pod_on_a_shared_device_lists_its_share() -> None:
     assert device["share_id"] and device["consumed_capacity"] == {"memory": "3Gi"}
     assert {k: v for k, v in device.items() if k not in ("share_id", "consumed_capacity")} == {
         "request": "device", "driver": "gpu.example.com", "pool": "n2", "device": "gpu-0"}
+
+
+def test_the_terminal_view_lists_the_devices_of_a_placed_pod() -> None:
+    import io
+
+    from rich.console import Console
+
+    from kubesched.observe.explainview import render
+
+    objects = [*NODES, make_device_class("gpu"), gpus("n2", SHARED), share("c1", "3Gi"), claimer("p", "c1")]
+    e = explained(objects)
+    out = io.StringIO()
+    render(Console(file=out, width=200), e)
+    text = out.getvalue()
+    share_id = e["devices"][0]["devices"][0]["share_id"]
+    assert "Devices it got, per claim and request" in text
+    assert f"default/c1 │ device  │ gpu.example.com/n2/gpu-0 │ share {share_id}: memory 3Gi" in text
