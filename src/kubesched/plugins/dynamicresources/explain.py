@@ -22,7 +22,6 @@ import numpy as np
 from kubesched.api.dra import AllocationResult, ResourceClaim
 from kubesched.api.objects import Node, Pod
 from kubesched.cache.nodetable import NodeTable
-from kubesched.devices.allocator import Allocator
 from kubesched.devices.cel import SelectorCompileError
 from kubesched.devices.celvector import evaluate_batch
 from kubesched.devices.manager import DraManager, PodClaimError
@@ -63,8 +62,8 @@ def pre_filter(s: StateData, message: str) -> str:
 def distances(dra: DraManager, s: StateData, table: NodeTable, rows: np.ndarray) -> np.ndarray:
     """Per row, how far the node is from holding the claims to allocate: the share of the devices
     asked for that are not free there (0 to 1, a firstAvailable request by its best alternative),
-    plus 1 if some request has no device at all there. Counted over all slices at once; devices of
-    slices not tied to one node count on every node."""
+    plus 1 where a request has no matching device at all, free or not. Counted over all slices at
+    once; devices of slices not tied to one node count on every node."""
     out = np.zeros(rows.size)
     allocator = s.allocator
     pending = [claim for index, claim in s.claims.to_allocate() if s.infos[index].allocation is None]
@@ -84,9 +83,9 @@ def distances(dra: DraManager, s: StateData, table: NodeTable, rows: np.ndarray)
                             else [Ask.sub(request.name, sub) for sub in request.first_available])
             best = None
             for ask in alternatives:
-                free = _free_per_row(dra, allocator, columns, owners, taken, names, ask)
+                matching, free = _per_row(dra, columns, owners, taken, names, ask)
                 need = max(ask.count, 1)
-                gap = np.clip((need - free) / need, 0.0, 1.0) + (free == 0)
+                gap = np.clip((need - free) / need, 0.0, 1.0) + (matching == 0)
                 best = gap if best is None else np.minimum(best, gap)
             if best is not None:
                 out += best
@@ -94,23 +93,29 @@ def distances(dra: DraManager, s: StateData, table: NodeTable, rows: np.ndarray)
     return out / max(asks, 1)
 
 
-def _free_per_row(dra: DraManager, allocator: Allocator, columns: DeviceColumns, owners: np.ndarray, taken: np.ndarray,
-                  names: np.ndarray, ask: Ask) -> np.ndarray:
+def _per_row(dra: DraManager, columns: DeviceColumns, owners: np.ndarray, taken: np.ndarray, names: np.ndarray,
+             ask: Ask) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the devices the request's class and selectors match there, and how many are free."""
+    nothing = np.zeros(names.size)
     device_class = dra.device_class(ask.class_name)
     if device_class is None or columns.n == 0:
-        return np.zeros(names.size)
-    matching = ~taken
+        return nothing, nothing
+    matching = np.ones(columns.n, dtype=bool)
     for selector in [*device_class.spec.selectors, *ask.selectors]:
         if selector.cel is None:
             continue
         try:
-            matching = matching & evaluate_batch(dra.selector_cache.get_or_compile(selector.cel.expression), columns).matches
+            matching &= evaluate_batch(dra.selector_cache.get_or_compile(selector.cel.expression), columns).matches
         except SelectorCompileError:
-            return np.zeros(names.size)
-    free_owners = owners[matching]
-    anywhere = int(np.count_nonzero(free_owners == ""))
+            return nothing, nothing
+    return _count(owners[matching], names), _count(owners[matching & ~taken], names)
+
+
+def _count(owners: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """How many of the devices (by the node their slice names, "" for any node) each row has."""
+    anywhere = int(np.count_nonzero(owners == ""))
     counts: dict[str, int] = {}
-    for owner in free_owners[free_owners != ""].tolist():
+    for owner in owners[owners != ""].tolist():
         counts[owner] = counts.get(owner, 0) + 1
     return np.array([counts.get(name, 0) + anywhere for name in names.tolist()], dtype=np.float64)
 
