@@ -1,7 +1,8 @@
 """`kubesched simulate --report` in a real headless Chromium: the page loads with no console
 error and no network, its charts draw (requests per node, usage over one time axis, a heatmap with
 axes and a colour scale, labels apart), plain manifests get no empty charts, selecting a pod shows
-its breakdown, and text from the cluster stays text. The screenshots in docs/ come from this test:
+its breakdown, a run with DRA devices shows their use per DeviceClass and a pod's devices, and text
+from the cluster stays text. The screenshots in docs/ come from this test:
 it writes them there only when KUBESCHED_DOC_SCREENSHOTS=1 (so a test run leaves the tree clean),
 else beside the test's other files.
 """
