@@ -278,7 +278,14 @@ class NodeDiagnosis:
             return Verdict(usable, total, f"{head}: {self._why_not(in_use, tainted, short, taints, ask)}")
         if free >= ask.count:
             return Verdict(usable, ask.count)
-        head = f"needs {ask.count} device(s) of DeviceClass \"{ask.class_name}\", {free} of the {total} matching here can be had"
+        head = f"needs {ask.count} device(s) of DeviceClass \"{ask.class_name}\""
+        if total < ask.count:
+            head += f", this node has {total} matching"
+            if free == total:
+                return Verdict(usable, ask.count, head)
+            head += f", {free} of them can be had"
+        else:
+            head += f", {free} of the {total} matching here can be had"
         return Verdict(usable, ask.count, f"{head}: {self._why_not(in_use, tainted, short, taints, ask)}")
 
     def _why_not(self, in_use: np.ndarray, tainted: np.ndarray, short: np.ndarray, taints: Counter[str], ask: Ask) -> str:

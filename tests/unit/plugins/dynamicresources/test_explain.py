@@ -188,3 +188,25 @@ def test_the_terminal_view_lists_the_devices_of_a_placed_pod() -> None:
     share_id = e["devices"][0]["devices"][0]["share_id"]
     assert "Devices it got, per claim and request" in text
     assert f"default/c1 │ device  │ gpu.example.com/n2/gpu-0 │ share {share_id}: memory 3Gi" in text
+
+
+def test_a_prioritized_list_gives_each_alternatives_reason() -> None:
+    a100 = selecting("a100", 'device.attributes["gpu.example.com"].model == "A100"')
+    v100 = selecting("v100", 'device.attributes["gpu.example.com"].model == "V100"')
+    claim = make_resource_claim("c1")
+    claim["spec"]["devices"]["requests"] = [{"name": "gpu", "firstAvailable": [
+        {"name": "big", "deviceClassName": "a100"}, {"name": "small", "deviceClassName": "v100", "count": 2}]}]
+    e = explained([*NODES, a100, v100, gpus("n1", model("V100"), model("T4")), claim, claimer("p", "c1", only="n1")])
+    assert details(e)["n1"] == (
+        "ResourceClaim default/c1, request gpu: no alternative of firstAvailable can be had (big: none of this node's 2 "
+        'device(s) is of DeviceClass "a100"; small: needs 2 device(s) of DeviceClass "v100", this node has 1 matching)')
+
+
+def test_claims_that_fit_alone_but_not_together() -> None:
+    pod = (make_pod("p").req(cpu="100m").resource_claim("a", claim="c1").resource_claim("b", claim="c2")
+           .node_selector({"name": "n1"}).manifest())
+    e = explained([*NODES, make_device_class("gpu"), gpus("n1", {}), make_resource_claim("c1"), make_resource_claim("c2"), pod])
+    assert details(e)["n1"] == (
+        "ResourceClaim(s) default/c1, default/c2: every request can be met on its own, but no set of devices meets them "
+        "all together (1 free device(s) match, 2 requested; shared counters of partitionable devices or constraints "
+        "across requests may also stand in the way)")
