@@ -96,6 +96,19 @@ def pending_waits(sim: Any, result: Any) -> list[float]:
     return waits
 
 
+def device_classes(sim: Any) -> list[Any]:
+    """Per DeviceClass, its devices' use at the end of the run (empty when the cluster has none)."""
+    from kubesched.devices.classuse import class_use
+    from kubesched.devices.sliceinputs import DeviceColumns
+
+    dra = sim.scheduler.dra
+    slices = dra.slices.all()
+    if not slices:
+        return []
+    columns = DeviceColumns(dra.slices.columns_of(slices))
+    return class_use(dra.classes, slices, dra.claims.gather_allocated_state(), dra.selector_cache, columns)
+
+
 def report_run(cluster: Any, sim: Any, result: Any, explanations: dict[str, Any]) -> report.Run:
     """One configuration's run as the report takes it."""
     from kubesched.observe import report
@@ -109,4 +122,5 @@ def report_run(cluster: Any, sim: Any, result: Any, explanations: dict[str, Any]
         usage=usage_samples(cluster, sim),
         usage_gap=usage_gap(sim, result),
         requests=node_requests(sim),
+        devices=device_classes(sim),
     )

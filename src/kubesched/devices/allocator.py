@@ -44,6 +44,7 @@ from kubesched.api.dra import (
     DeviceClass,
     DeviceSelector,
     DeviceSubRequest,
+    DeviceTaint,
     DeviceToleration,
     ExactDeviceRequest,
     ResourceClaim,
@@ -485,7 +486,7 @@ class _Search:
             if counters_taken:
                 self._give_back_counters(candidate)
 
-        if _taint_prevents(device, request.tolerations):
+        if taint_prevents(device, request.tolerations):
             roll_back()
             return None
         for constraint in constraints:
@@ -590,12 +591,17 @@ def _nanos(value: str | int | float) -> int:
     return nanos
 
 
-def _taint_prevents(device: Device, tolerations: list[DeviceToleration]) -> bool:
+def taint_prevents(device: Device, tolerations: list[DeviceToleration]) -> bool:
     """A NoSchedule or NoExecute taint no toleration of the request tolerates (other effects,
     None among them, never prevent allocation)."""
-    return any(taint.effect in ("NoSchedule", "NoExecute")
-               and not any(_tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations)
-               for taint in device.taints)
+    return untolerated_taint(device, tolerations) is not None
+
+
+def untolerated_taint(device: Device, tolerations: list[DeviceToleration]) -> DeviceTaint | None:
+    """The first taint of the device that keeps a request with these tolerations off it."""
+    return next((taint for taint in device.taints
+                 if taint.effect in ("NoSchedule", "NoExecute")
+                 and not any(_tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations)), None)
 
 
 def _tolerates(toleration: DeviceToleration, key: str, value: str, effect: str) -> bool:

@@ -22,7 +22,7 @@ def lookup_attribute(device: Device, driver: str, name: str) -> DeviceAttribute 
     return device.attributes.get(ident)
 
 
-def _typed(attribute: DeviceAttribute) -> tuple[str, object] | None:
+def typed_value(attribute: DeviceAttribute) -> tuple[str, object] | None:
     """(type, value) in kube's order of checking the fields: string, int, bool, version."""
     for kind, value in (("string", attribute.string_value), ("int", attribute.int_value),
                         ("bool", attribute.bool_value), ("version", attribute.version_value)):
@@ -53,7 +53,7 @@ class Constraint:
         attribute = lookup_attribute(device, driver, self.attribute)
         if attribute is None:
             return False
-        value = _typed(attribute)
+        value = typed_value(attribute)
         if self.distinct:
             # A value of no known type differs from nothing but is never distinct from anything.
             if self._seen and (value is None or value in self._seen):

@@ -183,6 +183,15 @@ class PreFilterMisses(Named):
         raise NotImplementedError
 
 
+class PlacementDetails(Named):
+    """Optional: what the plugin gave a placed pod beyond its node, for explanations of a
+    scheduled or binding pod (DynamicResources: the devices its claims hold). JSON-ready entries
+    merged into the explanation under their keys; {} when there is nothing to add."""
+
+    def placement_details(self, pi: PodInfo, node: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+
 class SignPlugin(Named):
     """kube's SignPlugin, for OpportunisticBatching: the parts of the pod this plugin's PreFilter,
     Filter, PreScore and Score read, so that two pods with equal signatures get the same

@@ -31,6 +31,8 @@ def render(console: Console, data: JSON) -> None:
     if record and record.get("placed_jointly_with"):
         _line(console, Text(f"placed on the node a joint plan chose for its burst of {record['placed_jointly_with']} pods "
                            "(JointPlacement), every Filter run there"))
+    if data.get("devices"):
+        _devices(console, data["devices"])
     if data.get("filter"):
         _filter(console, data["filter"], int(data.get("nodes_total") or 0))
     if data.get("preemption"):
@@ -99,6 +101,27 @@ def _filter(console: Console, filtered: JSON, total: int) -> None:
                     Text(str(failed.get("detail") or failed.get("reason"))),
                 )
         console.print(table)
+
+
+def _devices(console: Console, claims: list[JSON]) -> None:
+    """The devices a placed pod's claims hold (DynamicResources), one row per allocated device."""
+    _title(console, "Devices it got, per claim and request")
+    table = Table()
+    for column in ("claim", "request", "device", "held"):
+        table.add_column(column)
+    for claim in claims:
+        for device in claim.get("devices") or []:
+            held = "whole"
+            if device.get("share_id"):
+                consumed = ", ".join(f"{name} {value}" for name, value in (device.get("consumed_capacity") or {}).items())
+                held = f"share {device['share_id']}" + (f": {consumed}" if consumed else "")
+            if device.get("admin_access"):
+                held += " (admin access)"
+            table.add_row(Text(str(claim.get("claim"))), Text(str(device.get("request"))),
+                          Text(f"{device.get('driver')}/{device.get('pool')}/{device.get('device')}"), Text(held))
+        if not claim.get("devices"):
+            table.add_row(Text(str(claim.get("claim"))), "", Text("not allocated yet"), "")
+    console.print(table)
 
 
 def _preemption(console: Console, plan: JSON) -> None:

@@ -1,6 +1,7 @@
 """`kubesched simulate --report out.html`: one self-contained HTML page per run.
 
-Per configuration, side by side: what the pods request per node at the end of the run, node cpu
+Per configuration, side by side: what the pods request per node at the end of the run (and, when
+the cluster has DRA devices, each DeviceClass's devices allocated and shared capacity used), node cpu
 and memory utilization over time (the usage model's scrapes: quantiles across nodes as lines,
 and a node x time heatmap with its axes and colour scale), hotspots, the pending-time
 distribution, the pods left pending grouped by message, and a decision explorer holding the
@@ -30,6 +31,9 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
+
+from kubesched.api.quantity import canonical_nanos
+from kubesched.devices.classuse import ClassUse
 
 TIME_POINTS = 240
 HEATMAP_NODES = 200
@@ -77,6 +81,7 @@ class Run:
     usage: UsageSamples | None
     usage_gap: str | None  # why there is no usage to show, if there is none
     requests: NodeRequests
+    devices: Sequence[ClassUse] = ()  # per DeviceClass at the end of the run; empty without devices
 
 
 def _downsample(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +143,23 @@ def requested(requests: NodeRequests) -> JSON:
     return out
 
 
+def device_use(uses: Sequence[ClassUse]) -> list[JSON]:
+    """Per DeviceClass with devices: allocated of total (and in %), and for its shared devices each
+    capacity's consumed share."""
+    out: list[JSON] = []
+    for use in uses:
+        if not use.devices:
+            continue
+        entry: JSON = {"class": use.name, "devices": use.devices, "allocated": use.allocated,
+                       "percent": round(100 * use.allocated / use.devices, 1), "shared": use.shared, "capacity": []}
+        for cap in use.capacity:
+            entry["capacity"].append({"name": cap.name, "used": canonical_nanos(cap.used, cap.format),
+                                      "total": canonical_nanos(cap.total, cap.format),
+                                      "percent": round(100 * cap.used / cap.total, 1) if cap.total else 0.0})
+        out.append(entry)
+    return out
+
+
 def _duration(seconds: float) -> str:
     if seconds >= 3600 and seconds % 3600 == 0:
         return f"{seconds / 3600:g}h"
@@ -167,6 +189,7 @@ def config_report(run: Run) -> JSON:
         "utilization": utilization(run.usage) if run.usage is not None else None,
         "usage_gap": run.usage_gap,
         "requests": requested(run.requests),
+        "devices": device_use(run.devices),
         "pending": pending_times(run.pending_waits),
         "unschedulable": [{"message": m, "pods": n} for m, n in Counter(unschedulable.values()).most_common(50)],
         "explanations": dict(run.explanations),

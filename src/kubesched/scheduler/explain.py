@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import FilterMisses, PostFilterPreview, PreFilterMisses
+from kubesched.framework.interface import FilterMisses, PlacementDetails, PostFilterPreview, PreFilterMisses
 from kubesched.framework.runtime import FilterVerdict, ScoreOutcome, num_feasible_nodes_to_find
 from kubesched.framework.status import fit_error_message
 from kubesched.observe.record import DecisionRecord, Recorder, score_margin
@@ -86,6 +86,8 @@ def explain_pod(sched: Scheduler, namespace: str, name: str) -> JSON | None:
         out["scores"] = scores_from_record(record, fwk) if record is not None else None
         if out["scores"] and pi is not None and fwk is not None:
             _score_notes(fwk, CycleState(), pi, sched.cache.table, out["scores"].get("nodes") or [])
+        if pi is not None and fwk is not None and node is not None:
+            out.update(_placement_details(fwk, pi, node))
         if record is None:
             out["note"] = "no decision record: placed before this scheduler started, or by another scheduler"
         return out
@@ -93,6 +95,15 @@ def explain_pod(sched: Scheduler, namespace: str, name: str) -> JSON | None:
         out["note"] = "the pod is no longer pending here" if pi is None else f"no profile {profile!r} in this scheduler"
         return out
     out.update(dry_run(sched, fwk, pi))
+    return out
+
+
+def _placement_details(fwk: Framework, pi: PodInfo, node: str) -> JSON:
+    """What plugins add about what the placed pod got besides its node (DynamicResources: `devices`)."""
+    out: JSON = {}
+    for plugin in fwk.named.values():
+        if isinstance(plugin, PlacementDetails):
+            out.update(plugin.placement_details(pi, node))
     return out
 
 

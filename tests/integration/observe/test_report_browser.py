@@ -1,7 +1,8 @@
 """`kubesched simulate --report` in a real headless Chromium: the page loads with no console
 error and no network, its charts draw (requests per node, usage over one time axis, a heatmap with
 axes and a colour scale, labels apart), plain manifests get no empty charts, selecting a pod shows
-its breakdown, and text from the cluster stays text. The screenshots in docs/ come from this test:
+its breakdown, a run with DRA devices shows their use per DeviceClass and a pod's devices, and text
+from the cluster stays text. The screenshots in docs/ come from this test:
 it writes them there only when KUBESCHED_DOC_SCREENSHOTS=1 (so a test run leaves the tree clean),
 else beside the test's other files.
 """
@@ -266,3 +267,83 @@ def test_runs_of_different_lengths_share_the_time_axis(tmp_path: Path) -> None:
         assert right_end(short) < right_end(long) / 4  # 10 minutes of an hour's axis
         assert len(short.find_elements(By.CSS_SELECTOR, "svg.line line.run-end")) == 2
         assert long.find_elements(By.CSS_SELECTOR, "line.run-end") == []
+
+
+DEVICES = """apiVersion: v1
+kind: Node
+metadata: {name: gpu-node}
+status: {allocatable: {cpu: "8", memory: 32Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: "!device.allowMultipleAllocations"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: shared-gpu}
+spec:
+  selectors: [{cel: {expression: device.allowMultipleAllocations}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpu-node-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: gpu-node
+  pool: {name: gpu-node, generation: 0, resourceSliceCount: 1}
+  devices:
+  - {name: gpu-0}
+  - {name: gpu-1}
+  - {name: gpu-2, allowMultipleAllocations: true, capacity: {memory: {value: 40Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: whole, namespace: default}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: share, namespace: default}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: shared-gpu, capacity: {requests: {memory: 10Gi}}}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: default}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: whole}]
+  containers: [{name: c, image: trainer, resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: server, namespace: default}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: share}]
+  containers: [{name: c, image: server, resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}]
+"""
+
+
+def test_device_use_and_a_pods_devices_in_the_browser(tmp_path: Path) -> None:
+    """A run with DRA devices: device use per DeviceClass, and the devices a placed pod got."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    (tmp_path / "devices.yaml").write_text(DEVICES)
+    out = tmp_path / "devices.html"
+    done = subprocess.run([sys.executable, "-m", "kubesched.cli", "simulate", "-q", str(tmp_path / "devices.yaml"),
+                           "--report", str(out)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    with chromium(1200, 1400) as driver:
+        driver.get(file_url(out))
+        _wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "section.config")) == 1)
+        section = driver.find_element(By.CSS_SELECTOR, "section.config")
+        assert "Devices at the end of the run, per DeviceClass" in section.text
+        rows = [row.text for table in section.find_elements(By.CSS_SELECTOR, "table")
+                for row in table.find_elements(By.CSS_SELECTOR, "tr") if row.text.startswith(("gpu ", "shared-gpu "))]
+        assert rows == ["gpu 1 2 50", "shared-gpu 1 1 100 memory 10Gi of 40Gi (25%)"]
+        Select(section.find_element(By.CSS_SELECTOR, "select.pod-select")).select_by_value("default/server")
+        _wait(lambda: "Devices it got" in section.find_element(By.CSS_SELECTOR, ".explorer").text)
+        explorer = section.find_element(By.CSS_SELECTOR, ".explorer").text
+        assert "gpu.example.com/gpu-node/gpu-2" in explorer and "memory 10Gi" in explorer
+        assert console_errors(driver) == []

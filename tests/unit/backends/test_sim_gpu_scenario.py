@@ -36,7 +36,7 @@ def _gpu_pods(cluster: ClusterInput) -> list[Any]:
 def test_it_loads_and_expands_its_inventory(cluster: ClusterInput) -> None:
     assert (cluster.warnings, cluster.errors) == ([], [])
     by_kind = Counter(resource for resource, _, _ in cluster.devices)
-    assert by_kind == {RESOURCE_SLICE: 200, DEVICE_CLASS: 5, RESOURCE_CLAIM_TEMPLATE: 4}
+    assert by_kind == {RESOURCE_SLICE: 200, DEVICE_CLASS: 5, RESOURCE_CLAIM_TEMPLATE: 5}
     assert len(cluster.nodes) == 320
     slices = [obj for resource, obj, _ in cluster.devices if resource == RESOURCE_SLICE]
     devices_by_model = Counter(d.attributes["model"].string_value for rs in slices for d in rs.spec.devices or [])
@@ -53,7 +53,8 @@ def test_it_loads_and_expands_its_inventory(cluster: ClusterInput) -> None:
 
 def test_it_has_gpu_and_cpu_only_pods(cluster: ClusterInput) -> None:
     templates = Counter(entry.resource_claim_template_name for pod in _gpu_pods(cluster) for entry in pod.spec.resource_claims)
-    assert templates == {"gpu-share-10gi": 120, "two-a100-one-island": 64, "a100-else-v100": 120, "one-gpu": 200}
+    assert templates == {"gpu-share-10gi": 120, "two-a100-one-island": 64, "a100-else-v100": 120, "one-gpu": 200,
+                         "eight-a100-one-island": 2}
     assert len(cluster.pods) - len(_gpu_pods(cluster)) == 450
 
 
@@ -62,7 +63,7 @@ def test_every_gpu_pod_gets_its_claims_from_the_templates(ran: tuple[SimResult, 
     claims = sim.cluster.devices[RESOURCE_CLAIM]
     owners = {claim.metadata.owner_references[0].uid: claim for claim in claims.values()}
     gpu_pods = [pod for pod in sim.cluster.pods.values() if pod.spec.resource_claims]
-    assert len(gpu_pods) == 504
+    assert len(gpu_pods) == 506
     for pod in gpu_pods:
         (status,) = pod.status.resource_claim_statuses
         claim = claims.get(f"ml/{status.resource_claim_name}")
@@ -71,12 +72,17 @@ def test_every_gpu_pod_gets_its_claims_from_the_templates(ran: tuple[SimResult, 
             continue
         assert claim is not None and owners[pod.metadata.uid] is claim
         assert claim.metadata.annotations[POD_CLAIM_ANNOTATION] == pod.spec.resource_claims[0].name
-    assert len(claims) == 120  # the inference Deployment's, still running
+    assert len(claims) == 122  # the inference Deployment's, still running, and the pending pretrain workers'
 
 
-def test_every_pod_is_placed_and_its_claims_are_allocated_on_its_node(ran: tuple[SimResult, Simulation]) -> None:
+def test_every_pod_but_the_pretrain_workers_is_placed_and_its_claims_are_allocated_on_its_node(
+        ran: tuple[SimResult, Simulation]) -> None:
     result, sim = ran
-    assert result.pods_unschedulable == 0 and result.pods_scheduled == result.pods_total
+    assert result.pods_scheduled == result.pods_total - 2
+    assert sorted(key.rpartition("-")[0] for key in result.unschedulable) == ["ml/pretrain", "ml/pretrain"]
+    assert set(result.unschedulable.values()) == {
+        "0/320 nodes are available: 320 cannot allocate all claims. preemption: 0/320 nodes are available: "
+        "320 Preemption is not helpful for scheduling."}
     claims = sim.cluster.devices[RESOURCE_CLAIM]
     inference = [pod for pod in sim.cluster.pods.values() if pod.metadata.labels.get("app") == "inference"]
     assert len(inference) == 120
@@ -87,3 +93,18 @@ def test_every_pod_is_placed_and_its_claims_are_allocated_on_its_node(ran: tuple
         (device,) = allocation.devices.results
         assert device.pool == pod.spec.node_name and device.consumed_capacity == {"memory": "10Gi"}
         assert [ref.uid for ref in claim.status.reserved_for] == [pod.metadata.uid]
+
+
+def test_explain_says_why_a_pretrain_worker_is_pending(ran: tuple[SimResult, Simulation]) -> None:
+    result, sim = ran
+    pod = min(result.unschedulable)
+    explanation = sim.scheduler.explain(*pod.split("/"))
+    assert explanation is not None and explanation["status"] == "pending"
+    nearest = explanation["filter"]["nearest"]
+    # The A100 nodes come first (all their devices free at the end of the run), each saying why.
+    assert len(nearest) == 5 and all(miss["node"].startswith("a100-") and "shared" not in miss["node"] for miss in nearest)
+    (failed,) = nearest[0]["failed"]
+    assert failed["detail"].endswith(
+        ": constraint matchAttribute gpu.example.com/nvlinkIsland on request(s) gpus: no value of it is shared by enough "
+        "free devices (8 needed; free devices per value: 0: 4, 1: 4)")
+    assert failed["detail"].startswith(f"ResourceClaim {pod}-gpus-")  # the claim the template made for the pod

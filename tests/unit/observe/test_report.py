@@ -114,3 +114,37 @@ def test_observe_imports_nothing_above_it() -> None:
                 [statement.module or ""] if isinstance(statement, ast.ImportFrom) else []
             for name in names:
                 assert not name.startswith(above), f"{path.name} imports {name}"
+
+
+def test_device_use_per_class_when_the_run_has_devices() -> None:
+    from builders import make_device_class, make_resource_claim
+    from builders.dra import make_resource_slice
+
+    whole = make_device_class("whole")
+    whole["spec"] = {"selectors": [{"cel": {"expression": "!device.allowMultipleAllocations"}}]}
+    shared = make_device_class("shared")
+    shared["spec"] = {"selectors": [{"cel": {"expression": "device.allowMultipleAllocations"}}]}
+    rs = make_resource_slice("n1-gpus", "n1", devices=3)
+    rs["spec"]["devices"][2].update({"allowMultipleAllocations": True, "capacity": {"memory": {"value": "40Gi"}}})
+    share = make_resource_claim("s1", device_class="shared")
+    share["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"memory": "10Gi"}}
+    objects = [make_node("n1").capacity(cpu="4").without("ephemeral-storage").manifest(), whole, shared, rs,
+               make_resource_claim("w1", device_class="whole"), share,
+               make_pod("a").req(cpu="100m").resource_claim("gpu", claim="w1").manifest(),
+               make_pod("b").req(cpu="100m").resource_claim("gpu", claim="s1").manifest()]
+    result, sim = run(objects)
+    assert result.pods_scheduled == 2
+    data = report.config_report(report_run(sim.input, sim, result, kept_explanations(sim, result, [])))
+    assert data["devices"] == [
+        {"class": "shared", "devices": 1, "allocated": 1, "percent": 100.0, "shared": 1,
+         "capacity": [{"name": "memory", "used": "10Gi", "total": "40Gi", "percent": 25.0}]},
+        {"class": "whole", "devices": 2, "allocated": 1, "percent": 50.0, "shared": 0, "capacity": []},
+    ]
+    assert data["explanations"]["default/b"]["devices"][0]["devices"][0]["consumed_capacity"] == {"memory": "10Gi"}
+    assert "Devices at the end of the run, per DeviceClass" in report.render("devices", [data])
+
+
+def test_no_devices_section_without_devices() -> None:
+    result, sim = run([make_node("n1").capacity(cpu="1").without("ephemeral-storage").manifest()])
+    data = report.config_report(report_run(sim.input, sim, result, {}))
+    assert data["devices"] == []

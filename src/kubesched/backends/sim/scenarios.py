@@ -28,7 +28,8 @@ _SCENARIOS: dict[str, str] = {
     ),
     "gpu-cluster": (
         "320 nodes with A100, V100, T4 and shared A100 GPUs as DRA ResourceSlices: claims from templates for a whole "
-        "GPU, two on one NVLink island, a 10Gi share and A100-else-V100; inference, training, batch and CPU-only work"
+        "GPU, two on one NVLink island, a 10Gi share and A100-else-V100; inference, training, batch and CPU-only work; "
+        "two pretrain workers asking for eight A100s on one island stay pending"
     ),
     "flink-burst": (
         "300 nodes, a third busy with load Kubernetes does not see; Flink jobs arrive in bursts of "

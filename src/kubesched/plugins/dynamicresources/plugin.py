@@ -61,10 +61,12 @@ from kubesched.framework.interface import (
     EnqueueExtensions,
     FilterMisses,
     NodeFilterPlugin,
+    PlacementDetails,
     Plugin,
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterMisses,
     PreFilterPlugin,
     ReservePlugin,
     ScorePlugin,
@@ -101,7 +103,7 @@ NOT_FOUND = "not found"  # kube's cycle-state read of a state PreFilter never wr
 
 class DynamicResources(
     Plugin, PreEnqueuePlugin, PreFilterPlugin, NodeFilterPlugin, PostFilterPlugin, ScorePlugin, ReservePlugin,
-    PreBindPlugin, EnqueueExtensions, SignPlugin, FilterMisses,
+    PreBindPlugin, EnqueueExtensions, SignPlugin, FilterMisses, PreFilterMisses, PlacementDetails,
 ):
     name: ClassVar[str] = NAME
     Args: ClassVar[type[BaseModel]] = DynamicResourcesArgs
@@ -305,8 +307,10 @@ class DynamicResources(
     # --- what a node lacks (explanations) ---------------------------------------------------------------
 
     def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
-        """Every node is as far as the next: only devices freed or added can change the answer."""
-        return np.ones(rows.size)
+        s = state.read(NAME)
+        if not isinstance(s, StateData) or s.claims.empty:
+            return np.ones(rows.size)
+        return explain.distances(self.dra, s, table, rows)
 
     def miss_detail(self, state: CycleState, pi: PodInfo, table: NodeTable, row: int) -> str:
         s = state.read(NAME)
@@ -314,6 +318,14 @@ class DynamicResources(
         if not isinstance(s, StateData) or s.claims.empty or node is None:
             return ""
         return explain.on_node(self.dra, s, node)
+
+    def pre_filter_detail(self, state: CycleState, pi: PodInfo, status: Status) -> str:
+        s = state.read(NAME)
+        return explain.pre_filter(s, status.message()) if isinstance(s, StateData) else ""
+
+    def placement_details(self, pi: PodInfo, node: str) -> dict[str, Any]:
+        claims = explain.placed(self.dra, pi.pod) if pi.pod.spec.resource_claims else []
+        return {"devices": claims} if claims else {}
 
     # --- PostFilter ----------------------------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
 """Dynamic resource allocation on a real API server, `kubesched run` under the deploy
 ServiceAccount's RBAC: a pod's named claim is allocated and reserved for it by DynamicResources
-(the claim's status written, no 403); a pod whose extended resource DRA serves gets the claim
+(the claim's status written, no 403), and `explain` on the debug port says why a second pod's claim
+cannot be had and which device the first got; a pod whose extended resource DRA serves gets the claim
 DynamicResources creates for it, allocated, reserved and named in the pod's status."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,6 +73,19 @@ def test_a_pod_with_a_named_claim_gets_its_device_allocated_and_reserved(
             nodes = len(kube.list("/api/v1/nodes"))
             assert cond is not None and cond["message"].startswith(
                 f"0/{nodes} nodes are available: {nodes} cannot allocate all claims. preemption: "), cond
+            # explain, through the leader's debug port: why the claim cannot be had on the node, and
+            # which device the placed pod got.
+            code, body = ks.get(f"/debug/explain/{namespace}/second")
+            assert code == 200, body
+            miss = json.loads(body)["filter"]["nearest"][0]
+            assert miss == {"node": node, "failed": [{
+                "plugin": "DynamicResources", "reason": "cannot allocate all claims",
+                "detail": f'ResourceClaim {namespace}/second, request device: needs 1 device(s) of DeviceClass '
+                          f'"{device_class}", 0 of the 1 matching here can be had: 1 in use by 1 claim(s) ({namespace}/gpu)'}]}
+            code, body = ks.get(f"/debug/explain/{namespace}/trainer")
+            assert code == 200, body
+            assert json.loads(body)["devices"] == [{"claim": f"{namespace}/gpu", "pod_claim": "gpu", "devices": [
+                {"request": "device", "driver": "gpu.example.com", "pool": node, "device": "gpu-0"}]}]
             for method in ("GET", "POST", "PATCH", "PUT", "DELETE"):
                 assert ks.metric("rest_client_requests_total", code="403", method=method) == 0, (method, ks.log())
     finally:
