@@ -14,6 +14,7 @@ import pytest
 from builders import make_node, make_pod
 from builders.dra import make_claim_template, make_device_class, make_resource_claim
 from kubesched.api.dra import (
+    FINALIZER,
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationResult,
@@ -162,11 +163,12 @@ def test_the_simulation_creates_claims_and_a_pod_on_a_node_without_devices_waits
 
 
 def _allocate(cluster: SimCluster, key: str, *pods: Any) -> None:
-    """What DynamicResources' PreBind writes: an allocation, reserved for the pods."""
+    """What DynamicResources' PreBind writes: its finalizer, an allocation, reserved for the pods."""
     claim = _claims(cluster)[key]
     refs = [ResourceClaimConsumerReference(resource="pods", name=p.metadata.name, uid=p.metadata.uid) for p in pods]
     status = msgspec.structs.replace(claim.status, allocation=AllocationResult(), reserved_for=refs)
-    _claims(cluster)[key] = msgspec.structs.replace(claim, status=status)
+    metadata = msgspec.structs.replace(claim.metadata, finalizers=[*claim.metadata.finalizers, FINALIZER])
+    _claims(cluster)[key] = msgspec.structs.replace(claim, metadata=metadata, status=status)
 
 
 def _bind(cluster: SimCluster, pod: Any) -> None:
@@ -189,9 +191,11 @@ def test_a_finished_pod_releases_deallocates_and_deletes_its_generated_claim() -
     cluster.complete(pod.metadata.uid)
     assert key not in _claims(cluster)
     kinds = watch.kinds()[before:]
-    assert kinds == ["on_pod_update", "on_resource_claim", "on_resource_claim_delete"]
-    released = watch.seen[before + 1][1][0]
+    # Released and deallocated, the finalizer removed, then deleted.
+    assert kinds == ["on_pod_update", "on_resource_claim", "on_resource_claim", "on_resource_claim_delete"]
+    released, unprotected = watch.seen[before + 1][1][0], watch.seen[before + 2][1][0]
     assert released.status.reserved_for == [] and released.status.allocation is None
+    assert FINALIZER in released.metadata.finalizers and FINALIZER not in unprotected.metadata.finalizers
     assert watch.seen[-1][1] == ("default", key.split("/")[1])
 
 
@@ -210,15 +214,31 @@ def test_a_shared_claim_stays_allocated_while_another_pod_holds_it() -> None:
     assert claim.status.allocation is not None
     cluster.complete(pb.metadata.uid)
     claim = _claims(cluster)["default/shared"]
-    # Not generated for a pod: deallocated, kept.
+    # Not generated for a pod: deallocated, its finalizer removed, kept.
     assert claim.status.reserved_for == [] and claim.status.allocation is None
+    assert FINALIZER not in claim.metadata.finalizers
+
+
+def test_a_claim_allocated_without_the_schedulers_finalizer_keeps_its_allocation() -> None:
+    # kube's controller deallocates only what the scheduler allocated (its finalizer says so).
+    pod = make_pod("a").resource_claim("gpu", claim="mine").manifest()
+    cluster, _, (pa,) = _cluster(make_device_class("gpu"), make_resource_claim("mine"), pod)
+    cluster.create_pod(pa)
+    _allocate(cluster, "default/mine", pa)
+    claim = _claims(cluster)["default/mine"]
+    _claims(cluster)["default/mine"] = msgspec.structs.replace(
+        claim, metadata=msgspec.structs.replace(claim.metadata, finalizers=[]))
+    _bind(cluster, pa)
+    cluster.complete(pa.metadata.uid)
+    claim = _claims(cluster)["default/mine"]
+    assert claim.status.reserved_for == [] and claim.status.allocation is not None
 
 
 def test_a_deleted_pod_takes_its_generated_claims_with_it() -> None:
     cluster, watch, pod, _ = _running_with_generated_claim()
     asyncio.run(cluster.delete_pod(make_pod_info(cluster.pods[pod.metadata.uid]), "preempted"))
     assert not _claims(cluster)
-    assert watch.kinds()[-3:] == ["on_pod_delete", "on_resource_claim", "on_resource_claim_delete"]
+    assert watch.kinds()[-4:] == ["on_pod_delete", "on_resource_claim", "on_resource_claim", "on_resource_claim_delete"]
 
 
 def test_a_pending_pod_deleted_loses_its_unallocated_claim() -> None:
@@ -241,6 +261,7 @@ def test_every_write_is_a_new_resource_version() -> None:
 
 def _reserved_claim(name: str, *pods: tuple[str, str]) -> dict[str, Any]:
     claim = make_resource_claim(name)
+    claim["metadata"]["finalizers"] = [FINALIZER]
     claim["status"] = {"allocation": {"devices": {"results": [
                            {"request": "device", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}]}},
                        "reservedFor": [{"resource": "pods", "name": n, "uid": uid} for n, uid in pods]}

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kubesched.api.customresources import object_key
-from kubesched.api.dra import RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ResourceClaim, ResourceClaimConsumerReference
+from kubesched.api.dra import FINALIZER, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ResourceClaim, ResourceClaimConsumerReference
 from kubesched.api.objects import ObjectMeta, OwnerReference, Pod, PodResourceClaim, PodResourceClaimStatus
 from kubesched.backends.sim.draadmission import creation_time
 from kubesched.backends.sim.workloads import random_suffix, stable_uid
@@ -309,9 +309,15 @@ class ResourceClaimController:
         remaining = [ref for ref in reserved if ref.api_group or ref.resource != "pods" or self._may_run(claim, ref)]
         if len(remaining) < len(reserved):
             # The move from "in use" to "not in use" deallocates, so a later consumer is not
-            # tied to the node chosen for the last one.
+            # tied to the node chosen for the last one: a claim the scheduler allocated (it
+            # carries the delete-protection finalizer) loses its allocation, then the finalizer.
+            protected = FINALIZER in claim.metadata.finalizers
+            deallocate = not remaining and protected
             claim = self._write(_with_status(claim, reserved_for=remaining,
-                                             allocation=claim.status.allocation if remaining else None))
+                                             allocation=None if deallocate else claim.status.allocation))
+            if protected and claim.status.allocation is None:
+                claim = self._write(msgspec.structs.replace(claim, metadata=msgspec.structs.replace(
+                    claim.metadata, finalizers=[f for f in claim.metadata.finalizers if f != FINALIZER])))
         if remaining:
             return
         owner = self.api.pods.get(_controlling_pod(claim))
