@@ -95,6 +95,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.cache = Cache()
         # DynamicResources' claims, slices and classes (the classes are the cache's, by name).
         self.dra = DraManager(classes=self.cache.device_classes.classes)
+        self.dra.claims.listeners.append(self.claim_changed)
         self.recorder = recorder or Recorder()
         self.metrics = metrics or SchedulerMetrics()
         self.rng = np.random.default_rng(seed)
