@@ -14,6 +14,8 @@ allocations hold, and the allocations still in flight.
   device even if an inconsistent second claim also lists it), shares of devices with
   allowMultipleAllocations a set of (device, shareID), and their consumed capacity is summed per
   device (dropped when it sums to zero).
+- **Events.** Every change of a claim's latest object, the informer's or an assumed one, goes to
+  the listeners (the scheduler's queue), as kube's assume cache sends it to its handlers.
 - **In flight.** A claim allocated in a scheduling cycle whose status write has not happened yet
   (`signal_pending_allocation`, reference-counted by the pods sharing it) counts as allocated for
   everyone else (`gather_allocated_state`), so two pods never get the same device.
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kubesched.api.dra import ResourceClaim
@@ -208,6 +210,10 @@ class ClaimTracker:
         self._in_flight: dict[str, _InFlight] = {}  # by claim uid
         self._allocated = _AllocatedDevices()
         self._gathered: tuple[int, AllocatedState] | None = None
+        # Told of every change of a claim's latest object (added: old None; deleted: new None), as
+        # kube's assume cache tells its event handlers: a claim assumed after the scheduler's own
+        # status write moves the pods waiting on it at once, not when the informer catches up.
+        self.listeners: list[Callable[[ResourceClaim | None, ResourceClaim | None], None]] = []
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -366,5 +372,8 @@ class ClaimTracker:
         return state
 
     def _emit(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
-        """The assume cache's event to its handler (kube's allocatedDevices)."""
+        """The assume cache's event to its handlers: kube's allocatedDevices, then the listeners
+        (the scheduler's queue), for the informer's changes and the assumed ones alike."""
         self._allocated.observe(old, new)
+        for listener in self.listeners:
+            listener(old, new)

@@ -2,7 +2,9 @@
 
 Everything that waits (backoff expiry, the unschedulable pool's timeout, Permit
 timeouts) asks the clock for a timer, so the simulator can jump from one timer
-to the next instead of sleeping.
+to the next instead of sleeping. A task that must pause itself (a PreBind polling
+for a driver's answer, or retrying a write) awaits the clock's `sleep`, which the
+simulator sees as waiting on time, not as work under way (`settle`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 import heapq
 import itertools
 from collections.abc import Callable, Collection
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Timer(Protocol):
@@ -30,19 +32,43 @@ async def first_set(*events: asyncio.Event, timeout: float | None = None) -> boo
 
 
 class Clock(Protocol):
+    @property
+    def sleepers(self) -> Collection[asyncio.Task[Any]]:
+        """Tasks paused in `sleep` until this clock's time has come (virtual clocks track them)."""
+        ...
+
     def now(self) -> float: ...
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer: ...
 
+    async def sleep(self, seconds: float) -> None:
+        """Pauses the current task for `seconds` of this clock's time."""
+        ...
+
+    async def settle(self, tasks: Collection[asyncio.Future[Any]]) -> None:
+        """Returns once each of `tasks` is done, or, with a virtual clock, paused in `sleep`
+        (it can do nothing more before time moves, which only the caller can make happen)."""
+        ...
+
 
 class RealClock:
     """The running event loop's monotonic clock."""
+
+    @property
+    def sleepers(self) -> Collection[asyncio.Task[Any]]:
+        return ()  # the event loop wakes sleepers by itself
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         return asyncio.get_running_loop().call_at(when, callback)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def settle(self, tasks: Collection[asyncio.Future[Any]]) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _VirtualTimer:
@@ -61,6 +87,8 @@ class VirtualClock:
     """Discrete-event time: `advance` runs due timers in order and moves `now` forward."""
 
     def __init__(self, start: float = 0.0) -> None:
+        self.sleepers: set[asyncio.Task[Any]] = set()
+        self._fell_asleep: asyncio.Future[None] | None = None  # set when a task starts sleeping
         self._now = start
         self._timers: list[tuple[float, int, _VirtualTimer]] = []
         self._seq = itertools.count()
@@ -102,6 +130,39 @@ class VirtualClock:
                 timer.callback()
                 ran += 1
         return ran
+
+    async def sleep(self, seconds: float) -> None:
+        """Pauses the current task until a timer `seconds` from now fires; meanwhile the task is
+        one of `sleepers`, so `settle` does not wait for it."""
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        task = asyncio.current_task()
+
+        def wake() -> None:
+            if task is not None:
+                self.sleepers.discard(task)  # runnable again from this instant
+            if not woken.done():
+                woken.set_result(None)
+
+        timer = self.call_at(self._now + seconds, wake)
+        if task is not None:
+            self.sleepers.add(task)
+            if self._fell_asleep is not None and not self._fell_asleep.done():
+                self._fell_asleep.set_result(None)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            if task is not None:
+                self.sleepers.discard(task)
+
+    async def settle(self, tasks: Collection[asyncio.Future[Any]]) -> None:
+        while True:
+            running = [t for t in tasks if not t.done() and t not in self.sleepers]
+            if not running:
+                return
+            self._fell_asleep = asyncio.get_running_loop().create_future()
+            await asyncio.wait([*running, self._fell_asleep], return_when=asyncio.FIRST_COMPLETED)
 
     def advance_to(self, when: float) -> None:
         if when > self._now:

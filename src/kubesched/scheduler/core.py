@@ -95,6 +95,7 @@ class Scheduler(EventHandlers, SchedulingCycle):
         self.cache = Cache()
         # DynamicResources' claims, slices and classes (the classes are the cache's, by name).
         self.dra = DraManager(classes=self.cache.device_classes.classes)
+        self.dra.claims.listeners.append(self.claim_changed)
         self.recorder = recorder or Recorder()
         self.metrics = metrics or SchedulerMetrics()
         self.rng = np.random.default_rng(seed)
@@ -300,13 +301,13 @@ class Scheduler(EventHandlers, SchedulingCycle):
         """Waits until every binding cycle and background side effect that can make progress now
         has finished. A pod still held at Permit is not waited for: only an allow, a reject or
         its timeout releases it, and in virtual time the timeout fires only once the caller
-        advances the clock."""
+        advances the clock; nor is a binding cycle paused on a virtual clock (Clock.sleep: a
+        PreBind polling for a driver's answer), for the same reason."""
         while True:
-            busy = self.binder.busy()
-            busy.extend(self.background)
-            if not busy:
+            busy = [*self.binder.busy(), *self.background]
+            if all(task.done() or task in self.clock.sleepers for task in busy):
                 return
-            await asyncio.gather(*busy, return_exceptions=True)
+            await self.clock.settle(busy)
 
     async def close(self) -> None:
         """Releases what the plugins' shared objects hold open (Prometheus connections), and

@@ -251,18 +251,17 @@ class EventHandlers:
 
     def on_resource_claim(self, claim: ResourceClaim) -> None:
         """A ResourceClaim added or updated: the claim tracker keeps it unless what it holds (an
-        object assumed after the scheduler's own write) is as new; then the pods a hint admits move."""
-        meta = claim.metadata
-        old = self.dra.claims.find(meta.namespace, meta.name)
+        object assumed after the scheduler's own write) is as new, and tells `claim_changed`."""
         self.dra.on_claim(claim)
-        if self.dra.claims.find(meta.namespace, meta.name) is claim:
-            self._move(ClusterEvent(RESOURCE_CLAIM, ActionType.Add if old is None else ActionType.Update), old, claim)
 
     def on_resource_claim_delete(self, namespace: str, name: str) -> None:
-        old = self.dra.claims.find(namespace, name)
         self.dra.on_claim_delete(namespace, name)
-        if old is not None:
-            self._move(ClusterEvent(RESOURCE_CLAIM, ActionType.Delete), old, None)
+
+    def claim_changed(self, old: ResourceClaim | None, new: ResourceClaim | None) -> None:
+        """The claim tracker's event (the informer's change, or a claim assumed after the
+        scheduler's write or restored): the pods a hint admits move."""
+        action = ActionType.Add if old is None else ActionType.Delete if new is None else ActionType.Update
+        self._move(ClusterEvent(RESOURCE_CLAIM, action), old, new)
 
     def on_resource_slice(self, rs: ResourceSlice) -> None:
         old = self.dra.on_slice(rs)

@@ -216,3 +216,16 @@ def test_allocated_state_matches_a_full_recomputation(seed: int) -> None:
             t.maybe_remove_pending_allocation(current.metadata.uid, force=True)
         assert t.gather_allocated_state() == recomputed(t)
         assert t.list_all_allocated_devices() == recomputed(t).devices
+
+
+def test_listeners_hear_the_informers_changes_and_the_assumed_ones_once() -> None:
+    tracker = ClaimTracker()
+    heard: list[tuple[str | None, str | None]] = []
+    tracker.listeners.append(lambda old, new: heard.append(
+        (old.metadata.resource_version if old else None, new.metadata.resource_version if new else None)))
+    tracker.on_add(claim("c", 1))
+    tracker.assume(claim("c", 2, dev("gpu-0")))  # the scheduler's own write: heard now
+    tracker.on_add(claim("c", 2, dev("gpu-0")))  # the informer catching up: nothing newer, not heard
+    tracker.restore("ns", "c")  # back to the informer's object, which is now version 1
+    tracker.on_delete("ns", "c")
+    assert heard == [(None, "1"), ("1", "2"), ("2", "1"), ("1", None)]

@@ -206,7 +206,8 @@ class Simulation:
                 break
             settling = not sim.external_pending
             if settling and (
-                not (sched.queue.has_timed_work() or sched.waiting_pods()) or nxt - sim.last_external > SETTLE_SECONDS
+                not (sched.queue.has_timed_work() or sched.waiting_pods() or clock.sleepers)
+                or nxt - sim.last_external > SETTLE_SECONDS
             ):
                 break  # only pods that nothing will change are left
             pool = sched.queue.pool_timer

@@ -17,7 +17,6 @@ backs off, and its next attempt's Filter finds the claim unavailable, so PostFil
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from kubesched.devices.extendedclaim import is_special_claim_name
 from kubesched.devices.manager import DraManager
 from kubesched.framework.handle import Handle
 from kubesched.framework.status import Status
-from kubesched.infra.clock import Clock
 from kubesched.plugins.dynamicresources import extended
 from kubesched.plugins.dynamicresources.claims import (
     BindingFailed,
@@ -116,7 +114,7 @@ async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo, nod
     try:
         for attempt in range(RETRY_STEPS):
             if attempt:
-                await _sleep(handle.clock, RETRY_INTERVAL)
+                await handle.clock.sleep(RETRY_INTERVAL)
                 try:
                     claim = await handle.get_resource_claim(claim.metadata.namespace, claim.metadata.name)
                 except ResourceClaimWriteError as exc:
@@ -165,7 +163,7 @@ async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo, nod
         if written is not None:
             if is_extended:
                 # The latest object seen, as kube's deferred wait takes it.
-                await extended.wait_in_assume_cache(handle, claim, lambda seconds: _sleep(handle.clock, seconds))
+                await extended.wait_in_assume_cache(handle, claim, handle.clock.sleep)
             else:
                 try:
                     handle.dra.claims.assume(written)
@@ -192,7 +190,7 @@ async def _wait_for_binding_conditions(plugin: Binding, s: StateData, pi: PodInf
         now = handle.clock.now()
         if now >= deadline:
             return Status.error("device binding timeout: context deadline exceeded")
-        await _sleep(handle.clock, min(POLL_INTERVAL, deadline - now))
+        await handle.clock.sleep(min(POLL_INTERVAL, deadline - now))
 
 
 def _pod_ready(plugin: Binding, s: StateData) -> bool:
@@ -208,22 +206,6 @@ def _pod_ready(plugin: Binding, s: StateData) -> bool:
                 raise ClaimBindError(f"device binding timeout: claim={current.metadata.name}")
             return False
     return True
-
-
-async def _sleep(clock: Clock, seconds: float) -> None:
-    """Waits on the scheduler's clock (virtual in the simulator)."""
-    loop = asyncio.get_running_loop()
-    woken: asyncio.Future[None] = loop.create_future()
-
-    def wake() -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    timer = clock.call_at(clock.now() + seconds, wake)
-    try:
-        await woken
-    finally:
-        timer.cancel()
 
 
 async def deallocate(handle: Handle, released: ResourceClaim) -> None:

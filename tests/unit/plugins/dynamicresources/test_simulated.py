@@ -165,3 +165,13 @@ def test_a_pod_with_claims_is_nominated_to_its_node_before_prebind_and_a_pod_wit
     assert result.placements == {"default/trainer": "n2", "default/web": "n1"}
     assert seen == [("trainer", "n2")]
     assert all(not p.status.nominated_node_name for p in sim.cluster.pods.values())
+
+
+def test_pods_sharing_one_claim_all_land_though_their_status_writes_conflict() -> None:
+    # The second and later writes of the shared claim's status conflict and are retried after a
+    # pause on the (virtual) clock: the simulation moves time for them instead of waiting forever.
+    objects = [NODES[0], make_device_class("gpu"), make_resource_slice("n1-gpus", "n1", devices=2),
+               make_resource_claim("shared"), *(claimer(f"p{i}", "shared") for i in range(4))]
+    result, sim = run(objects)
+    assert result.placements == {f"default/p{i}": "n1" for i in range(4)}
+    assert sorted(ref.name for ref in stored(sim, "shared").status.reserved_for) == ["p0", "p1", "p2", "p3"]
