@@ -242,6 +242,7 @@ class Tracer:
         self.failed = 0
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._closing = False
         self._session: aiohttp.ClientSession | None = None
 
     # --- the scheduling loop's side ------------------------------------------------------------------
@@ -333,10 +334,13 @@ class Tracer:
 
     def start_export(self) -> None:
         if self.enabled and self._task is None:
+            self._closing = False
             self._task = asyncio.get_running_loop().create_task(self._export_loop(), name="trace export")
 
     async def _export_loop(self) -> None:
-        while True:
+        # Ends on `_closing` as well as on cancellation: Python 3.11's wait_for loses a
+        # cancellation that arrives as the event is set, and close() would then wait forever.
+        while not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), EXPORT_INTERVAL)
             self._wake.clear()
@@ -385,6 +389,8 @@ class Tracer:
 
     async def close(self) -> None:
         if self._task is not None:
+            self._closing = True
+            self._wake.set()
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
