@@ -15,6 +15,7 @@ from kubesched.tools.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.tools.perf.executor import Executor, WorkloadResult, refusal
 from kubesched.tools.perf.gates import apiserver_refusal, kubesched_gates, parse_for_kubesched
 from kubesched.tools.perf.kuberun import SCHEDULERS, run_dir, run_workload, target_label
+from kubesched.tools.perf.objects import unmodelled_kind
 from kubesched.tools.perf.simtarget import SimTarget
 from kubesched.tools.perf.workloads import TestCase, Workload, WorkloadError
 
@@ -45,7 +46,7 @@ class Plan:
 def plan(case: TestCase, workload: Workload) -> Plan:
     ops = case.ops(workload)
     gates, why = kubesched_gates(case.gates_for(workload))
-    why = refusal(case, workload, ops, lambda _g: why)
+    why = refusal(case, workload, ops, lambda _g: why or unmodelled_kind(ops))
     return Plan(case, workload, gates, why, apiserver_refusal(case.gates_for(workload)))
 
 

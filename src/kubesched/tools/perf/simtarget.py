@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, AllocationResult, ResourceClaim
 from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
@@ -31,6 +32,7 @@ from kubesched.framework.status import Status
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.core import Scheduler
 from kubesched.tools.devcluster.schedulers import read_usage
+from kubesched.tools.perf.claimalloc import ClaimAllocation
 from kubesched.tools.perf.executor import PodIndex, Usage
 from kubesched.tools.perf.objects import Obj
 from kubesched.tools.perf.workloads import WorkloadError
@@ -191,6 +193,8 @@ class SimTarget:
             self.cluster.add_pod_group(pg)
         for resource_name, obj, _ in cluster.custom_objects:
             self.cluster.add_custom(resource_name, obj)
+        for resource_name, obj, _ in cluster.devices:
+            self.cluster.add_device_object(resource_name, obj)
         for sp in cluster.pods:  # pods that came with other kinds (none from scheduler_perf's ops)
             self.cluster.create_pod(sp.pod)
 
@@ -229,6 +233,28 @@ class SimTarget:
             self.scheduler.on_pod_update(new)
         self._wake.set()
         await asyncio.sleep(0)
+
+    async def allocate_claims(self, namespace: str) -> int:
+        store = self.cluster.devices
+        classes = {dc.metadata.name: dc for dc in store.get(DEVICE_CLASS, {}).values()}
+        run = ClaimAllocation(classes, store.get(RESOURCE_SLICE, {}).values(), store.get(RESOURCE_CLAIM, {}).values(),
+                              self.cluster.nodes.values())
+        allocated = 0
+        for claim, allocation in run.each(namespace):
+            run.written(self._write_allocation(claim, allocation))
+            allocated += 1
+            if allocated % YIELD_CYCLES == 0:
+                await asyncio.sleep(0)  # the scheduler takes in the claims written so far
+        self._wake.set()
+        return allocated
+
+    def _write_allocation(self, claim: ResourceClaim, allocation: AllocationResult) -> ResourceClaim:
+        """The claim's status written with the allocation, as a new version the scheduler is told of;
+        returns it as stored."""
+        status = msgspec.structs.replace(claim.status, allocation=allocation)
+        self.cluster.add_device_object(RESOURCE_CLAIM, msgspec.structs.replace(claim, status=status))
+        stored: ResourceClaim = self.cluster.devices[RESOURCE_CLAIM][f"{claim.metadata.namespace}/{claim.metadata.name}"]
+        return stored
 
     def usage(self) -> Usage:
         # The scheduler shares the process with the workload's object building. The peak is this
