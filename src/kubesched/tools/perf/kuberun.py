@@ -159,7 +159,7 @@ async def run_workload(case: TestCase, workload: Workload, scheduler: str, binar
             if needs_claim_controller(gates):
                 say("starting kube-controller-manager's resourceclaim controller")
                 controllers = start_controller_manager(binaries.need_kube_controller_manager(), cp.admin_kubeconfig,
-                                                       [RESOURCECLAIM_CONTROLLER], workdir, feature_gates=gates)
+                                                       [RESOURCECLAIM_CONTROLLER], workdir, qps=QPS, burst=BURST, feature_gates=gates)
             doc = scheduler_config(case, cp.admin_kubeconfig, config)
             say(f"starting {scheduler}")
             sched = start_scheduler(scheduler, cp, workdir, doc, kube_gates=gates, kubesched_gates=kubesched_gates)

@@ -75,10 +75,12 @@ def test_the_resourceclaim_controller_runs_for_dra_workloads_as_upstreams_setup_
     assert needs_claim_controller({"DynamicResourceAllocation": True})
     assert not needs_claim_controller({}) and not needs_claim_controller({"DynamicResourceAllocation": False})
     argv = controller_manager_argv(Path("/bin/kcm"), tmp_path / "admin.kubeconfig", [RESOURCECLAIM_CONTROLLER], 10259,
-                                   cert_dir=tmp_path / "certs", feature_gates={"DynamicResourceAllocation": True, "A": False})
+                                   cert_dir=tmp_path / "certs", qps=5000.0, burst=5000,
+                                   feature_gates={"DynamicResourceAllocation": True, "A": False})
     assert argv[0] == "/bin/kcm"
     assert "--controllers=resourceclaim-controller" in argv and "--leader-elect=false" in argv
     assert "--bind-address=127.0.0.1" in argv and "--secure-port=10259" in argv
+    assert "--kube-api-qps=5000" in argv and "--kube-api-burst=5000" in argv  # scheduler_perf's client, not the default 20
     assert "--feature-gates=A=false,DynamicResourceAllocation=true" in argv
     assert f"--kubeconfig={tmp_path / 'admin.kubeconfig'}" in argv
 
