@@ -93,13 +93,17 @@ class Templates:
 
     @staticmethod
     def _load(path: Path, text: str) -> Obj:
-        try:
-            data = load_one(text)
-        except YamlError as exc:
-            raise WorkloadError(f"{path}: the rendered template is not YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise WorkloadError(f"{path}: the rendered template is not an object")
-        return data
+        return _one_object(path, text, "the rendered template")
+
+
+def _one_object(path: Path, text: str, what: str) -> Obj:
+    try:
+        data = load_one(text)
+    except YamlError as exc:
+        raise WorkloadError(f"{path}: {what} is not YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise WorkloadError(f"{path}: {what} is not an object")
+    return data
 
 
 def plain_object(path: Path) -> Obj:
@@ -108,13 +112,7 @@ def plain_object(path: Path) -> Obj:
         text = read_text(path, MAX_FILE_BYTES, "object file")
     except InputFileError as exc:
         raise WorkloadError(f"{path}: {exc}") from None
-    try:
-        data = load_one(text)
-    except YamlError as exc:
-        raise WorkloadError(f"{path}: not YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise WorkloadError(f"{path}: not an object")
-    return data
+    return _one_object(path, text, "the file")
 
 
 def typed(kind: str, obj: Obj) -> Obj:
