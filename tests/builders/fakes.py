@@ -54,7 +54,9 @@ class RecordedWrites:
         self.events: list[tuple[str, str, str, str]] = []
         self.nominated: dict[str, str | None] = {}
         self.annotated: dict[str, dict[str, str]] = {}
+        self.extended_claim_writes: list[tuple[str, Any]] = []  # DRA-served extended resources' claim
         self.volume_writes: list[tuple[str, str]] = []
+        self.claim_writes: list[tuple[str, Any]] = []
 
     async def bind(self, pi: PodInfo, node: str) -> None:
         self.binds.append((pi.key, node))
@@ -71,6 +73,16 @@ class RecordedWrites:
     def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
         self.annotated[pi.key] = dict(annotations)
 
+    async def create_resource_claim(self, claim: Any) -> Any:
+        self.extended_claim_writes.append(("create", claim))
+        return claim
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        self.extended_claim_writes.append(("delete", (namespace, name, uid)))
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: Any) -> None:
+        self.extended_claim_writes.append(("pod status", (pi.key, status)))
+
     async def update_persistent_volume(self, pv: Any) -> Any:
         self.volume_writes.append(("PersistentVolume", pv.metadata.name))
         return pv
@@ -78,6 +90,20 @@ class RecordedWrites:
     async def update_persistent_volume_claim(self, pvc: Any) -> Any:
         self.volume_writes.append(("PersistentVolumeClaim", pvc.metadata.name))
         return pvc
+
+    async def get_resource_claim(self, namespace: str, name: str) -> Any:
+        raise LookupError(f"ResourceClaim {namespace}/{name}: RecordedWrites keeps none")
+
+    async def update_resource_claim(self, claim: Any) -> Any:
+        self.claim_writes.append(("update", claim))
+        return claim
+
+    async def update_resource_claim_status(self, claim: Any) -> Any:
+        self.claim_writes.append(("status", claim))
+        return claim
+
+    async def unreserve_resource_claim(self, claim: Any, pod_uid: str) -> None:
+        self.claim_writes.append(("unreserve", claim))
 
 
 def unit_services(cache: Cache, clock: Clock | None = None) -> Services:

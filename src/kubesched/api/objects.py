@@ -45,6 +45,9 @@ class ObjectMeta(_Obj):
     owner_references: list[OwnerReference] = msgspec.field(default_factory=list)
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
+    # Read for ResourceClaims (DynamicResources adds the delete-protection finalizer before it
+    # writes an allocation); kept whole so a write of the object does not drop them.
+    finalizers: list[str] = msgspec.field(default_factory=list)
 
 
 # --- selectors and affinity -------------------------------------------------
@@ -326,12 +329,29 @@ class PodResourceClaimStatus(_Obj):
     resource_claim_name: str | None = None
 
 
+class ContainerExtendedResourceRequest(_Obj):
+    """Which request of the extended-resource claim serves a container's extended resource."""
+
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(_Obj):
+    """status.extendedResourceClaimStatus: the claim the scheduler made for the pod's extended
+    resources served by DRA (DynamicResources' PreBind writes it; devices/extendedclaim.py)."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = msgspec.field(default_factory=list)
+    resource_claim_name: str = ""
+
+
 class PodStatus(_Obj):
     phase: str = ""
     nominated_node_name: str = ""
     conditions: list[PodCondition] = msgspec.field(default_factory=list)
     start_time: str | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] = msgspec.field(default_factory=list)
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class PodTemplateSpec(_Obj):

@@ -9,7 +9,6 @@ import typer
 
 from kubesched.cli.app import PlainFlagsCommand, config_app
 from kubesched.cli.common import console, fail, interruptible, set_feature_gates
-from kubesched.config.defaults import DEFAULTS_NOTE
 from kubesched.config.errors import ConfigError
 from kubesched.scheduler.configload import load_config
 
@@ -35,6 +34,6 @@ def config_validate(
         for point, refs in profile.plugins.items():
             if refs:
                 names = ", ".join(f"{r.name}({r.weight})" if point == "score" else r.name for r in refs)
-                console.print(f"  {point}: {names}", highlight=False)
-    console.print(f"note: {DEFAULTS_NOTE}", highlight=False)
+                # One line per point, however long (kube's default filter list passes 240 columns).
+                console.print(f"  {point}: {names}", highlight=False, soft_wrap=True)
 

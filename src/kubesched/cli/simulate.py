@@ -80,7 +80,7 @@ SIMULATE_EXIT_CODES = (
 @interruptible
 def simulate(
     scenario: Annotated[list[str] | None, typer.Argument(
-        help="Built-in scenario name (web-batch, the default; basic, preemption, flink-jobs, flink-burst), or manifest "
+        help="Built-in scenario name (web-batch, the default; basic, preemption, flink-jobs, flink-burst, gpu-cluster), or manifest "
         "files/directories: Nodes and the pods or workloads to place.")] = None,
     config: Annotated[list[Path] | None, typer.Option(
         "--config", "-c", help="KubeSchedulerConfiguration; repeat to compare. Each is named by its file name without "

@@ -31,13 +31,16 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
 
 def default_plugins() -> tuple[tuple[str, int | None], ...]:
     """The default MultiPoint set under the process's feature gates, as kube v1.37.2 builds it:
-    NodeDeclaredFeatures appended (its gate is locked on), then GangScheduling with GenericWorkload,
-    then TopologyPlacementGenerator and PodGroupPodsCount with TopologyAwareWorkloadScheduling.
-    (kube also puts DynamicResources before DefaultPreemption, a plugin kubesched lacks.)"""
+    NodeDeclaredFeatures appended (its gate is locked on), DynamicResources just before
+    DefaultPreemption with weight 2 (DynamicResourceAllocation is GA: deallocating an idle claim
+    comes before evicting a pod), then GangScheduling with GenericWorkload, then
+    TopologyPlacementGenerator and PodGroupPodsCount with TopologyAwareWorkloadScheduling."""
     gates = features.current()
     plugins = list(DEFAULT_PLUGINS)
     if gates.node_declared_features:
         plugins.append(("NodeDeclaredFeatures", None))
+    preemption = next(i for i, (name, _) in enumerate(plugins) if name == "DefaultPreemption")
+    plugins.insert(preemption, ("DynamicResources", 2))
     if gates.generic_workload:
         plugins.append(("GangScheduling", None))
     if gates.topology_aware_workload_scheduling:
@@ -46,13 +49,8 @@ def default_plugins() -> tuple[tuple[str, int | None], ...]:
 
 
 # kube-scheduler plugins kubesched does not have yet: named, they get a clear message instead of
-# "unknown plugin".
-UNSUPPORTED_PLUGINS = frozenset({"DynamicResources"})
-
-# What kubesched's default profile lacks of kube-scheduler v1.37.2's, said by `config validate`.
-DEFAULTS_NOTE = ("kube-scheduler v1.37.2's default profile also has DynamicResources (dynamic resource allocation), "
-                 "which kubesched does not have yet; every other plugin of it is here, at kube's extension points, in kube's "
-                 "order, with kube's weights")
+# "unknown plugin". None today.
+UNSUPPORTED_PLUGINS: frozenset[str] = frozenset()
 
 
 # Plugins that kubescheduler.config.k8s.io/v1 itself refuses (removed cloud volume limits).

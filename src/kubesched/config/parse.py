@@ -8,8 +8,6 @@ itself lives in `kubesched.config.merge`, what a configuration is in `kubesched.
 default plugin set in `kubesched.config.defaults`.
 
 Deliberate differences from kube-scheduler:
-- the DRA plugin (DynamicResources) is not implemented yet: it is left out of the defaults and
-  refused when a profile enables it or configures its args (disabling it is fine);
 - a negative score weight is refused (kube-scheduler accepts it and subtracts that score);
 - every pluginConfig entry must name a plugin kubesched can resolve, and args given to a plugin
   that takes none are refused (kube-scheduler passes unknown args through to out-of-tree plugins).

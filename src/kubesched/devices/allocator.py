@@ -32,6 +32,7 @@ kube's lazy evaluation would.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ from kubesched.devices.nodematch import NodeSelectorError, node_matches
 from kubesched.devices.pools import Pool, PoolGatherError, devices_of, gather_pools
 from kubesched.devices.selectortable import ColumnsOf, SelectorTable
 
-__all__ = ["AllocatedState", "AllocationError", "Allocator", "DeviceID", "device_id_text"]
+__all__ = ["AllocatedState", "AllocationError", "AllocationTimeout", "Allocator", "DeviceID", "device_id_text"]
 
 
 def device_id_text(device_id: DeviceID) -> str:
@@ -128,6 +129,11 @@ class _RequestData:
         return f"{self.parent}/{self.request.name}" if self.parent is not None else self.request.name
 
 
+class AllocationTimeout(Exception):
+    """The search ran past the caller's deadline (kube's context deadline: DynamicResources'
+    filterTimeout)."""
+
+
 class _MaxSizeExceeded(Exception):
     """kube's errAllocationResultMaxSizeExceeded: more devices than a claim's result can hold."""
 
@@ -157,15 +163,21 @@ class Allocator:
         self.selectors = SelectorTable(self.all_slices, selector_cache or SelectorCache(), columns)
         self.available_counters: dict[tuple[str, str], Counters] = {}
 
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim], deadline: float | None = None) -> list[AllocationResult] | None:
         """One result per claim, in order; None when the claims do not fit on the node.
-        AllocationError (with kube's message) for input kube refuses to allocate."""
+        AllocationError (with kube's message) for input kube refuses to allocate;
+        AllocationTimeout once time.monotonic() passes `deadline` during the search."""
         slices = self.slices_on_node.get(node.metadata.name, []) + self.slices_shared
         try:
             pools = gather_pools(slices, node, self.all_slices)
         except PoolGatherError as exc:
             raise AllocationError(f"gather pool information: {exc}") from None
-        return _Search(self, node, list(claims), pools).run()
+        return _Search(self, node, list(claims), pools, deadline).run()
+
+    def has_devices_for(self, node_name: str) -> bool:
+        """Whether any slice may have devices on the node (its own, or one not tied to a node):
+        on a node without, every claim with a request fails alike, whatever the node."""
+        return bool(self.slices_shared) or node_name in self.slices_on_node
 
 
 def _kobj(claim: ResourceClaim) -> str:
@@ -176,8 +188,10 @@ def _kobj(claim: ResourceClaim) -> str:
 class _Search:
     """One Allocate call: the state of the depth-first search."""
 
-    def __init__(self, owner: Allocator, node: Node, claims: list[ResourceClaim], pools: list[Pool]) -> None:
+    def __init__(self, owner: Allocator, node: Node, claims: list[ResourceClaim], pools: list[Pool],
+                 deadline: float | None = None) -> None:
         self.owner = owner
+        self.deadline = deadline
         self.node = node
         self.claims = claims
         self.pools = pools
@@ -292,6 +306,8 @@ class _Search:
     # --- the search (kube's allocateOne) ---
 
     def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_subrequest: bool, start: tuple[int, int, int]) -> bool:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeout
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

@@ -96,6 +96,13 @@ class DraManager:
             out.append((pod_claim, self.claims.find(pod.metadata.namespace, named.name)))
         return out
 
+    def allocator(self) -> Allocator:
+        """One allocator for a scheduling cycle (kube's NewAllocator in PreFilter): every slice, the
+        classes, and the devices allocated or in flight now. It serves every node of the cycle, so
+        selectors are evaluated once per expression over all devices."""
+        return Allocator(self.classes, self.slices.all(), self.claims.gather_allocated_state(), self.selector_cache,
+                         columns=self.slices.columns)
+
     def allocator_for(self, node: Node) -> Allocator:
         """An allocator over the slices the node may use, the classes, and the devices allocated or
         in flight now."""

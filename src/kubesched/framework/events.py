@@ -159,6 +159,9 @@ def pod_changes(new: PodInfo, old: PodInfo, resource: str) -> list[ClusterEvent]
         actions.append(ActionType.UpdatePodSchedulingGatesEliminated)
     if len(new.pod.spec.tolerations) != len(old.pod.spec.tolerations):
         actions.append(ActionType.UpdatePodToleration)
+    if new.pod.status.resource_claim_statuses != old.pod.status.resource_claim_statuses:
+        # The resourceclaim controller named a claim made from a template (DynamicResourceAllocation, GA).
+        actions.append(ActionType.UpdatePodGeneratedResourceClaim)
     return [ClusterEvent(resource, action) for action in actions or [ActionType.Update]]
 
 

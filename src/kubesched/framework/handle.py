@@ -16,6 +16,7 @@ from kubesched.framework.status import Status
 from kubesched.framework.types import FilterOutcome
 
 if TYPE_CHECKING:
+    from kubesched.api.dra import ResourceClaim
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
@@ -126,6 +127,18 @@ class Handle(Protocol):
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         """The volume binder's PVC write (annotations: the selected node; conditional on the resourceVersion)."""
         ...
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim: ...
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """DynamicResources' claim update (finalizers; conditional on the resourceVersion)."""
+        ...
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """DynamicResources' status write (allocation, reservedFor; conditional on the resourceVersion)."""
+        ...
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None: ...
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None: ...
 

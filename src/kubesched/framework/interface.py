@@ -287,6 +287,14 @@ class PodGroupPostFilterPlugin(Named):
 
 
 class PreBindPlugin(Named):
+    def pre_bind_pre_flight(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        """Whether PreBind will have work for the pod on the node (kube's PreBindPreFlight, asked
+        before Permit's wait): None (Success) if so, SKIP if not, or an error. When any plugin has
+        work, the binding cycle nominates the node first, so that others (a cluster autoscaler)
+        see where the pod is about to land; PreBind then skips the plugins that answered SKIP. A
+        plugin that does not answer is taken to have work."""
+        return None
+
     async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         raise NotImplementedError
 

@@ -45,7 +45,7 @@ from kubesched.framework.interface import (
     RowFilter,
     ScorePlugin,
 )
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import SKIP, Code, Status
 from kubesched.framework.types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -62,6 +62,7 @@ from kubesched.observe import decisions
 from kubesched.observe.tracing import BINDING, CycleTrace
 
 if TYPE_CHECKING:
+    from kubesched.api.dra import ResourceClaim
     from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
     from kubesched.cache.cache import Cache
     from kubesched.cache.nodetable import NodeTable
@@ -819,9 +820,36 @@ class Framework:
             reasons.extend(status.reasons)
         return Status(Code.UNSCHEDULABLE, tuple(reasons))
 
+    def run_pre_bind_pre_flights(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        """kube's RunPreBindPreFlights: None (Success) when a PreBind plugin has work, SKIP when
+        none has, or the first error; the plugins that answered SKIP are left out of PreBind."""
+        started = perf_counter()
+        answer: Status | None = SKIP
+        skipped: set[str] = set()
+        for plugin in self.pre_bind:
+            status = plugin.pre_bind_pre_flight(state, pi, node)
+            if status is None or status.code == Code.SUCCESS:
+                answer = None
+            elif status.code == Code.SKIP:
+                skipped.add(plugin.name)
+            else:
+                if status.code == Code.ERROR:
+                    message = f'running PreBindPreFlight "{plugin.name}": {status.message()}'
+                else:
+                    message = (f'PreBindPreFlight {plugin.name} returned "{STATUS_LABEL[status.code]}", which is unsupported. '
+                               "It is supposed to return Success, Skip, or Error status")
+                error = Status.error(message, plugin.name)
+                self._point("PreBindPreFlight", error, started)
+                return error
+        state.skip_pre_bind = skipped
+        self._point("PreBindPreFlight", answer, started)
+        return answer
+
     async def run_pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         started = perf_counter()
         for plugin in self.pre_bind:
+            if plugin.name in state.skip_pre_bind:
+                continue
             status = await plugin.pre_bind(state, pi, node)
             if status is not None and status.code != Code.SUCCESS:
                 if status.rejected:
@@ -910,6 +938,18 @@ class Framework:
 
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         return await self.services.cluster.update_persistent_volume_claim(pvc)
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        return await self.services.cluster.get_resource_claim(namespace, name)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.services.cluster.update_resource_claim(claim)
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        return await self.services.cluster.update_resource_claim_status(claim)
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        await self.services.cluster.unreserve_resource_claim(claim, pod_uid)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
         self.services.cluster.record_event(pi, type_, reason, message)

@@ -25,17 +25,20 @@ known; their defaults are kube v1.37.2's:
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+
+from kubesched.infra.gostrconv import quote
 
 GENERIC_WORKLOAD = "GenericWorkload"
 TOPOLOGY_AWARE = "TopologyAwareWorkloadScheduling"
 OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
+NOMINATED_FOR_EXPECTATION = "NominatedNodeNameForExpectation"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
 _KNOWN = {GENERIC_WORKLOAD: "generic_workload", TOPOLOGY_AWARE: "topology_aware_workload_scheduling",
-          OPPORTUNISTIC_BATCHING: "opportunistic_batching", NODE_DECLARED_FEATURES: "node_declared_features"}
+          OPPORTUNISTIC_BATCHING: "opportunistic_batching", NODE_DECLARED_FEATURES: "node_declared_features",
+          NOMINATED_FOR_EXPECTATION: "nominated_node_name_for_expectation"}
 KNOWN_GATES = frozenset(_KNOWN)
 # Gates locked to their default (GA with LockToDefault), each with the minor release of kube v1 that
 # locked it: below it (an emulated older version), the gate may still be set either way.
@@ -53,6 +56,8 @@ class FeatureGates:
     topology_aware_workload_scheduling: bool = False
     opportunistic_batching: bool = True
     node_declared_features: bool = True
+    # Beta, on: the binding cycle nominates the node when PreBind has work or Permit makes the pod wait.
+    nominated_node_name_for_expectation: bool = True
 
     def describe(self) -> str:
         return ",".join(f"{name}={str(getattr(self, attr)).lower()}" for name, attr in sorted(_KNOWN.items()))
@@ -86,7 +91,7 @@ def parse(spec: str, base: FeatureGates | None = None, *, emulated_minor: int = 
             raise FeatureGateError(f"unrecognized feature gate: {name} (kubesched knows {', '.join(sorted(_KNOWN))})")
         if value not in _GO_BOOLS:
             raise FeatureGateError(
-                f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {json.dumps(value, ensure_ascii=False)}: "
+                f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {quote(value)}: "
                 "invalid syntax")
         on = _GO_BOOLS[value]
         locked_default = getattr(FeatureGates(), _KNOWN[name])

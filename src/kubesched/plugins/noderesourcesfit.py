@@ -13,12 +13,20 @@ some resource the pending pod asks for; the pending pod's own scale-down always 
 node may when the pod fits it empty; a node's allocatable change may when the pod fits it empty
 and the node's pod count or the allocatable of some requested resource grew. Those node checks
 are kube's Fits on an empty node, which ignores neither ignoredResources nor
-ignoredResourceGroups (as kube's does not). kube's DeviceClass event (DRAExtendedResource) is not
-registered: kubesched has no DeviceClass objects.
+ignoredResourceGroups (as kube's does not).
+
+Extended resources backed by DRA (DRAExtendedResource, GA in v1.37.2; plugins/helper/
+draresources.py): a resource a DeviceClass maps is not checked on a node whose allocatable has
+none of it (DynamicResources serves it there), for the Filter, the node hints and explanations
+alike; scoring counts the class's devices on such a node. A pod requesting such a resource is not
+signed (its placement depends on devices, not on the node alone). A DeviceClass added or updated
+may help a pod requesting the extended resource it now names (or, added, its implicit
+`deviceclass.resource.kubernetes.io/<name>`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -28,6 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from kubesched.api.dra import DEVICE_CLASS, DEVICE_CLASS_PREFIX, DeviceClass
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, PodInfo
 from kubesched.api.quantity import describe_amount, resource_value
@@ -54,6 +63,7 @@ from kubesched.framework.interface import (
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import FilterResult, GroupPlacement, PreFilterResult, SignFragment
 from kubesched.plugins.helper import resourcescoring as rs
+from kubesched.plugins.helper.draresources import DeviceTotals, dra_totals, mapped_resources
 from kubesched.plugins.helper.hints import checked_new
 from kubesched.plugins.helper.shape import UtilizationShapePoint, check_shape, shape_lookup
 
@@ -166,16 +176,28 @@ class _Checks:
     names: tuple[str, ...]
     amounts: np.ndarray  # int64, the pod's request per name (1 for the pod count)
     reasons: tuple[str, ...]
+    # Per name, whether a DeviceClass maps it to DRA (None: none is), so that a node with none of
+    # it allocatable leaves it to DynamicResources; set per cycle, the classes being what they are.
+    dra: np.ndarray | None = None
 
     @property
-    def key(self) -> tuple[tuple[str, ...], bytes]:
+    def key(self) -> tuple[tuple[str, ...], bytes, bytes]:
         """What a node's verdict depends on besides the node (the RowMemo key)."""
-        return self.names, self.amounts.tobytes()
+        return self.names, self.amounts.tobytes(), b"" if self.dra is None else self.dra.tobytes()
+
+    def delegated(self, allocatable: np.ndarray) -> np.ndarray | None:
+        """Per row and name, the checks DRA takes over (kube's shouldDelegateResourceToDRA): a
+        mapped resource where the node has none allocatable. None when nothing is mapped."""
+        if self.dra is None:
+            return None
+        out: np.ndarray = self.dra & (allocatable <= 0)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
 class _ScoreState:
     requests: np.ndarray  # the pod's request per scoring resource
+    dra: rs.DraTotals | None = None  # devices standing for the DRA-served scored resources
 
 
 def _reason(name: str) -> str:
@@ -201,20 +223,23 @@ def node_allocatable(node: Node) -> dict[str, int]:
     return {name: resource_value(name, raw) for name, raw in node.status.allocatable.items()}
 
 
-def fits_empty_node(requests: dict[str, int], allocatable: dict[str, int]) -> bool:
+def fits_empty_node(requests: dict[str, int], allocatable: dict[str, int], dra: frozenset[str] = frozenset()) -> bool:
     """Whether a pod with these (accounted) requests fits the node with no pod on it (kube's
-    isFit): room for one pod, and each request within the allocatable. Nothing is ignored."""
+    isFit): room for one pod, and each request within the allocatable, but for the resources
+    of `dra` (mapped by a DeviceClass) where the node has none. Nothing is ignored."""
     if allocatable.get(PODS, 0) < 1:
         return False
-    return all(value <= allocatable.get(name, 0) for name, value in requests.items())
+    return all(value <= allocatable.get(name, 0) or (name in dra and allocatable.get(name, 0) <= 0)
+               for name, value in requests.items())
 
 
-def requested_resources_increased(requests: dict[str, int], old: dict[str, int], new: dict[str, int]) -> bool:
-    """Whether the node's pod count grew, or the allocatable of a resource the pod requests
-    (kube's haveAnyRequestedResourcesIncreased)."""
+def requested_resources_increased(requests: dict[str, int], old: dict[str, int], new: dict[str, int],
+                                  dra: frozenset[str] = frozenset()) -> bool:
+    """Whether the node's pod count grew, or the allocatable of a resource the pod requests, or
+    the node leaves a requested resource to DRA (kube's haveAnyRequestedResourcesIncreased)."""
     if new.get(PODS, 0) > old.get(PODS, 0):
         return True
-    return any(new.get(name, 0) > old.get(name, 0) for name in requests)
+    return any(new.get(name, 0) > old.get(name, 0) or (name in dra and new.get(name, 0) <= 0) for name in requests)
 
 
 class NodeResourcesFit(
@@ -225,6 +250,8 @@ class NodeResourcesFit(
     Args = NodeResourcesFitArgs
 
     def sign_pod(self, pi: PodInfo) -> Sequence[SignFragment] | None:
+        if pi.dra_resources and mapped_resources(self.handle, pi.dra_resources):
+            return None  # kube: "signature disabled when dra extended resources are used in the cluster"
         return [signers.resources(pi)]
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
@@ -249,6 +276,7 @@ class NodeResourcesFit(
         self._verdicts = RowMemo()
         self._checks_by_requests: dict[tuple[tuple[str, int], ...], _Checks] = {}
         self._scores = RowMemo()
+        self._device_totals = DeviceTotals()
 
     # --- filter --------------------------------------------------------------------------
 
@@ -275,6 +303,19 @@ class NodeResourcesFit(
         pi.extra[self.name] = (self, found)
         return found
 
+    def cycle_checks(self, pi: PodInfo) -> _Checks:
+        """checks(pi), with the requested resources a DeviceClass maps now marked (kube asks its
+        DeviceClassResolver in every Filter call; the answer holds for a cycle)."""
+        checks = self.checks(pi)
+        if not pi.dra_resources:
+            return checks
+        mapped = mapped_resources(self.handle, (n for n in pi.dra_resources if n in checks.names))
+        if not mapped:
+            return checks
+        dra = np.fromiter((n in mapped for n in checks.names), dtype=bool, count=len(checks.names))
+        dra.flags.writeable = False
+        return dataclasses.replace(checks, dra=dra)
+
     def _checks_of_requests(self, pi: PodInfo) -> _Checks:
         names: list[str] = [PODS]
         for base in (CPU, MEMORY, EPHEMERAL_STORAGE):
@@ -293,7 +334,7 @@ class NodeResourcesFit(
         return _Checks(tuple(names), amounts, tuple(_reason(n) for n in names))
 
     def pre_filter(self, state: CycleState, pi: PodInfo) -> tuple[PreFilterResult | None, Status | None]:
-        checks = self.checks(pi)
+        checks = self.cycle_checks(pi)
         if len(checks.names) > _MAX_CHECKS:
             return None, Status.error(f"pod {pi.key} requests more than {_MAX_CHECKS - 1} distinct resources",
                                       self.name)
@@ -317,7 +358,7 @@ class NodeResourcesFit(
     def _checks_of(self, state: CycleState, pi: PodInfo, table: NodeTable) -> _Checks:
         checks: _Checks | None = state.read(self._state_key)
         if checks is None:
-            checks = self.checks(pi)
+            checks = self.cycle_checks(pi)
         # Make sure every requested resource has a column (nodes lacking it allocate 0).
         table.request_vector(pi)
         return checks
@@ -333,13 +374,18 @@ class NodeResourcesFit(
         else:
             allocatable, requested = table.allocatable[np.ix_(rows, cols)], table.requested[np.ix_(rows, cols)]
         short = checks.amounts > allocatable - requested
+        over = checks.amounts > allocatable
+        delegated = checks.delegated(allocatable)
+        if delegated is not None:
+            short &= ~delegated
+            over &= ~delegated
         failing = short.any(axis=1) & table.present[rows]
         if not failing.any():
             return np.zeros(len(failing), dtype=np.int64)
         bits = np.left_shift(np.int64(1), np.arange(len(cols), dtype=np.int64))
         codes: np.ndarray = short.astype(np.int64) @ bits
         # The pod count is never unresolvable: removing pods makes room.
-        too_big = (checks.amounts[1:] > allocatable[:, 1:]).any(axis=1)
+        too_big = over[:, 1:].any(axis=1)
         codes |= np.where(too_big, UNRESOLVABLE_BIT, 0)
         codes[~failing] = 0
         return codes
@@ -351,9 +397,12 @@ class NodeResourcesFit(
         if not table.present[row]:
             return 0
         allocatable, requested = table.allocatable[row].tolist(), table.requested[row].tolist()
+        dra = checks.dra.tolist() if checks.dra is not None else None
         code, too_big = 0, False
         for i, (name, need) in enumerate(zip(checks.names, checks.amounts.tolist(), strict=True)):
             col = table.resource_index[name]
+            if dra is not None and dra[i] and allocatable[col] <= 0:
+                continue  # DynamicResources serves it on this node
             if need > allocatable[col] - requested[col]:
                 code |= 1 << i
             if i and need > allocatable[col]:
@@ -363,13 +412,20 @@ class NodeResourcesFit(
     # --- what a rejected node lacks (explanations) ---------------------------------------------------
 
     def _room(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> tuple[_Checks, np.ndarray, np.ndarray]:
+        """The checks, and per row and check the allocatable and the room left; a check DRA takes
+        over on a row shows as room enough."""
         checks: _Checks | None = state.read(self._state_key)
         if checks is None:
-            checks = self.checks(pi)
+            checks = self.cycle_checks(pi)
         table.request_vector(pi)
         cols = np.fromiter((table.resource_index[name] for name in checks.names), dtype=np.intp, count=len(checks.names))
         allocatable = table.allocatable[np.ix_(rows, cols)]
-        return checks, allocatable, allocatable - table.requested[np.ix_(rows, cols)]
+        free = allocatable - table.requested[np.ix_(rows, cols)]
+        delegated = checks.delegated(allocatable)
+        if delegated is not None:
+            allocatable = np.where(delegated, checks.amounts, allocatable)
+            free = np.where(delegated, checks.amounts, free)
+        return checks, allocatable, free
 
     def miss_distance(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         """The largest shortfall as a fraction of the node's allocatable; a node too small for the
@@ -399,12 +455,21 @@ class NodeResourcesFit(
     # --- score ------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> Status | None:
-        state.write(self._score_key, _ScoreState(rs.pod_scoring_requests(pi, self.resource_names, False)))
+        state.write(self._score_key, self._score_state(pi, table))
         return None
+
+    def _score_state(self, pi: PodInfo, table: NodeTable) -> _ScoreState:
+        requests = rs.pod_scoring_requests(pi, self.resource_names, False)
+        return _ScoreState(requests, dra_totals(self.handle, self._device_totals, table, self.resource_names))
 
     def score(self, state: CycleState, pi: PodInfo, table: NodeTable, rows: np.ndarray) -> np.ndarray:
         s: _ScoreState | None = state.read(self._score_key)
-        pod_requests = s.requests if s is not None else rs.pod_scoring_requests(pi, self.resource_names, False)
+        if s is None:
+            s = self._score_state(pi, table)
+        pod_requests = s.requests
+        if s.dra is not None:
+            # Devices and their allocations are no row's state: scored afresh.
+            return rs.score_rows(table, rows, self.resource_names, self.weights, pod_requests, False, self.scorer, dra=s.dra)
         # A node's score depends on its row and the pod's scoring requests alone: kept across cycles.
         return self._scores.at(table, pod_requests.tobytes(), lambda where: rs.score_rows(
             table, where, self.resource_names, self.weights, pod_requests, False, self.scorer), rows)
@@ -443,7 +508,25 @@ class NodeResourcesFit(
             ClusterEventWithHint(
                 ClusterEvent(TARGET_POD, ActionType.UpdatePodScaleDown), self.is_schedulable_after_target_pod_scale_down
             ),
+            # DRAExtendedResource (GA): a class may come to map an extended resource the pod requests.
+            ClusterEventWithHint(
+                ClusterEvent(DEVICE_CLASS, ActionType.Add | ActionType.Update), self.is_schedulable_after_device_class_event
+            ),
         ]
+
+    def is_schedulable_after_device_class_event(self, pi: PodInfo, old: DeviceClass | None,
+                                                new: DeviceClass | None) -> QueueingHint:
+        """Queue when the class (added, or with another extendedResourceName) names a resource the
+        pod requests: its extendedResourceName, or, added, its implicit name."""
+        new = checked_new(self.name, DeviceClass, old, new)
+        if old is not None:
+            if (old.spec.extended_resource_name or "") == (new.spec.extended_resource_name or ""):
+                return QueueingHint.QueueSkip
+        elif DEVICE_CLASS_PREFIX + new.metadata.name in pi.requests:
+            return QueueingHint.Queue
+        if new.spec.extended_resource_name is not None and new.spec.extended_resource_name in pi.requests:
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
 
     def is_schedulable_after_assigned_pod_delete(self, pi: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
         """Any bound or nominated pod that goes may leave room."""
@@ -476,11 +559,12 @@ class NodeResourcesFit(
         new = checked_new(self.name, Node, old, new)
         requests = accounted_requests(pi)
         allocatable = self._allocatable(new)
-        if not fits_empty_node(requests, allocatable):
+        dra = mapped_resources(self.handle, pi.dra_resources) if pi.dra_resources else frozenset()
+        if not fits_empty_node(requests, allocatable, dra):
             return QueueingHint.QueueSkip
         if old is None:
             return QueueingHint.Queue
-        if requested_resources_increased(requests, self._allocatable(old), allocatable):
+        if requested_resources_increased(requests, self._allocatable(old), allocatable, dra):
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
 

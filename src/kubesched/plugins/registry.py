@@ -14,6 +14,7 @@ from kubesched.plugins.celscore import CELScore
 from kubesched.plugins.coscheduling import Coscheduling
 from kubesched.plugins.defaultbinder import DefaultBinder
 from kubesched.plugins.defaultpreemption import DefaultPreemption
+from kubesched.plugins.dynamicresources import DynamicResources
 from kubesched.plugins.gangscheduling import GangScheduling
 from kubesched.plugins.hotvalue import HotValue
 from kubesched.plugins.imagelocality import ImageLocality
@@ -59,6 +60,7 @@ IN_TREE: list[type[Plugin]] = [
     VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
+    DynamicResources,
     DefaultPreemption,
     NodeResourcesBalancedAllocation,
     ImageLocality,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.framework.events import ASSIGNED_POD_DELETE, ClusterEvent
 from kubesched.framework.status import Code, Status, fit_error_message
+from kubesched.infra import features
 
 if TYPE_CHECKING:
     from kubesched.api.podinfo import PodInfo
@@ -104,6 +105,18 @@ class BindingCycles:
         only an allow, a reject or a timeout releases."""
         return [task for uid, task in self.tasks.items() if not self.held_at_permit(uid)]
 
+    def _nominate_if_not_bound_at_once(self, fwk: Framework, state: CycleState, pi: PodInfo, node: str, waits: bool) -> Status | None:
+        """kube's NominatedNodeNameForExpectation: when PreBind has work (its pre-flight) or Permit
+        makes the pod wait, binding will take a while, so the pod's status names the node now
+        (others, such as a cluster autoscaler, then count the pod there). A pre-flight error
+        ends the binding cycle."""
+        pre_flight = fwk.run_pre_bind_pre_flights(state, pi, node)
+        if pre_flight is not None and pre_flight.code != Code.SKIP:
+            return pre_flight
+        if pre_flight is None or waits:
+            self.backend.set_nominated_node(pi, node)
+        return None
+
     async def _run(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, record: DecisionRecord, node: str, started: float
     ) -> None:
@@ -113,7 +126,9 @@ class BindingCycles:
         binding = self.observer.binding_started(pi.uid)
         try:
             waiting = self.waiting.get(pi.uid)
-            if waiting is not None:
+            if features.current().nominated_node_name_for_expectation:
+                status = self._nominate_if_not_bound_at_once(fwk, state, pi, node, waiting is not None)
+            if status is None and waiting is not None:
                 status = await waiting.future
                 self.waiting.pop(pi.uid, None)
                 if status is not None:
@@ -145,6 +160,8 @@ class BindingCycles:
             status = Status(status.code, ("binding rejected",), status.plugin)
         # A pod deleted meanwhile is reported but not requeued (kube checks its informer cache).
         deleted = self.in_flight.pop(pi.uid, None) is None
+        if not deleted:  # kube's binding-cycle failure clears the nomination (its own, or a preemption's)
+            self.backend.set_nominated_node(pi, None)
         self.fail(fwk, qpi, record, status, rejected_by, self.queue.scheduling_cycle, reserved=(state, node), requeue=not deleted)
         self.queue.done(pi.uid)
         # kube moves the pods an assigned pod's deletion may help: the assumption is gone.

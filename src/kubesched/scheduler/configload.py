@@ -67,6 +67,15 @@ class _NoCluster:
     def set_annotations(self, pi: Any, annotations: dict[str, str]) -> None:
         return None
 
+    async def create_resource_claim(self, claim: Any) -> Any:
+        return claim
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        return None
+
+    async def set_extended_resource_claim_status(self, pi: Any, status: Any) -> None:
+        return None
+
     def set_pod_group_condition(self, pg: Any, condition: Any) -> None:
         return None
 
@@ -75,6 +84,18 @@ class _NoCluster:
 
     async def update_persistent_volume_claim(self, pvc: Any) -> Any:
         return pvc
+
+    async def get_resource_claim(self, namespace: str, name: str) -> Any:
+        raise LookupError(f"ResourceClaim {namespace}/{name}: no cluster")
+
+    async def update_resource_claim(self, claim: Any) -> Any:
+        return claim
+
+    async def update_resource_claim_status(self, claim: Any) -> Any:
+        return claim
+
+    async def unreserve_resource_claim(self, claim: Any, pod_uid: str) -> None:
+        return None
 
     def connect(self, scheduler: Any) -> None:
         return None

@@ -1,16 +1,14 @@
-"""Pods that need dynamic resource allocation (DRA) are never bound while kubesched cannot allocate
-devices: they stay pending, with a message naming the missing plugin, until DynamicResources
-exists (issue 31 replaces this module with that plugin; nodechoice.find_feasible is its one
-caller).
+"""Pods whose extended resources DRA would serve are never bound while kubesched cannot allocate
+those: they stay pending, with a message naming the missing part, until DynamicResources serves
+extended resources (kube's extendeddynamicresources.go; nodechoice.find_feasible is this module's
+one caller). Pods' own ResourceClaims are DynamicResources' (plugins/dynamicresources/).
 
-A pod needs DRA when (kube v1.37.2, DRAExtendedResource GA and locked on):
-- its spec.resourceClaims names a ResourceClaim or a ResourceClaimTemplate: on every node. The pod
-  is refused before any node is considered, UnschedulableAndUnresolvable;
-- it requests an extended resource that a DeviceClass maps (api.dra.mapped_resource_names): on the
-  nodes that have none of it allocatable (kube's shouldDelegateResourceToDRA). A node whose
-  allocatable has it (a device plugin's) serves it as before, so the pod is held to those nodes,
-  as a PreFilter that narrows the nodes does it (the others read `node(s) didn't satisfy
-  plugin(s) [DynamicResources]`), and refused outright when there are none.
+A pod needs DRA for an extended resource when it requests one that a DeviceClass maps
+(api.dra.mapped_resource_names) on the nodes that have none of it allocatable (kube v1.37.2's
+shouldDelegateResourceToDRA, DRAExtendedResource GA and locked on). A node whose allocatable has it
+(a device plugin's) serves it as before, so the pod is held to those nodes, as a PreFilter that
+narrows the nodes does it (the others read `node(s) didn't satisfy plugin(s) [DynamicResources]`),
+and refused outright when there are none.
 
 Why here, as a PreFilter of the one node-choice path, and not as a plugin of the profiles: the
 guard is a limit of kubesched, not a choice of a profile, so no configuration may leave it out;
@@ -18,12 +16,11 @@ and every caller of that path sees the same refusal (the pod's cycle and its Fit
 condition, a pod group's member, shadows, explanations' dry run, joint planning). It runs after
 the profile's PreFilter plugins, where v1.37.2's default profile runs DynamicResources' PreFilter.
 
-Queueing: the refusal names DynamicResources, which no profile has, so no cluster event moves the
-pod; it waits in the unschedulable pool until the periodic flush (5 minutes) or an update of the
-pod itself. Nothing is written to claims: the pod never reaches Reserve or PreBind.
+Queueing: the refusal names DynamicResources, so the events that plugin registers for (classes,
+slices, claims, nodes) may move the pod when its profile has it; otherwise it waits in the
+unschedulable pool until the periodic flush (5 minutes) or an update of the pod itself.
 
-Cost: callers read PodInfo.may_use_dra first, so a pod without claims or extended resources pays
-one boolean read.
+Cost: callers read PodInfo.dra_resources first, so a pod without extended resources pays one read.
 """
 
 from __future__ import annotations
@@ -45,10 +42,8 @@ NAMED_AT_MOST = 5  # claims or resources named in the message; the rest are coun
 
 
 def check(pi: PodInfo, classes: DeviceClassIndex, table: NodeTable, present: np.ndarray) -> tuple[Status | None, np.ndarray | None]:
-    """For a pod with `may_use_dra`, among the rows `present`: a refusal (the pod needs DRA on
+    """For a pod with `dra_resources`, among the rows `present`: a refusal (the pod needs DRA on
     every row), or the rows it may go to without DRA when that is fewer than all (else None)."""
-    if pi.resource_claims:
-        return _refusal(f"resourceClaims {_listed([shown(name) for name in pi.resource_claims])}"), None
     mapped = [(resource, dc) for resource in pi.dra_resources if (dc := classes.class_for(resource)) is not None]
     if not mapped:
         return None, None

@@ -114,9 +114,9 @@ def find_feasible(
         return Feasibility(diagnosis, failure=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_NODES_AVAILABLE,)))
     names, narrowed_by, status = fwk.run_pre_filter(state, pi)
     dra_rows: np.ndarray | None = None
-    if status is None and pi.may_use_dra:
-        # Devices kubesched cannot allocate yet: refused, or held to the nodes that need no DRA,
-        # as DynamicResources' PreFilter would stand after the profile's (draguard says why here).
+    if status is None and pi.dra_resources:
+        # Extended resources kubesched cannot serve through DRA yet: refused, or held to the nodes
+        # that need no DRA, as DynamicResources' PreFilter would (draguard says why here).
         status, dra_rows = draguard.check(pi, fwk.cache.device_classes, table, present)
     if status is not None:
         if status.code == Code.ERROR:

@@ -10,13 +10,16 @@ percentage; the pods have no controller, so only an integer minAvailable expects
 disruption controller counts them), scheduling gates (a gated pod stays gated), declared features
 (nodes declaring some, pods whose restart rules need one), pod-level resources (spec.resources in
 place of the containers' requests, or beside them; defaulted by the API server), and profiles with other scoring
-strategies and weights.
+strategies and weights; and in about a third of the scenarios, devices (Dynamic Resource Allocation:
+devices.py).
 """
 
 from __future__ import annotations
 
 import random
 from typing import Any
+
+from .devices import add_devices
 
 JSON = dict[str, Any]
 
@@ -176,8 +179,10 @@ def scenario(seed: int) -> JSON:
         gates.choice(pending)["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
     _declared_features(random.Random(f"features-{seed}"), nodes, pending)
     _pod_level_resources(random.Random(f"pod-level-{seed}"), existing + pending)
-    return {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile,
-            "pdbs": _budgets(seed, with_priority)}
+    sc = {"seed": seed, "nodes": nodes, "existing": existing, "pending": pending, "profile": profile,
+          "pdbs": _budgets(seed, with_priority)}
+    add_devices(seed, sc)  # DRA, from an RNG of its own too
+    return sc
 
 
 # --- declared features (NodeDeclaredFeatures), from an RNG of their own -----------------------------

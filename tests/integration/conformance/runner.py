@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from builders import make_pdb, make_priority_class
 from integration.harness.disruption import mark_ready
 from integration.harness.objects import create_ready_node
-from integration.harness.rest import ApiError, Kube
+from integration.harness.rest import ApiError, Kube, collection_path, object_path
 from kubesched.observe.decisions import parse_final_scores
 
 from .generate import JSON, PRIORITIES, PROFILES
@@ -50,6 +51,13 @@ class Step:
     # step only, at the end of the scenario.
     budgets: Budgets = field(default_factory=dict)
     budgets_at_end: Budgets | None = None
+    # The pod's ResourceClaims when its step ended, by claim_key, as claim_view shows them; and, on
+    # the last step only, every claim of the scenario at its end.
+    claims: dict[str, JSON] = field(default_factory=dict)
+    claims_at_end: dict[str, JSON] | None = None
+    # The reference run's claims (all of them, as the API server has them) when the step ended:
+    # what a run that breaks a tie the other way is realigned to (see Realign).
+    raw_claims: dict[str, JSON] = field(default_factory=dict)
 
 
 def scheduler_name(side: str, profile: str) -> str:
@@ -86,11 +94,128 @@ def create_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
             kube.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": True}})
         if n.get("declared"):
             kube.patch(f"/api/v1/nodes/{name}/status", {"status": {"declaredFeatures": n["declared"]}})
+    for obj in dra_cluster_manifests(scenario, prefix):
+        kube.create(collection_path(obj["kind"]), obj)
 
 
 def delete_nodes(kube: Kube, scenario: JSON, prefix: str) -> None:
     for n in scenario["nodes"]:
         kube.delete(f"/api/v1/nodes/{prefix}{n['name']}", missing_ok=True)
+    for obj in dra_cluster_manifests(scenario, prefix):
+        kube.delete(object_path(obj), missing_ok=True)
+
+
+# --- Dynamic Resource Allocation (devices.py generates it) ------------------------------------------
+
+DRA_API = "resource.k8s.io/v1"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+TEMPLATES = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates"
+POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"  # the resourceclaim controller's annotation
+DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"  # the scheduler's finalizer on an allocated claim
+
+
+def dra_cluster_manifests(scenario: JSON, prefix: str) -> list[JSON]:
+    """The scenario's DeviceClasses and ResourceSlices. The real runs prefix slices, pools and
+    nodes as they prefix nodes (cluster-wide objects of one scenario, shared by its two runs)."""
+    dra = scenario.get("dra")
+    if not dra:
+        return []
+    out = [{"apiVersion": DRA_API, "kind": "DeviceClass", "metadata": {"name": c["name"]},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in c["selectors"]]} if c["selectors"] else {}}
+           for c in dra["classes"]]
+    for s in dra["slices"]:
+        where = {k: prefix + v if k == "nodeName" else v for k, v in s["where"].items()}
+        spec: JSON = {"driver": s["driver"], "pool": {"name": prefix + s["pool"], "generation": 0, "resourceSliceCount": s["count"]},
+                      **where}
+        if s["devices"]:
+            spec["devices"] = s["devices"]
+        if s.get("sharedCounters"):
+            spec["sharedCounters"] = s["sharedCounters"]
+        out.append({"apiVersion": DRA_API, "kind": "ResourceSlice", "metadata": {"name": prefix + s["name"]}, "spec": spec})
+    return out
+
+
+def dra_namespace_manifests(scenario: JSON, namespace: str) -> list[JSON]:
+    """The scenario's ResourceClaimTemplates and ResourceClaims (created before any pod)."""
+    dra = scenario.get("dra") or {}
+    return [
+        *({"apiVersion": DRA_API, "kind": "ResourceClaimTemplate", "metadata": {"name": t["name"], "namespace": namespace},
+           "spec": {"spec": t["spec"]}} for t in dra.get("templates", ())),
+        *({"apiVersion": DRA_API, "kind": "ResourceClaim", "metadata": {"name": c["name"], "namespace": namespace},
+           "spec": c["spec"]} for c in dra.get("claims", ())),
+    ]
+
+
+def claim_key(claim: JSON) -> str:
+    """A claim's name, or for one the resourceclaim controller made from a template (its name is
+    random), "<pod>:<the pod's entry>"."""
+    meta = claim.get("metadata") or {}
+    entry = (meta.get("annotations") or {}).get(POD_CLAIM_NAME)
+    owner = next((o["name"] for o in meta.get("ownerReferences") or () if o.get("kind") == "Pod"), None)
+    return f"{owner}:{entry}" if entry and owner else str(meta.get("name"))
+
+
+def pod_claim_keys(pod: JSON) -> list[str]:
+    """The claim_keys of a scenario pod's spec.resourceClaims."""
+    return [e["resourceClaimName"] if e.get("resourceClaimName") else f"{pod['name']}:{e['name']}"
+            for e in pod["spec"].get("resourceClaims", ())]
+
+
+def _set(value: Any) -> bool:
+    return value is not None and value != [] and value != {}
+
+
+def claim_view(claim: JSON, prefix: str) -> JSON:
+    """What is compared of a claim: its allocation (each result in order, a shareID only as being
+    there: it is a random UID; the node selector; configuration), the pods it is reserved for, by
+    name, and its finalizers; node and pool names without the run's prefix, absent and empty
+    fields alike left out."""
+    status = claim.get("status") or {}
+    view: JSON = {"reservedFor": [r.get("name") for r in status.get("reservedFor") or ()]}
+    allocation = status.get("allocation")
+    if allocation:
+        devices = allocation.get("devices") or {}
+        results = []
+        for result in devices.get("results") or ():
+            shown = {k: v for k, v in result.items() if _set(v)}
+            shown["pool"] = str(shown.get("pool", "")).removeprefix(prefix)
+            if "shareID" in shown:
+                shown["shareID"] = "(set)"
+            results.append(shown)
+        view["allocation"] = {"results": results}
+        if _set(devices.get("config")):
+            view["allocation"]["config"] = devices["config"]
+        if allocation.get("nodeSelector"):
+            view["allocation"]["nodeSelector"] = json.loads(_unprefix(json.dumps(allocation["nodeSelector"]), prefix))
+    finalizers = (claim.get("metadata") or {}).get("finalizers")
+    if finalizers:
+        view["finalizers"] = sorted(finalizers)
+    return view
+
+
+def _claims(kube: Kube, namespace: str) -> dict[str, JSON]:
+    """The namespace's claims by claim_key (generated claims of pods deleted since left out)."""
+    pods = {p["metadata"]["uid"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")}
+    out = {}
+    for claim in kube.list(CLAIMS.format(ns=namespace)):
+        owners = [o["uid"] for o in claim["metadata"].get("ownerReferences") or () if o.get("kind") == "Pod"]
+        if owners and owners[0] not in pods:
+            continue
+        out[claim_key(claim)] = claim
+    return out
+
+
+def _clear_claims(kube: Kube, namespace: str) -> None:
+    """Deletes the namespace's claims and templates; the resourceclaim controller would take
+    allocated claims' finalizer off once their pods are gone, this does not wait for it."""
+    for path in (CLAIMS, TEMPLATES):
+        kube.request("DELETE", path.format(ns=namespace), {"apiVersion": "v1", "kind": "DeleteOptions"})
+    deadline = time.monotonic() + 20
+    while (left := kube.list(CLAIMS.format(ns=namespace))) and time.monotonic() < deadline:
+        for claim in left:
+            if claim["metadata"].get("finalizers"):
+                kube.patch(f"{CLAIMS.format(ns=namespace)}/{claim['metadata']['name']}", {"metadata": {"finalizers": None}})
+        time.sleep(0.05)
 
 
 def pod_manifest(pod: JSON, namespace: str, scheduler: str, prefix: str) -> JSON:
@@ -191,6 +316,9 @@ class Realign:
     node: str
     restore: dict[str, str] = field(default_factory=dict)
     delete: list[str] = field(default_factory=list)
+    # The reference's claims after the step (Step.raw_claims): the allocations and reservations
+    # the run's claims are given (the reference's devices, on the same nodes and pools).
+    claims: dict[str, JSON] = field(default_factory=dict)
 
 
 def run_side(
@@ -203,6 +331,8 @@ def run_side(
     scheduler = scheduler_name(side, scenario["profile"])
     for budget in scenario.get("pdbs", ()):
         kube.create(f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", budget_manifest(budget, namespace))
+    for obj in dra_namespace_manifests(scenario, namespace):
+        kube.create(collection_path(obj["kind"], namespace), obj)
     for pod in scenario["existing"]:
         _create(kube, pod_manifest(pod, namespace, scheduler, prefix))
     steps = []
@@ -213,6 +343,11 @@ def run_side(
         step = Step(pod["name"], cluster=before, budgets=budgets)
         _follow(kube, namespace, pod["name"], created, step, prefix)
         step.preempted = sorted(set(before) - _names(kube, namespace) - {pod["name"]})
+        if scenario.get("dra"):
+            claims = _claims(kube, namespace)
+            step.raw_claims = {key: {"status": claim.get("status") or {}} for key, claim in claims.items()}
+            step.claims = {key: claim_view(claims[key], prefix) if key in claims else {"missing": True}
+                           for key in pod_claim_keys(pod)}
         steps.append(step)
         fix = align(step) if align is not None and step.node else None
         if fix is not None and fix.node != step.node:
@@ -220,6 +355,8 @@ def run_side(
     time.sleep(QUIET)  # retries the last pods' events set off
     if steps and scenario.get("pdbs"):
         steps[-1].budgets_at_end = _settled_budgets(kube, scenario, namespace)
+    if steps and scenario.get("dra"):
+        steps[-1].claims_at_end = {key: claim_view(c, prefix) for key, c in sorted(_claims(kube, namespace).items())}
     for step in steps:
         current = kube.get_or_none(f"/api/v1/namespaces/{namespace}/pods/{step.pod}")
         if current is None:
@@ -238,9 +375,39 @@ def _realign(kube: Kube, scenario: JSON, namespace: str, prefix: str, name: str,
         path = f"/api/v1/namespaces/{namespace}/pods/{gone}"
         kube.delete(path, grace_period_seconds=0, missing_ok=True)
         _wait_gone(kube, path)
+    if fix.claims:
+        _wait_released(kube, namespace)
     for again, node in {**fix.restore, name: fix.node}.items():
         pod = by_name[again]
         _create(kube, pod_manifest({**pod, "spec": {**pod["spec"], "nodeName": node}}, namespace, "", prefix))
+    if fix.claims:
+        _claims_as(kube, namespace, fix.claims)
+
+
+def _wait_released(kube: Kube, namespace: str) -> None:
+    """Until the resourceclaim controller has taken the pods just deleted off their claims."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pods = {p["metadata"]["uid"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")}
+        claims = kube.list(CLAIMS.format(ns=namespace))
+        if all(r.get("uid") in pods for c in claims for r in (c.get("status") or {}).get("reservedFor") or ()):
+            return
+        time.sleep(0.05)
+
+
+def _claims_as(kube: Kube, namespace: str, reference: dict[str, JSON]) -> None:
+    """Gives the namespace's claims the reference's allocations and reservations (the same pods by
+    name), as its scheduler would have written them."""
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.list(f"/api/v1/namespaces/{namespace}/pods")}
+    for key, claim in _claims(kube, namespace).items():
+        want = (reference.get(key) or {}).get("status") or {}
+        path = f"{CLAIMS.format(ns=namespace)}/{claim['metadata']['name']}"
+        if want.get("allocation") and DELETE_PROTECTION not in (claim["metadata"].get("finalizers") or ()):
+            claim = kube.patch(path, {"metadata": {"finalizers": [*(claim["metadata"].get("finalizers") or ()), DELETE_PROTECTION],
+                                                   "resourceVersion": claim["metadata"]["resourceVersion"]}})
+        reserved = [{**r, "uid": uids[r["name"]]} for r in want.get("reservedFor") or () if r.get("name") in uids]
+        status = {k: v for k, v in {"allocation": want.get("allocation"), "reservedFor": reserved}.items() if v}
+        kube.replace(f"{path}/status", {**claim, "status": status})
 
 
 def _follow(kube: Kube, namespace: str, name: str, created: JSON, step: Step, prefix: str) -> None:
@@ -306,6 +473,9 @@ def clear_namespace(kube: Kube, namespace: str) -> None:
     deadline = time.monotonic() + 20
     while _names(kube, namespace) and time.monotonic() < deadline:
         time.sleep(0.05)
+    if kube.list(CLAIMS.format(ns=namespace)) or kube.list(TEMPLATES.format(ns=namespace)):
+        _clear_claims(kube, namespace)
+        time.sleep(0.2)  # both schedulers see the devices free before the next run's pods
 
 
 def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
@@ -317,6 +487,7 @@ def compare(kube_steps: list[Step], ours: list[Step]) -> list[str]:
             a, b = getattr(theirs, what), getattr(mine, what)
             if a != b:
                 out.append(f"{theirs.pod} {what}: kube-scheduler {a!r} / kubesched {b!r}")
+        out += _claim_lines(theirs.pod, "claim", theirs.claims, mine.claims)
         if theirs.scores is not None and mine.scores is not None:
             both = sorted(set(theirs.scores) & set(mine.scores))
             a_s = {n: theirs.scores[n] for n in both if theirs.scores[n] != mine.scores[n]}
@@ -354,10 +525,17 @@ def compare_final(kube_steps: list[Step], ours: list[Step]) -> list[str]:
         for theirs, mine in zip(kube_steps, ours, strict=True)
         if theirs.node is None and theirs.final != mine.final
     ]
+    if kube_steps:
+        out += _claim_lines(kube_steps[-1].pod, "claim_at_end", kube_steps[-1].claims_at_end or {}, ours[-1].claims_at_end or {})
     if kube_steps and kube_steps[-1].budgets_at_end != ours[-1].budgets_at_end:
         out.append(f"{kube_steps[-1].pod} budgets_at_end: kube-scheduler {kube_steps[-1].budgets_at_end!r} / "
                    f"kubesched {ours[-1].budgets_at_end!r}")
     return out
+
+
+def _claim_lines(pod: str, what: str, theirs: dict[str, JSON], mine: dict[str, JSON]) -> list[str]:
+    return [f"{pod} {what} {key}: kube-scheduler {theirs.get(key)!r} / kubesched {mine.get(key)!r}"
+            for key in sorted(set(theirs) | set(mine)) if theirs.get(key) != mine.get(key)]
 
 
 def write_reproducer(directory: Path, scenario: JSON, kube_steps: list[Step], ours: list[Step], diffs: list[str]) -> Path:

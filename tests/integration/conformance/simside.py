@@ -8,10 +8,16 @@ the PodDisruptionBudgets' status from what the simulated disruption controller p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Callable
 from unittest import mock
 
+import msgspec
+
 from builders import make_node
+from kubesched.api.dra import RESOURCE_CLAIM
+from kubesched.api.podinfo import PodInfo
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.engine import Simulation
@@ -19,8 +25,22 @@ from kubesched.backends.sim.manifests import load_objects
 from kubesched.config.parse import parse_config
 from kubesched.observe import decisions
 
+from .devices import ADMIN_ACCESS_LABEL
 from .generate import JSON, PROFILES
-from .runner import Budgets, Step, budget_manifest, budget_status, pod_manifest, priority_classes, set_placement
+from .runner import (
+    Budgets,
+    Step,
+    budget_manifest,
+    budget_status,
+    claim_key,
+    claim_view,
+    dra_cluster_manifests,
+    dra_namespace_manifests,
+    pod_claim_keys,
+    pod_manifest,
+    priority_classes,
+    set_placement,
+)
 
 GAP = 10.0  # virtual seconds between two pending pods
 
@@ -35,6 +55,9 @@ def _objects(scenario: JSON) -> list[JSON]:
             node.declared(*n["declared"])
         objects.append(node.manifest())
     objects += [budget_manifest(b, "default") for b in scenario.get("pdbs", ())]
+    if scenario.get("dra"):
+        objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "labels": {ADMIN_ACCESS_LABEL: "true"}}})
+        objects += dra_cluster_manifests(scenario, "") + dra_namespace_manifests(scenario, "default")
     objects += [pod_manifest(p, "default", "default-scheduler", "") for p in scenario["existing"]]
     for i, p in enumerate(scenario["pending"]):
         pod = pod_manifest(p, "default", "default-scheduler", "")
@@ -68,12 +91,43 @@ def simulate_side(scenario: JSON) -> list[Step]:
     def budgets(before: float) -> Budgets:
         return {name: status for t, name, status in published if t < before}  # the last of each
 
+    # The claims as the cluster has them just before each arrival (a pod's step ends as the next
+    # pod arrives), then at the end.
+    claims_seen: list[tuple[float, dict[str, JSON]]] = []
+    at = SimCluster.at
+
+    def claims_now(cluster: SimCluster) -> dict[str, JSON]:
+        stored = cluster.devices.get(RESOURCE_CLAIM, {}).values()
+        return {claim_key(c): c for c in (msgspec.to_builtins(obj) for obj in stored)}
+
+    def at_seeing_claims(cluster: SimCluster, when: float, action: Callable[[], None]) -> None:
+        def fire() -> None:
+            claims_seen.append((cluster.clock.now(), claims_now(cluster)))
+            action()
+
+        at(cluster, when, fire)
+
+    def claims_when(end: float) -> dict[str, JSON]:
+        return next((seen for t, seen in claims_seen if t >= end), claims_now(sim.cluster))
+
+    # Nominations the binding cycle writes (kube's NominatedNodeNameForExpectation): the pod's
+    # status names the node before PreBind or a wait at Permit, as the kube side's watch sees.
+    binding_nominations: list[tuple[float, str, str]] = []  # (virtual time, pod key, node)
+    nominate = SimCluster.set_nominated_node
+
+    def nominate_seen(cluster: SimCluster, pi: PodInfo, node: str | None) -> None:
+        if node:
+            binding_nominations.append((cluster.clock.now(), pi.key, node))
+        nominate(cluster, pi, node)
+
     catch, level, propagate = Catch(), decisions.log.level, decisions.log.propagate
     decisions.log.addHandler(catch)
     decisions.log.setLevel(logging.DEBUG)
     decisions.log.propagate = False  # caught here only
     try:
-        with mock.patch.object(SimCluster, "publish_pdb", record):
+        with (mock.patch.object(SimCluster, "publish_pdb", record),
+              mock.patch.object(SimCluster, "set_nominated_node", nominate_seen),
+              mock.patch.object(SimCluster, "at", at_seeing_claims) if scenario.get("dra") else contextlib.nullcontext()):
             asyncio.run(sim.run())
     finally:
         decisions.log.removeHandler(catch)
@@ -100,14 +154,21 @@ def simulate_side(scenario: JSON) -> list[Step]:
         elif failed is not None:
             step.message = next((e.message for e in events if e.pod == key and e.reason == "FailedScheduling"), failed.message)
             step.reason = "SchedulerError" if failed.result == "error" else "Unschedulable"
-        step.nominated = next((r.nominated for r in mine if r.nominated), None)
+        nominations = sorted([(r.time, r.nominated) for r in mine if r.nominated]
+                             + [(t, node) for t, pod_key, node in binding_nominations if pod_key == key and start <= t < end])
+        step.nominated = nominations[0][1] if nominations else None
         step.preempted = sorted(v.split("/", 1)[1] for r in mine for v in r.victims)
         # The Scheduled event says where (the pod itself may be gone since, preempted by a later one).
         bound = [e for e in events if e.pod == key and e.reason == "Scheduled" and start <= e.time < end]
         if bound:
             step.node = bound[0].message.rsplit(" to ", 1)[1]
         set_placement(step, next((s for t, p, s in reversed(scored) if p == key and start <= t < end), None))
+        if scenario.get("dra"):
+            claims = claims_when(end)
+            step.claims = {k: claim_view(claims[k], "") if k in claims else {"missing": True} for k in pod_claim_keys(pod)}
         steps.append(step)
     if steps and scenario.get("pdbs"):
         steps[-1].budgets_at_end = budgets(float("inf"))
+    if steps and scenario.get("dra"):
+        steps[-1].claims_at_end = {k: claim_view(c, "") for k, c in sorted(claims_now(sim.cluster).items())}
     return steps

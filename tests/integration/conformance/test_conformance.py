@@ -1,11 +1,14 @@
 """Differential conformance: generated scenarios through the real kube-scheduler and through
 `kubesched run`, on one real apiserver, compared on what a user sees of every pod: its node (any
 node tied for kube-scheduler's best score is accepted), the first FailedScheduling condition
-(reason and message, to the character), its nomination and the pods preempted for it; and on what
+(reason and message, to the character), its nomination and the pods preempted for it, its
+ResourceClaims' allocation and reservations (and every claim's at the end); and on what
 the schedulers log of the cycle that placed it: the feasible nodes and each one's final score
 (kube-scheduler's -v=10 log, kubesched's `kubesched.decisions` logger). kube-controller-manager's
 disruption controller runs beside them, so the scenarios' PodDisruptionBudgets carry the status a
-real cluster gives them; that status is compared with the simulator's own, step by step.
+real cluster gives them (that status is compared with the simulator's own, step by step), and its
+resourceclaim controller, which deallocates claims whose pods are gone and creates claims from
+templates.
 
 `make test` runs a small seeded sample; `make conformance` runs CONFORMANCE_SCENARIOS of them
 (default 300). A disagreement writes the scenario, both runs and the differences to a file
@@ -25,11 +28,12 @@ import pytest
 
 from builders import make_namespace
 from integration.harness.controlplane import ControlPlane
-from integration.harness.disruption import run_disruption_controller
+from integration.harness.disruption import RESOURCECLAIM_CONTROLLER, run_disruption_controller
 from integration.harness.kube_scheduler import KubeScheduler, run_kube_scheduler
 from integration.harness.kubesched import Kubesched, kubesched_config, run_kubesched
 from integration.harness.rest import Kube
 
+from .devices import ADMIN_ACCESS_LABEL
 from .generate import JSON, scenario
 from .runner import (
     Realign,
@@ -72,10 +76,12 @@ def schedulers(
     for ns in (KUBE_NS, OURS_NS):
         if kube.get_or_none(f"/api/v1/namespaces/{ns}") is None:
             kube.create("/api/v1/namespaces", make_namespace(ns))
+        # Claims with admin access are admitted only in namespaces labelled so.
+        kube.patch(f"/api/v1/namespaces/{ns}", {"metadata": {"labels": {ADMIN_ACCESS_LABEL: "true"}}})
     config = kubesched_config(control_plane.admin_kubeconfig)
     config["profiles"] = profiles("ours")
     with (
-        run_disruption_controller(control_plane),
+        run_disruption_controller(control_plane, also=[RESOURCECLAIM_CONTROLLER]),
         run_kube_scheduler(control_plane, profiles=profiles("kube"), extra_args=["--v=10"]) as ks,
         run_kubesched(tmp_path_factory.mktemp("conformance"), config, log_level=DECISIONS) as ours,
     ):
@@ -113,9 +119,9 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
             if kind is None or want.node is None:
                 return None
             if kind == "node":
-                return Realign(want.node)
+                return Realign(want.node, claims=want.raw_claims)
             return Realign(want.node, {v: step.cluster[v] or "" for v in step.preempted if v not in want.preempted},
-                           [v for v in want.preempted if v not in step.preempted])
+                           [v for v in want.preempted if v not in step.preempted], claims=want.raw_claims)
 
         since = log_size(ks_ours.process.log_path)
         ours = run_side(kube, sc, OURS_NS, "ours", prefix, align=align)
@@ -151,15 +157,19 @@ def _run(kube: Kube, sc: JSON, ks: KubeScheduler, ks_ours: Kubesched) -> tuple[l
 
 def _untied(theirs: Step, mine: Step, tie: str | None) -> list[str]:
     """compare's lines for one pod, less what follows from breaking a tie the other way: the node
-    (another node tied for the best score), or the nomination, victims, node and message's node name
+    (another node tied for the best score) with its claims and the binding cycle's nomination of
+    it, or the nomination, victims, node and message's node name
     (another preemption candidate tied on every criterion)."""
     out = []
     for line in compare([theirs], [mine]):
         what = line.split(" ", 2)[1].rstrip(":")
-        if tie == "node" and what == "node":
+        if tie == "node" and what in ("node", "claim"):  # the claims' devices are on the other node
+            continue
+        # The binding cycle nominates the node it binds to (NominatedNodeNameForExpectation).
+        if tie == "node" and what == "nominated" and (theirs.nominated, mine.nominated) == (theirs.node, mine.node):
             continue
         if tie == "preemption":
-            if what in ("node", "nominated", "preempted", "feasible"):
+            if what in ("node", "nominated", "preempted", "feasible", "claim"):
                 continue
             named = (mine.message or "").replace(f" on node {mine.nominated},", f" on node {theirs.nominated},")
             if what == "message" and named == theirs.message:
@@ -182,9 +192,13 @@ def test_generated_scenarios_agree_with_kube_scheduler(
     ]
     pods = placed = scored = node_scores = 0
     started = time.monotonic()
+    with_devices: list[float] = []  # seconds each scenario with devices took
     for sc in chosen:
         seed = sc["seed"]
+        began = time.monotonic()
         theirs, ours, diffs = _run(kube, sc, ks, ks_ours)
+        if sc.get("dra"):
+            with_devices.append(time.monotonic() - began)
         pods += len(theirs)
         placed += sum(1 for s in theirs if s.node is not None)
         scored += sum(1 for s in theirs if s.scores)
@@ -200,6 +214,8 @@ def test_generated_scenarios_agree_with_kube_scheduler(
         print(f"\nconformance: {SCENARIOS - len(disagreements)}/{SCENARIOS} scenarios agree on every point "
               f"({(time.monotonic() - started) / max(SCENARIOS, 1):.1f} s a scenario)")
         print(f"  {pods} pods, {placed} placed in their step, {scored} of them scored ({node_scores} final scores per node)")
+        if with_devices:
+            print(f"  {len(with_devices)} scenario(s) with devices ({sum(with_devices) / len(with_devices):.1f} s a scenario)")
         for seed, diffs in disagreements.items():
             print(f"  seed {seed}:")
             for d in diffs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from kubesched.tools.devcluster.procs import ManagedProcess, free_port
 
@@ -14,12 +14,15 @@ from .controlplane import ControlPlane
 from .rest import JSON, Kube
 
 _counter = itertools.count(1)
+# Creates ResourceClaims from pods' templates, takes deleted pods off their claims' reservedFor and
+# deallocates claims no pod uses any more (what a cluster with DRA runs).
+RESOURCECLAIM_CONTROLLER = "resourceclaim-controller"
 
 
 @contextlib.contextmanager
-def run_disruption_controller(cp: ControlPlane) -> Iterator[ManagedProcess]:
+def run_disruption_controller(cp: ControlPlane, also: Sequence[str] = ()) -> Iterator[ManagedProcess]:
     """kube-controller-manager of the pinned release, as admin, running the disruption controller
-    alone (no leader election); stopped at the end of the block."""
+    alone, or with the controllers `also` names (no leader election); stopped at the end of the block."""
     binaries = cp.binaries if cp.binaries.kube_controller_manager is not None else require_binaries(
         kube_controller_manager=True)
     assert binaries.kube_controller_manager is not None
@@ -29,7 +32,7 @@ def run_disruption_controller(cp: ControlPlane) -> Iterator[ManagedProcess]:
         f"--kubeconfig={cp.admin_kubeconfig}",
         f"--authentication-kubeconfig={cp.admin_kubeconfig}",
         f"--authorization-kubeconfig={cp.admin_kubeconfig}",
-        "--controllers=disruption-controller",
+        f"--controllers={','.join(['disruption-controller', *also])}",
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
         f"--secure-port={free_port()}",

@@ -43,6 +43,10 @@ KINDS: dict[str, tuple[str, str, bool]] = {
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
 }
 
 FIELD_MANAGER = "kubesched-tests"

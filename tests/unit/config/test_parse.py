@@ -18,6 +18,7 @@ from kubesched.config.parse import default_config, parse_config
 from kubesched.config.types import API_VERSION, KIND, ClientConnection, LeaderElection, SchedulerConfig
 from kubesched.framework import interface as fw
 from kubesched.framework.registry import Registry
+from kubesched.plugins.dynamicresources.args import DynamicResourcesArgs
 from kubesched.scheduler.configload import load_config
 
 # --- a registry of stand-ins with kube's interfaces for each default plugin ------------------------
@@ -102,6 +103,8 @@ STANDINS = [
     _plugin("VolumeZone", fw.PreFilterPlugin, fw.FilterPlugin),
     _plugin("PodTopologySpread", *PRE_FILTER_FILTER_SCORE),
     _plugin("InterPodAffinity", *PRE_FILTER_FILTER_SCORE, args=AffinityArgs),
+    _plugin("DynamicResources", fw.PreEnqueuePlugin, fw.PreFilterPlugin, fw.FilterPlugin, fw.PostFilterPlugin,
+            fw.ScorePlugin, fw.ReservePlugin, fw.PreBindPlugin, fw.EnqueueExtensions, args=DynamicResourcesArgs),
     _plugin("DefaultPreemption", fw.PostFilterPlugin),
     _plugin("NodeResourcesBalancedAllocation", fw.PreScorePlugin, fw.ScorePlugin),
     _plugin("ImageLocality", fw.ScorePlugin),
@@ -162,13 +165,14 @@ KUBE_DEFAULT_SCORE = [
     ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
 ]
 KUBE_DEFAULT_FILTER = [
     "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
-    "NodeDeclaredFeatures",
+    "DynamicResources", "NodeDeclaredFeatures",
 ]
 
 
@@ -180,21 +184,21 @@ def test_default_config_is_kubes_default_profile_expanded() -> None:
     assert [p.scheduler_name for p in config.profiles] == ["default-scheduler"]
     prof = config.profiles[0]
     assert set(prof.plugins) == set(fw.EXTENSION_POINTS)
-    assert prof.names("preEnqueue") == ["SchedulingGates"]
+    assert prof.names("preEnqueue") == ["SchedulingGates", "DynamicResources"]
     assert prof.names("queueSort") == ["PrioritySort"]
     assert prof.names("preFilter") == [
         "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-        "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
     ]
     assert prof.names("filter") == KUBE_DEFAULT_FILTER
-    assert prof.names("postFilter") == ["DefaultPreemption"]
+    assert prof.names("postFilter") == ["DynamicResources", "DefaultPreemption"]
     assert prof.names("preScore") == [
         "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
     ]
     assert scores(config) == KUBE_DEFAULT_SCORE
-    assert prof.names("reserve") == ["VolumeBinding"]
-    assert prof.names("preBind") == ["VolumeBinding"]
+    assert prof.names("reserve") == ["VolumeBinding", "DynamicResources"]
+    assert prof.names("preBind") == ["VolumeBinding", "DynamicResources"]
     for point in ("permit", "postBind"):
         assert prof.plugins[point] == []
     assert prof.names("bind") == ["DefaultBinder"]
@@ -224,7 +228,7 @@ def test_default_globals_match_kube() -> None:
 
 def test_default_args_for_every_plugin_that_has_args() -> None:
     prof = default_config(registry()).profiles[0]
-    assert set(prof.plugin_args) == {"NodeResourcesFit", "InterPodAffinity", "VolumeBinding"}
+    assert set(prof.plugin_args) == {"NodeResourcesFit", "InterPodAffinity", "VolumeBinding", "DynamicResources"}
     assert isinstance(prof.plugin_args["InterPodAffinity"], AffinityArgs)
     fit = prof.plugin_args["NodeResourcesFit"]
     assert isinstance(fit, FitArgs)
@@ -248,7 +252,7 @@ def test_multipoint_plugin_goes_to_every_point_it_implements_after_the_defaults(
     config = one({"multiPoint": {"enabled": [{"name": "PerNode", "weight": 5}]}})
     assert names(config, "filter") == [*KUBE_DEFAULT_FILTER, "PerNode"]
     assert scores(config) == [*KUBE_DEFAULT_SCORE, ("PerNode", 5)]
-    assert names(config, "reserve") == ["VolumeBinding", "PerNode"]
+    assert names(config, "reserve") == ["VolumeBinding", "DynamicResources", "PerNode"]
     assert names(config, "permit") == ["PerNode"]
     assert "PerNode" not in names(config, "preFilter")
 
@@ -312,6 +316,7 @@ def test_explicit_score_entry_overrides_the_multipoint_weight_and_runs_first() -
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
@@ -333,7 +338,7 @@ def test_order_overrides_then_multipoint_then_other_explicit_plugins() -> None:
     assert names(config, "filter") == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
-        "NodeDeclaredFeatures", "PerNode",
+        "DynamicResources", "NodeDeclaredFeatures", "PerNode",
     ]
 
 
@@ -344,17 +349,20 @@ def test_replacing_the_binder_and_queue_sort() -> None:
     })
     assert names(config, "queueSort") == ["OtherSort"]
     assert names(config, "bind") == ["OtherBinder"]
-    assert set(config.profiles[0].plugin_args) == {"NodeResourcesFit", "InterPodAffinity", "VolumeBinding", "OtherSort"}
+    assert set(config.profiles[0].plugin_args) == {
+        "NodeResourcesFit", "InterPodAffinity", "VolumeBinding", "DynamicResources", "OtherSort"}
 
 
-def test_disabling_an_unsupported_or_unknown_plugin_is_harmless() -> None:
+def test_disabling_a_default_or_unknown_plugin_is_harmless() -> None:
     # Configurations written for kube-scheduler often disable volume plugins (or DRA's).
     config = one({
         "multiPoint": {"disabled": [{"name": "VolumeBinding"}, {"name": "NoSuchPlugin"}, {"name": "DynamicResources"}]},
         "filter": {"disabled": [{"name": "VolumeZone"}]},
     })
-    assert names(config, "filter") == [n for n in KUBE_DEFAULT_FILTER if n not in ("VolumeBinding", "VolumeZone")]
+    assert names(config, "filter") == [
+        n for n in KUBE_DEFAULT_FILTER if n not in ("VolumeBinding", "VolumeZone", "DynamicResources")]
     assert "VolumeBinding" not in names(config, "reserve")
+    assert "DynamicResources" not in names(config, "preEnqueue")
 
 
 # --- plugin args and the user's own plugins -----------------------------------------------------
@@ -745,15 +753,25 @@ def test_unknown_plugin() -> None:
     assert message.startswith("profiles[0].plugins.filter.enabled[1]: unknown plugin 'NodeNam' (registered: ")
 
 
-@pytest.mark.parametrize("name", ["DynamicResources"])
-def test_unimplemented_plugins_are_not_supported_yet(name: str) -> None:
-    message = refused_profile({"multiPoint": {"enabled": [{"name": name}]}})
-    assert message == (
-        f"profiles[0].plugins.multiPoint.enabled[0]: plugin {name!r} is not supported by kubesched yet; "
-        "remove it from the profile"
-    )
-    message = refused_profile(pluginConfig=[{"name": name, "args": {"bindTimeoutSeconds": 5}}])
-    assert message.startswith(f"profiles[0].pluginConfig[0].name: plugin {name!r} is not supported by kubesched yet")
+def test_dynamic_resources_args_default_and_refusals_as_kubes() -> None:
+    from kubesched.plugins.registry import in_tree_registry
+
+    reg = in_tree_registry()
+    args: Any = default_config(reg).profiles[0].plugin_args["DynamicResources"]
+    assert (args.filter_timeout, args.binding_timeout) == ("10s", "10m0s")
+    assert (args.filter_timeout_seconds, args.binding_timeout_seconds) == (10.0, 600.0)
+    config = parse_config(cfg(profiles=[{"pluginConfig": [
+        {"name": "DynamicResources", "args": {"filterTimeout": "0s", "bindingTimeout": "90s"}}]}]), reg)
+    args = config.profiles[0].plugin_args["DynamicResources"]
+    assert (args.filter_timeout, args.binding_timeout) == ("0s", "1m30s")
+    for given, message in (
+        ({"filterTimeout": "-1s"}, 'filterTimeout: Invalid value: "-1s": must be zero or positive'),
+        ({"bindingTimeout": "500ms"}, 'bindingTimeout: Invalid value: "500ms": must be at least 1 second'),
+        ({"bindingTimeout": "0s"}, 'bindingTimeout: Invalid value: "0s": must be at least 1 second'),
+        ({"filterTimeout": "ten"}, "filterTimeout: "),
+    ):
+        text = refused(cfg(profiles=[{"pluginConfig": [{"name": "DynamicResources", "args": given}]}]), reg)
+        assert text.startswith("profiles[0].pluginConfig[0].args") and message in text, text
 
 
 def test_volume_binding_args_in_the_in_tree_registry() -> None:

@@ -236,3 +236,71 @@ async def test_a_rejection_at_prebind_or_bind_keeps_its_code_and_message() -> No
     expected = Status(Code.UNSCHEDULABLE, ("volume not attachable here",), "Refuses")
     assert await fwk.run_pre_bind(CycleState(), make_pod("p").info(), "n0") == expected
     assert await fwk.run_bind(CycleState(), make_pod("p").info(), "n0") == expected
+
+
+class PreFlights(Plugin, PreBindPlugin):
+    """PreBindPreFlight answers `pre_flight`; PreBind is logged."""
+
+    pre_flight: Status | None = None
+
+    def pre_bind_pre_flight(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        LOG.append(("PreBindPreFlight", self.name))
+        return self.pre_flight
+
+    async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        LOG.append(("PreBind", self.name))
+        return None
+
+
+class HasWork(PreFlights):
+    name = "HasWork"
+
+
+class NoWork(PreFlights):
+    name = "NoWork"
+    pre_flight = SKIP
+
+
+class FlightError(PreFlights):
+    name = "FlightError"
+    pre_flight = Status.error("state not found")
+
+
+class FlightRejects(PreFlights):
+    name = "FlightRejects"
+    pre_flight = Status.unschedulable("no")
+
+
+class Silent(Plugin, PreBindPlugin):
+    """A PreBind plugin that does not answer the pre-flight: taken to have work."""
+
+    name = "Silent"
+
+    async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        return None
+
+
+async def test_pre_flight_is_success_when_any_plugin_has_work_and_prebind_skips_those_without() -> None:
+    fwk = framework({"preBind": [NoWork, HasWork]})
+    state = CycleState()
+    assert fwk.run_pre_bind_pre_flights(state, make_pod("p").info(), "n0") is None
+    assert await fwk.run_pre_bind(state, make_pod("p").info(), "n0") is None
+    assert LOG == [("PreBindPreFlight", "NoWork"), ("PreBindPreFlight", "HasWork"), ("PreBind", "HasWork")]
+
+
+def test_pre_flight_is_skip_when_no_plugin_has_work_and_success_for_one_that_does_not_answer() -> None:
+    state = CycleState()
+    answer = framework({"preBind": [NoWork]}).run_pre_bind_pre_flights(state, make_pod("p").info(), "n0")
+    assert answer is not None and answer.code == Code.SKIP and state.skip_pre_bind == {"NoWork"}
+    assert framework({"preBind": [NoWork, Silent]}).run_pre_bind_pre_flights(CycleState(), make_pod("p").info(), "n0") is None
+
+
+def test_pre_flight_errors_and_unsupported_answers_in_kubes_words() -> None:
+    fwk = framework({"preBind": [HasWork, FlightError, NoWork]})
+    assert fwk.run_pre_bind_pre_flights(CycleState(), make_pod("p").info(), "n0") == Status(
+        Code.ERROR, ('running PreBindPreFlight "FlightError": state not found',), "FlightError")
+    assert LOG == [("PreBindPreFlight", "HasWork"), ("PreBindPreFlight", "FlightError")]
+    fwk = framework({"preBind": [FlightRejects]})
+    assert fwk.run_pre_bind_pre_flights(CycleState(), make_pod("p").info(), "n0") == Status(
+        Code.ERROR, ('PreBindPreFlight FlightRejects returned "Unschedulable", which is unsupported. '
+                     "It is supposed to return Success, Skip, or Error status",), "FlightRejects")

@@ -58,6 +58,14 @@ def test_other_spellings_are_refused_in_kubes_words(value: str) -> None:
                                "invalid syntax")
 
 
+def test_a_refused_value_is_quoted_as_gos_strconv_quote_does() -> None:
+    # json.dumps would write \u0001 and leave the non-printable U+00A0 bare; Go writes \x01 and \u00a0.
+    with pytest.raises(FeatureGateError) as info:
+        parse("GenericWorkload=tr\x01u\u00a0e")
+    assert str(info.value) == ('invalid value of GenericWorkload=tr\x01u\u00a0e, err: strconv.ParseBool: '
+                               'parsing "tr\\x01u\\u00a0e": invalid syntax')
+
+
 def test_a_gate_on_without_the_gate_it_depends_on_is_refused_in_kubes_words() -> None:
     with pytest.raises(FeatureGateError) as info:
         parse("TopologyAwareWorkloadScheduling=true")

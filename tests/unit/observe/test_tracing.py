@@ -68,8 +68,9 @@ def test_a_simulation_makes_cycle_spans_with_children() -> None:
     results = sorted(next(a["value"]["stringValue"] for a in s["attributes"] if a["key"] == "kubesched.result") for s in cycles.values())
     assert results[0] == "scheduled" and "unschedulable" in results
     bindings = {s["spanId"] for s in spans if s["name"] == "BindingCycle"}
-    assert all(s.get("parentSpanId") in cycles for s in spans if s["name"] not in ("SchedulingCycle", "PreBind", "Bind"))
-    assert all(s.get("parentSpanId") in bindings for s in spans if s["name"] in ("PreBind", "Bind"))
+    in_binding = ("PreBindPreFlight", "PreBind", "Bind")
+    assert all(s.get("parentSpanId") in cycles for s in spans if s["name"] not in ("SchedulingCycle", *in_binding))
+    assert all(s.get("parentSpanId") in bindings for s in spans if s["name"] in in_binding)
     assert {"PreFilter", "Filter", "PostFilter", "BindingCycle"} <= {s["name"] for s in spans}
     for s in spans:
         assert int(s["endTimeUnixNano"]) >= int(s["startTimeUnixNano"]) > 0 and len(s["traceId"]) == 32

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from builders import UnitHandle, cache_with, make_node, make_pod
+from kubesched.api.dra import DEVICE_CLASS
 from kubesched.api.objects import Node
 from kubesched.api.podinfo import PodInfo, make_pod_info
 from kubesched.cache.cache import Cache
@@ -308,6 +309,7 @@ def test_events_are_kubes() -> None:
         (NODE, A.Add | A.UpdateNodeAllocatable, plugin.is_schedulable_after_node_change),
         (ASSIGNED_POD, A.UpdatePodScaleDown, plugin.is_schedulable_after_assigned_pod_scale_down),
         (TARGET_POD, A.UpdatePodScaleDown, plugin.is_schedulable_after_target_pod_scale_down),
+        (DEVICE_CLASS, A.Add | A.Update, plugin.is_schedulable_after_device_class_event),
     ]
     not_covered = [
         (UNSCHEDULED_POD, A.Delete),

@@ -1,15 +1,15 @@
-"""Pods that need dynamic resource allocation stay pending on the simulated cluster, with a message
-naming the missing plugin, everywhere the node choice is made (scheduler.draguard); pods without
-DRA are placed as before."""
+"""Pods whose extended resources only DRA would serve stay pending on the simulated cluster, with a
+message naming the missing part, everywhere the node choice is made (scheduler.draguard); pods
+without DRA are placed as before. Pods' own ResourceClaims are DynamicResources' (its tests are in
+tests/unit/plugins/dynamicresources/)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from builders import make_claim_template, make_device_class, make_node, make_pod, make_pod_group, make_resource_claim
-from kubesched.api.dra import RESOURCE_CLAIM
+from builders import make_device_class, make_node, make_pod, make_pod_group, make_resource_claim
 from kubesched.infra import features
-from unit.simkit import config_text, run
+from unit.simkit import run
 
 NEEDS_DRA = "which needs the DynamicResources plugin: kubesched does not implement it yet"
 NOT_HELPFUL = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
@@ -33,30 +33,6 @@ def condition(sim: Any, name: str) -> tuple[str, str, str]:
     pod = next(p for p in sim.cluster.pods.values() if p.metadata.name == name)
     (cond,) = [c for c in pod.status.conditions if c.type == "PodScheduled"]
     return cond.status, cond.reason, cond.message
-
-
-def test_a_pod_with_a_resource_claim_stays_pending_naming_the_plugin() -> None:
-    claim = make_resource_claim("shared-gpu")
-    pod = make_pod("trainer").req(cpu="100m").resource_claim("gpu", claim="shared-gpu").manifest()
-    result, sim = run([*NODES, make_device_class("gpu"), claim, pod])
-    message = (f'0/2 nodes are available: pod uses dynamic resource allocation (resourceClaims "gpu"), {NEEDS_DRA}. '
-               f"{NOT_HELPFUL}")
-    assert result.placements == {"default/trainer": None}
-    assert result.unschedulable == {"default/trainer": message}
-    assert failed(sim, "trainer") == [message]
-    assert condition(sim, "trainer") == ("False", "Unschedulable", message)
-    assert not sim.scheduler.cache.placed
-    # The claim is read as the API server holds it, and nothing is written to it.
-    stored = sim.cluster.devices[RESOURCE_CLAIM]["default/shared-gpu"]
-    assert stored.status.allocation is None and stored.status.reserved_for == []
-
-
-def test_a_pod_with_a_claim_template_stays_pending() -> None:
-    pod = (make_pod("worker").req(cpu="100m").resource_claim("gpu", template="one-gpu")
-           .resource_claim("nic", template="one-nic").manifest())
-    result, _ = run([*NODES, make_device_class("gpu"), make_claim_template("one-gpu"), make_claim_template("one-nic", "nic"), pod])
-    assert result.unschedulable["default/worker"].startswith(
-        f'0/2 nodes are available: pod uses dynamic resource allocation (resourceClaims "gpu", "nic"), {NEEDS_DRA}.')
 
 
 def test_an_extended_resource_a_device_class_maps_stays_pending_where_no_node_has_it() -> None:
@@ -98,62 +74,6 @@ def test_a_device_plugins_node_still_serves_a_resource_dra_also_maps() -> None:
                       ("NodeResourcesFit", "Insufficient example.com/gpu"): ["n2"]}
 
 
-def test_explain_shows_the_refusal_as_a_prefilter_rejection() -> None:
-    pod = make_pod("trainer").req(cpu="100m").resource_claim("gpu", claim="shared-gpu").manifest()
-    _result, sim = run([*NODES, make_resource_claim("shared-gpu"), pod])
-    explanation = sim.scheduler.explain("default", "trainer")
-    assert explanation["status"] == "pending"
-    (group,) = explanation["filter"]["rejected"]
-    assert group["plugin"] == "PreFilter:DynamicResources" and group["count"] == 2
-    assert group["reason"] == f'pod uses dynamic resource allocation (resourceClaims "gpu"), {NEEDS_DRA}'
-    assert explanation["message"].startswith("0/2 nodes are available: pod uses dynamic resource allocation")
-    assert explanation["preemption"]["possible"] is False
-
-
-def test_the_refused_pod_waits_for_no_cluster_event() -> None:
-    # A node arriving helps the pod that lacked room, not the one that needs DRA: the latter waits in
-    # the unschedulable pool (for the periodic flush), attempted once.
-    late = make_node("n3").capacity(cpu="8").without("ephemeral-storage").annotation(
-        {"sim.kubesched.io/arrival": "30s"}).manifest()
-    claimer = make_pod("trainer").req(cpu="100m").resource_claim("gpu", claim="shared-gpu").manifest()
-    big = make_pod("big").req(cpu="6").manifest()
-    result, sim = run([*NODES, late, make_resource_claim("shared-gpu"), claimer, big])
-    assert result.placements == {"default/trainer": None, "default/big": "n3"}
-    assert len(failed(sim, "trainer")) == 1
-
-
-def test_a_pod_group_with_one_member_that_needs_dra_fails_as_a_group() -> None:
-    members = [make_pod(f"g-{i}").req(cpu="100m", memory="100Mi").group("g").manifest() for i in range(2)]
-    members.append(make_pod("g-2").req(cpu="100m", memory="100Mi").group("g").resource_claim("gpu", claim="shared-gpu").manifest())
-    with features.gates(generic_workload=True):
-        result, sim = run([*NODES, make_pod_group("g"), make_resource_claim("shared-gpu"), *members])
-    assert result.pods_scheduled == 0 and not sim.scheduler.cache.placed
-    dra = failed(sim, "g-2")
-    assert dra and dra[0] == f'0/2 nodes are available: pod uses dynamic resource allocation (resourceClaims "gpu"), {NEEDS_DRA}.'
-    pg = sim.cluster.pod_groups["default/g"]
-    assert [(c.status, c.reason) for c in pg.status.conditions] == [("False", "Unschedulable")]
-
-
-def test_a_shadow_profile_sees_the_same_refusal() -> None:
-    config = config_text(
-        {"schedulerName": "default-scheduler"}, {"schedulerName": "candidate"},
-        kubesched={"shadowProfiles": [{"schedulerName": "candidate", "shadowOf": "default-scheduler",
-                                       "samplingPercentage": 100, "maxOverheadPercentage": 1000}]})
-    pod = make_pod("trainer").req(cpu="100m").resource_claim("gpu", claim="shared-gpu").manifest()
-    _result, sim = run([*NODES, make_resource_claim("shared-gpu"), pod], config)
-    (decision,) = [d for r in sim.scheduler.recorder.recent for d in r.shadow]
-    assert decision.node is None
-    assert decision.message == f'0/2 nodes are available: pod uses dynamic resource allocation (resourceClaims "gpu"), {NEEDS_DRA}.'
-
-
-def test_more_claims_than_a_message_names_are_counted() -> None:
-    builder = make_pod("many").req(cpu="100m")
-    for i in range(7):
-        builder.resource_claim(f"c{i}", template="one-gpu")
-    result, _ = run([*NODES, make_claim_template("one-gpu"), builder.manifest()])
-    assert '(resourceClaims "c0", "c1", "c2", "c3", "c4" and 2 more)' in result.unschedulable["default/many"]
-
-
 def test_identical_pods_never_go_where_dra_would_be_needed() -> None:
     # n1 is the emptiest node (the best score) but has no device plugin: OpportunisticBatching's
     # next-best hint must not take a pod there either.
@@ -173,8 +93,9 @@ def test_a_device_class_created_later_applies_to_the_pods_after_it() -> None:
         "0/2 nodes are available: 1 Insufficient example.com/gpu, 1 node(s) didn't satisfy plugin(s) [DynamicResources].")
 
 
-def test_no_victim_is_evicted_for_a_pod_that_needs_dra() -> None:
-    # Without its claim, the pod preempts one of the low pods.
+def test_no_victim_is_evicted_for_a_pod_whose_claim_no_node_can_allocate() -> None:
+    # Without its claim, the pod preempts one of the low pods; with it, no node has a device
+    # (DynamicResources: cannot allocate all claims, unresolvable), so preemption cannot help.
     low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i}").manifest() for i in (1, 2)]
     high = (make_pod("trainer").req(cpu="3", memory="100Mi").priority(1000).resource_claim("gpu", claim="shared-gpu")
             .arrival("1s").manifest())
@@ -182,7 +103,7 @@ def test_no_victim_is_evicted_for_a_pod_that_needs_dra() -> None:
     assert not result.preempted and result.placements["default/trainer"] is None
 
 
-def test_no_victim_is_evicted_for_a_gang_with_a_member_that_needs_dra() -> None:
+def test_no_victim_is_evicted_for_a_gang_with_a_member_whose_claim_cannot_be_allocated() -> None:
     # As test_groupcycle's gang that preempts both low pods, with one member that claims a device.
     low = [make_pod(f"low-{i}").req(cpu="3", memory="100Mi").node(f"n{i + 1}").manifest() for i in range(2)]
     gang = [make_pod_group("gh", 2, priorityClassName="priority-1000"),

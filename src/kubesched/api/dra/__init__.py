@@ -3,8 +3,7 @@ ResourceClaimTemplates and ResourceSlices, complete as kube-apiserver v1.37.2 se
 default feature gates (claims.py, slices.py, the shared pieces in common.py), the API server's
 defaulting (defaults.py), and the extended-resource names that DRA may stand behind.
 
-kubesched does not allocate devices yet (the DynamicResources plugin is not implemented; see
-scheduler/draguard.py for how such pods are kept pending). The objects are read whole and validated
+The DynamicResources plugin (plugins/dynamicresources/) allocates devices. The objects are read whole and validated
 as the API server validates them on create (api/validation/dra*.py); CEL selectors stay strings
 here, for the device CEL environment (devices/) to compile.
 
@@ -20,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.api.dra.claims import (
+    FINALIZER,
     AllocatedDeviceStatus,
     AllocationResult,
     CapacityRequirements,
@@ -41,6 +41,7 @@ from kubesched.api.dra.claims import (
     ResourceClaimStatus,
     ResourceClaimTemplate,
     ResourceClaimTemplateSpec,
+    ResourceClaimWriteError,
 )
 from kubesched.api.dra.common import (
     API_VERSION,
@@ -101,6 +102,7 @@ __all__ = [
     "DEVICE_CLASS_PREFIX",
     "DRA_KINDS",
     "DRA_TYPES",
+    "FINALIZER",
     "NAMESPACED_DRA_KINDS",
     "RESOURCE_CLAIM",
     "RESOURCE_CLAIM_TEMPLATE",
@@ -140,6 +142,7 @@ __all__ = [
     "ResourceClaimStatus",
     "ResourceClaimTemplate",
     "ResourceClaimTemplateSpec",
+    "ResourceClaimWriteError",
     "ResourcePool",
     "ResourceSlice",
     "ResourceSliceSpec",

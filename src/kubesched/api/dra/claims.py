@@ -21,6 +21,21 @@ from kubesched.api.dra.common import (
 from kubesched.api.objects import Int64, NodeSelector, ObjectMeta
 from kubesched.api.podgroups import Condition  # metav1.Condition, as drivers report it per device
 
+# The finalizer the scheduler adds before it writes an allocation (resourceapi.Finalizer): the
+# claim is not deleted while its devices may be in use.
+FINALIZER = "resource.kubernetes.io/delete-protection"
+
+
+class ResourceClaimWriteError(RuntimeError):
+    """A ResourceClaim write the API server refused, with its message. `conflict`: the claim's
+    resourceVersion was not the stored one (409), which a retry with the latest object may fix."""
+
+    def __init__(self, message: str, *, conflict: bool = False, not_found: bool = False) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+        self.not_found = not_found
+
+
 # --- DeviceClass ------------------------------------------------------------------------------------
 
 

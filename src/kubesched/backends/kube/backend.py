@@ -31,16 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubesched.api.dra import ResourceClaim, ResourceClaimWriteError
 from kubesched.api.objects import PodCondition
 from kubesched.api.podgroups import Condition, PodGroup
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageWriteError
 from kubesched.backends.kube.events import EventRecorder, micro_time
 from kubesched.client import ApiClient, ApiError
+from kubesched.devices.extendedclaim import without_delete_protection
 from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import first_set
 
 if TYPE_CHECKING:
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
     from kubesched.scheduler.backend import SchedulerPort
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STATUS_PATCH = "patching the pod's status"  # PodScheduled=False and nominatedNodeName, one patch
 WRITE_BACKLOG_HIGH = 128  # pods with writes not done at which the scheduling loop waits
 WRITE_BACKLOG_LOW = 64  # ... until this few are left
+_CLAIM_UPDATE_TRIES = 5  # client-go's retry.DefaultRetry steps
 
 
 @dataclass(slots=True)
@@ -294,6 +298,60 @@ class KubeBackend:
 
         self._then(pi, "writing the scheduling result annotations", write)
 
+    # --- the claim behind a pod's DRA-served extended resources (devices/extendedclaim.py) -----------
+
+    @staticmethod
+    def _claims_path(namespace: str) -> str:
+        return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        body = msgspec.to_builtins(claim)
+        body.update(apiVersion=claim.api_version, kind=claim.kind)
+        try:
+            stored = await self.client.post(self._claims_path(claim.metadata.namespace), body)
+        except ApiError as exc:
+            raise ResourceClaimWriteError(exc.message, conflict=exc.status == 409) from None
+        created: ResourceClaim = msgspec.convert(stored, ResourceClaim, strict=False)
+        return created
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        """kube's deleteClaim: the delete-protection finalizer removed by an update (read again
+        and retried on a conflict, five tries as client-go's DefaultRetry), then the delete, here
+        on the uid's precondition; a claim already gone is no error."""
+        path = f"{self._claims_path(namespace)}/{name}"
+        try:
+            for attempt in range(_CLAIM_UPDATE_TRIES):
+                current: dict[str, Any] = await self.client.get(path)
+                meta = current.get("metadata", {})
+                if meta.get("uid") != uid:
+                    break  # another claim by that name now: the precondition below refuses it
+                finalizers = meta.get("finalizers") or []
+                kept = without_delete_protection(finalizers)
+                if kept == finalizers:
+                    break
+                meta["finalizers"] = kept
+                try:
+                    await self.client.put(path, current)
+                    break
+                except ApiError as exc:
+                    if exc.status != 409 or attempt == _CLAIM_UPDATE_TRIES - 1:
+                        raise
+            await self.client.delete(path, body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                                 "preconditions": {"uid": uid}})
+        except ApiError as exc:
+            if exc.status != 404:
+                raise ResourceClaimWriteError(exc.message, conflict=exc.status == 409) from None
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: PodExtendedResourceClaimStatus) -> None:
+        """A strategic-merge patch of the pod's status (kube's PatchPodStatus), awaited."""
+        meta = pi.pod.metadata
+        body = {"metadata": {"uid": meta.uid}, "status": {"extendedResourceClaimStatus": msgspec.to_builtins(status)}}
+        try:
+            await self.client.send("PATCH", pod_path(meta.namespace, meta.name) + "/status", body,
+                                   content_type=STRATEGIC_MERGE)
+        except ApiError as exc:
+            raise ResourceClaimWriteError(exc.message, not_found=exc.status == 404) from None
+
     async def update_persistent_volume(self, pv: PersistentVolume) -> PersistentVolume:
         """The volume binder's PV update: claimRef and annotations, conditional on the
         resourceVersion (a merge patch carrying it fails with 409 as kube's Update does, and
@@ -323,6 +381,45 @@ class KubeBackend:
             raise StorageWriteError(exc.message) from None
         result: PersistentVolumeClaim = msgspec.convert(stored, PersistentVolumeClaim, strict=False)
         return result
+
+    # --- ResourceClaims (DynamicResources) -------------------------------------------------------------
+
+    @staticmethod
+    def _claim_path(namespace: str, name: str) -> str:
+        return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+
+    async def _claim_call(self, call: Awaitable[Any]) -> ResourceClaim:
+        try:
+            stored = await call
+        except ApiError as exc:
+            raise ResourceClaimWriteError(exc.message, conflict=exc.status == 409, not_found=exc.status == 404) from None
+        result: ResourceClaim = msgspec.convert(stored, ResourceClaim, strict=False)
+        return result
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        return await self._claim_call(self.client.get(self._claim_path(namespace, name)))
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The claim's finalizers, conditional on its resourceVersion (a merge patch carrying it
+        fails with 409 as kube's Update does, and leaves every other field as stored)."""
+        meta = claim.metadata
+        body = {"metadata": {"resourceVersion": meta.resource_version, "finalizers": meta.finalizers}}
+        return await self._claim_call(self.client.patch(self._claim_path(meta.namespace, meta.name), body=body,
+                                                        content_type=MERGE_PATCH))
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """kube's UpdateStatus: the whole claim PUT to its status subresource (the API server
+        takes the status only), conditional on the resourceVersion it carries."""
+        meta = claim.metadata
+        return await self._claim_call(self.client.put(self._claim_path(meta.namespace, meta.name) + "/status",
+                                                      body=msgspec.to_builtins(claim)))
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        """kube's Unreserve patch: a strategic merge deleting the pod's reservedFor entry, on the claim's uid."""
+        meta = claim.metadata
+        body = {"metadata": {"uid": meta.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]}}
+        await self._claim_call(self.client.patch(self._claim_path(meta.namespace, meta.name) + "/status", body=body,
+                                                 content_type=STRATEGIC_MERGE))
 
     # --- helpers ---------------------------------------------------------------------------------------
 

@@ -54,9 +54,12 @@ class PodHandler:
         self.scheduler.on_pod_add(obj)
 
     def on_update(self, old: Pod, new: Pod) -> None:
-        if not new.spec.node_name and not old.spec.node_name and _only_status_changed(old, new):
+        if (not new.spec.node_name and not old.spec.node_name and _only_status_changed(old, new)
+                and old.status.resource_claim_statuses == new.status.resource_claim_statuses):
             # Keep the freshest object (its conditions decide whether a status patch is
-            # needed) without moving the pod in the queue.
+            # needed) without moving the pod in the queue. Not so when the resourceclaim
+            # controller names a template's claim in the status: that update moves the pod
+            # (kube's UpdatePodGeneratedResourceClaim, which DynamicResources waits for).
             self.scheduler.refresh_pending_pod(new)
             return
         self.scheduler.on_pod_update(new)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+from kubesched.api.dra import ResourceClaim
 from kubesched.api.podinfo import PodInfo
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.backends.kube.informers import build_informers
@@ -52,6 +53,16 @@ class ReadOnlyBackend:
     def set_annotations(self, pi: PodInfo, annotations: dict[str, str]) -> None:
         self._refuse(f"annotate {pi.key}")
 
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self._refuse("create a ResourceClaim")
+        return claim
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        self._refuse(f"delete ResourceClaim {namespace}/{name}")
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: Any) -> None:
+        self._refuse(f"set the extended resource claim status of {pi.key}")
+
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         self._refuse(f"set the condition of {pi.key}")
 
@@ -65,6 +76,21 @@ class ReadOnlyBackend:
     async def update_persistent_volume_claim(self, pvc: PersistentVolumeClaim) -> PersistentVolumeClaim:
         self._refuse("update a PersistentVolumeClaim")
         return pvc
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        raise RuntimeError(f"an explanation tried to read ResourceClaim {namespace}/{name} from the API: "
+                           "the local dry run reads its informers only")
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        self._refuse("update a ResourceClaim")
+        return claim
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        self._refuse("update the status of a ResourceClaim")
+        return claim
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        self._refuse("update the status of a ResourceClaim")
 
 
 async def explain_from_api(

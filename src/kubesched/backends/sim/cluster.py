@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubesched.api.customresources import object_key
-from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE
+from kubesched.api.dra import (
+    DEVICE_CLASS,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    ResourceClaim,
+    ResourceClaimWriteError,
+)
 from kubesched.api.objects import Node, ObjectMeta, OwnerReference, Pod, PodCondition
 from kubesched.api.podgroups import Condition, PodGroup, PodGroupStatus
 from kubesched.api.podinfo import PodInfo
@@ -53,10 +60,12 @@ from kubesched.api.storage import (
 from kubesched.api.xk8s import ElasticQuota
 from kubesched.backends.sim.disruption import DisruptionController
 from kubesched.backends.sim.quotas import QuotaLedger, preemptor_uid
+from kubesched.backends.sim.resourceclaims import ResourceClaimController
 from kubesched.framework.status import Code, Status
 from kubesched.infra.clock import VirtualClock
 
 if TYPE_CHECKING:
+    from kubesched.api.objects import PodExtendedResourceClaimStatus
     from kubesched.backends.sim.usagemodel import UsageModel
     from kubesched.scheduler.backend import SchedulerPort
 
@@ -105,9 +114,12 @@ class SimCluster:
     quotas: QuotaLedger | None = None
     # The disruption controller's part, when the input has PodDisruptionBudgets.
     disruption: DisruptionController | None = None
-    # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key, as
-    # created: nothing writes them (no device is allocated; the scheduler leaves such pods pending).
+    # DRA objects (DeviceClasses, ResourceClaims, templates, slices) by event resource and key; the
+    # scheduler writes claims (DynamicResources: allocation, reservedFor, the finalizer), and so
+    # does the resourceclaim controller (`claims`).
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The resourceclaim controller's part, when the input has DRA objects or pods with claims.
+    claims: ResourceClaimController | None = None
     _external_times: list[float] = field(default_factory=list)  # a heap: when each pending change is due
     _dirty: deque[tuple[str, str]] = field(default_factory=deque)  # storage objects the PV controller looks at next
 
@@ -173,11 +185,17 @@ class SimCluster:
             if self.disruption is not None:
                 self.disruption.pod_gone(gone)
             self._sched().on_pod_delete(pi.uid)
+            if self.claims is not None:
+                self.claims.pod_deleted(gone)
 
     def record_event(self, pi: PodInfo, type_: str, reason: str, message: str) -> None:
+        self.note_event(pi.key, type_, reason, message)
+
+    def note_event(self, pod_key: str, type_: str, reason: str, message: str) -> None:
+        """An event on the pod `namespace/name`, from the scheduler or a controller."""
         self.event_counts[reason] += 1
         if len(self.events) < self.keep_events:
-            self.events.append(SimEvent(self.clock.now(), pi.key, type_, reason, message))
+            self.events.append(SimEvent(self.clock.now(), pod_key, type_, reason, message))
 
     def set_unschedulable(self, pi: PodInfo, message: str, reason: str = "Unschedulable") -> None:
         pod = self.pods.get(pi.uid)
@@ -235,6 +253,62 @@ class SimCluster:
             self._sched().on_resource_claim(msgspec.structs.replace(obj))
         elif resource == RESOURCE_SLICE:
             self._sched().on_resource_slice(msgspec.structs.replace(obj))
+        if self.claims is not None and resource == RESOURCE_CLAIM:
+            self.claims.claim_added(obj)
+        elif self.claims is not None and resource == RESOURCE_CLAIM_TEMPLATE:
+            self.claims.template_added(object_key(obj))
+
+    # --- ResourceClaims as the API server writes them for DynamicResources ---------------------------
+
+    def _stored_claim(self, namespace: str, name: str, version: str | None) -> ResourceClaim:
+        """The stored claim; ResourceClaimWriteError as the API server words a 404 or a 409 when it
+        is gone or (with a version) another version is stored."""
+        current: ResourceClaim | None = self.devices.get(RESOURCE_CLAIM, {}).get(f"{namespace}/{name}")
+        if current is None:
+            raise ResourceClaimWriteError(f'resourceclaims.resource.k8s.io "{name}" not found', not_found=True)
+        if version is not None and current.metadata.resource_version != version:
+            raise ResourceClaimWriteError(
+                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{name}": the object has been '
+                "modified; please apply your changes to the latest version and try again", conflict=True)
+        return current
+
+    def _store_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """A new version of the claim, delivered to the scheduler as its watch would; returns it as stored."""
+        self.resource_version += 1
+        claim = msgspec.structs.replace(claim, metadata=msgspec.structs.replace(
+            claim.metadata, resource_version=str(self.resource_version)))
+        self.devices.setdefault(RESOURCE_CLAIM, {})[object_key(claim)] = claim
+        self._sched().on_resource_claim(msgspec.structs.replace(claim))
+        return claim
+
+    async def get_resource_claim(self, namespace: str, name: str) -> ResourceClaim:
+        return self._stored_claim(namespace, name, None)
+
+    async def update_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The claim's metadata written (its finalizers), on the current version only; spec and status stay."""
+        meta = claim.metadata
+        current = self._stored_claim(meta.namespace, meta.name, meta.resource_version)
+        return self._store_claim(msgspec.structs.replace(current, metadata=msgspec.structs.replace(
+            current.metadata, finalizers=list(meta.finalizers))))
+
+    async def update_resource_claim_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """The claim's status written (UpdateStatus), on the current version only; the rest stays."""
+        meta = claim.metadata
+        current = self._stored_claim(meta.namespace, meta.name, meta.resource_version)
+        return self._store_claim(msgspec.structs.replace(current, status=claim.status))
+
+    async def unreserve_resource_claim(self, claim: ResourceClaim, pod_uid: str) -> None:
+        """The consumer with `pod_uid` removed from status.reservedFor (a patch: any version)."""
+        meta = claim.metadata
+        current = self._stored_claim(meta.namespace, meta.name, None)
+        if current.metadata.uid != meta.uid:
+            raise ResourceClaimWriteError(
+                f'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "{meta.name}": Precondition failed: '
+                f"UID in precondition: {meta.uid}, UID in object meta: {current.metadata.uid}", conflict=True)
+        kept = [ref for ref in current.status.reserved_for if ref.uid != pod_uid]
+        if len(kept) != len(current.status.reserved_for):
+            self._store_claim(msgspec.structs.replace(
+                current, status=msgspec.structs.replace(current.status, reserved_for=kept)))
 
     def add_pod_group(self, pg: PodGroup) -> None:
         """A PodGroup created (now, or at its arrival time): the scheduler is told (its own copy,
@@ -460,6 +534,8 @@ class SimCluster:
         if self.disruption is not None:
             self.disruption.pod_changed(pod)
         self._sched().on_pod_add(pod)
+        if self.claims is not None:
+            self.claims.pod_created(pod)
 
     def complete(self, uid: str) -> None:
         pod = self.pods.get(uid)
@@ -474,6 +550,59 @@ class SimCluster:
         if self.disruption is not None:
             self.disruption.pod_changed(pod)
         self._sched().on_pod_update(pod)
+        if self.claims is not None:
+            self.claims.pod_finished(pod)
+
+    # --- the claim behind a pod's DRA-served extended resources (devices/extendedclaim.py) -----------
+
+    async def create_resource_claim(self, claim: ResourceClaim) -> ResourceClaim:
+        """The API server's create: a name from generateName (five characters of kube's alphabet,
+        here counted, not drawn, so runs repeat), a uid, a resourceVersion; then the scheduler's
+        watch delivers it. A name in use is refused as kube refuses it."""
+        meta = claim.metadata
+        name = meta.name or meta.generate_name + _generated_suffix(self.resource_version)
+        claims = self.devices.setdefault(RESOURCE_CLAIM, {})
+        if f"{meta.namespace}/{name}" in claims:
+            raise ResourceClaimWriteError(f'resourceclaims.resource.k8s.io "{name}" already exists', conflict=True)
+        self.resource_version += 1
+        stored = msgspec.structs.replace(claim, metadata=msgspec.structs.replace(
+            meta, name=name, uid=f"claim-{self.resource_version}", resource_version=str(self.resource_version)))
+        claims[f"{meta.namespace}/{name}"] = stored
+        self._sched().on_resource_claim(msgspec.structs.replace(stored))
+        return stored
+
+    async def delete_resource_claim(self, namespace: str, name: str, uid: str) -> None:
+        """The claim deleted when it still has this uid (the simulated API server keeps no
+        finalizers to remove first); one already gone is no error."""
+        claims = self.devices.get(RESOURCE_CLAIM, {})
+        current: ResourceClaim | None = claims.get(f"{namespace}/{name}")
+        if current is None:
+            return
+        if current.metadata.uid != uid:
+            raise ResourceClaimWriteError(
+                f'Operation cannot be fulfilled on ResourceClaim.resource.k8s.io "{name}": the UID in the precondition '
+                f"({uid}) does not match the UID in record ({current.metadata.uid}). The object might have been "
+                "deleted and then recreated", conflict=True)
+        del claims[f"{namespace}/{name}"]
+        self._sched().on_resource_claim_delete(namespace, name)
+
+    async def set_extended_resource_claim_status(self, pi: PodInfo, status: PodExtendedResourceClaimStatus) -> None:
+        pod = self.pods.get(pi.uid)
+        if pod is None:
+            raise ResourceClaimWriteError(f'pods "{pi.pod.metadata.name}" not found', not_found=True)
+        pod.status.extended_resource_claim_status = status
+
+
+# kube's generateName alphabet (utilrand): no vowels, no confusable digits.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _generated_suffix(counter: int) -> str:
+    out = []
+    for _ in range(5):
+        counter, digit = divmod(counter, len(_NAME_ALPHABET))
+        out.append(_NAME_ALPHABET[digit])
+    return "".join(out)
 
 
 def _plain(pod: Pod) -> bool:

@@ -33,6 +33,7 @@ from kubesched.backends.sim.groupstats import group_stats
 from kubesched.backends.sim.limits import check_cluster, check_refreshes
 from kubesched.backends.sim.queryendpoint import SimPrometheus
 from kubesched.backends.sim.quotas import QuotaLedger
+from kubesched.backends.sim.resourceclaims import ResourceClaimController
 from kubesched.backends.sim.usagemodel import UsageModel, varying_usage
 from kubesched.config.types import SchedulerConfig
 from kubesched.framework.registry import Registry
@@ -319,6 +320,8 @@ class Simulation:
                 sim.add_storage(resource, obj)
             else:
                 sim.at(arrival, lambda r=resource, o=obj: sim.add_storage(r, o))
+        if self.input.devices or any(sp.pod.spec.resource_claims for sp in self.input.pods):
+            sim.claims = ResourceClaimController(sim, upcoming={sp.pod.metadata.uid for sp in self.input.pods})
         for resource, obj, arrival in self.input.devices:
             if arrival <= 0:
                 sim.add_device_object(resource, obj)

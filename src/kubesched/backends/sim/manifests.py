@@ -11,8 +11,9 @@ Deployment, ReplicaSet, StatefulSet (apps), Job (batch), ReplicationController (
 the volume plugins read: PersistentVolumeClaim, PersistentVolume (v1), StorageClass, CSINode,
 CSIDriver, CSIStorageCapacity, VolumeAttachment (storage.k8s.io), PodGroup and Workload
 (scheduling.k8s.io/v1beta1), DRA's DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice
-(resource.k8s.io/v1: kept, and DeviceClasses given to the scheduler; kubesched does not allocate devices
-yet, so pods that need them stay pending), scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
+(resource.k8s.io/v1; a ResourceSlice may be stamped onto many nodes: backends.sim.deviceinventory; claims
+are made from templates by the simulated resourceclaim controller, backends.sim.resourceclaims),
+scheduler-plugins' PodGroup and ElasticQuota (scheduling.x-k8s.io/v1alpha1,
 checked against their CRDs' schema: backends.sim.customobjects), and the ConfigMap named
 `kubesched-simulation` (backends.sim.settings). The simulated cluster runs a stand-in PV controller (see
 backends.sim.cluster): it binds claims, provisions WaitForFirstConsumer claims on the node the
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api.dra import API_VERSION as DRA_API_VERSION
-from kubesched.api.dra import DRA_KINDS, DRA_TYPES, NAMESPACED_DRA_KINDS
+from kubesched.api.dra import DRA_KINDS, DRA_TYPES, NAMESPACED_DRA_KINDS, RESOURCE_SLICE, ResourceSlice
 from kubesched.api.knownfields import go_nulls, strict_decoding_error, unknown_fields, wrong_type
 from kubesched.api.objects import Namespace, Node, ObjectMeta, Pod, PriorityClass
 from kubesched.api.podgroups import DisruptionMode, PodGroup, PodGroupStatus
@@ -66,9 +67,10 @@ from kubesched.api.storage import (
     StorageClass,
 )
 from kubesched.api.validation import FieldIssue, invalid_object, shown, validate_manifest
+from kubesched.api.validation.dra import validate_resource_slice
 from kubesched.api.validation.field import invalid
 from kubesched.api.validation.meta import name_is_dns_subdomain
-from kubesched.backends.sim import admission, draadmission, limits, simannotations
+from kubesched.backends.sim import admission, deviceinventory, draadmission, limits, simannotations
 from kubesched.backends.sim import workloads as wl
 from kubesched.backends.sim.admission import ALWAYS_PRESENT_NAMESPACES, Admission
 from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError, Scale, SimPod, SimSettings, cut, quoted, type_name
@@ -76,7 +78,7 @@ from kubesched.backends.sim.configchanges import ConfigChange, is_config_change,
 from kubesched.backends.sim.customobjects import is_custom, read_custom
 from kubesched.backends.sim.manifestfiles import Origin, document_objects, find_files, objects_in
 from kubesched.backends.sim.settings import SIM_CONFIGMAP, read_settings
-from kubesched.backends.sim.simannotations import SIM_ARRIVAL, SIM_BACKGROUND, SIM_COUNT, SIM_USAGE
+from kubesched.backends.sim.simannotations import SIM_ARRIVAL, SIM_BACKGROUND, SIM_COUNT, SIM_NODES, SIM_USAGE
 from kubesched.backends.sim.usagemodel import UsageSpec
 from kubesched.backends.sim.workloads import FieldError, decode, stable_uid
 
@@ -214,6 +216,7 @@ class _Loader:
         self.pdbs: list[tuple[PodDisruptionBudget, float]] = []
         self.scales: dict[str, Scale] = {}
         self.custom_docs: list[tuple[_Doc, str, Any]] = []  # read in pass 1, kept in pass 2 (their namespace)
+        self.nodes: list[Node] = []  # the input's Nodes, once built (device inventories are stamped onto them)
 
     def refuse(self, exc: ManifestError) -> None:
         """One object is refused: raise, or with keep_going note it and carry on without it."""
@@ -282,12 +285,20 @@ class _Loader:
             meta_raw = {**(meta_raw or {}), "name": meta.name}
             raw = {**raw, "metadata": meta_raw}
         doc = _Doc(origin, raw, kind, namespace, meta.name, meta)
+        checked = doc
+        if kind == "ResourceSlice" and deviceinventory.is_inventory(meta.annotations):
+            # Checked as one stamped slice of it reads; each stamped slice is validated when made.
+            try:
+                deviceinventory.check_template(raw, meta.annotations)
+            except FieldError as exc:
+                raise doc.error(exc) from None
+            checked = _Doc(origin, deviceinventory.as_written(raw), kind, namespace, meta.name, meta)
         # A value of the wrong type anywhere (read by kubesched or not) is the decoder's error.
-        mistyped = wrong_type(kind, raw)
-        issues = [FieldIssue(*mistyped, decode=True)] if mistyped else self._validate(doc, meta_raw or {})
+        mistyped = wrong_type(kind, checked.raw)
+        issues = [FieldIssue(*mistyped, decode=True)] if mistyped else self._validate(checked, meta_raw or {})
         if not any(issue.decode for issue in issues):
             # Strict field validation, as kubectl apply asks for: after decoding, before validation.
-            unknown = unknown_fields(kind, raw)
+            unknown = unknown_fields(kind, checked.raw)
             if unknown:
                 issues = [FieldIssue("", strict_decoding_error(unknown), decode=True)]
         if issues:
@@ -384,6 +395,7 @@ class _Loader:
                 nodes.extend(self._nodes(doc))
             except ManifestError as exc:
                 self.refuse(exc)
+        self.nodes = nodes
         adoption = self._adoption()
         self._storage_classes()
         pods: list[SimPod] = []
@@ -505,6 +517,8 @@ class _Loader:
             resource = STORAGE_KINDS[doc.kind]
             obj = self._finish_storage(doc, resource, self._decode(doc, STORAGE_TYPES[resource]))
             self.storage.append((resource, obj, self._storage_arrival(doc)))
+        elif doc.kind == "ResourceSlice" and deviceinventory.is_inventory(doc.meta.annotations):
+            self._inventory(doc)
         elif doc.kind in DRA_KINDS:
             resource = DRA_KINDS[doc.kind]
             obj = self._decode(doc, DRA_TYPES[resource])
@@ -547,6 +561,46 @@ class _Loader:
                 for ref in sp.pod.metadata.owner_references:
                     if ref.controller and ref.kind == "ReplicaSet":
                         self.scales[ref.uid] = Scale(ref.uid, "ReplicaSet", ref.name, replicas, uid)
+
+    def _inventory(self, doc: _Doc) -> None:
+        """A ResourceSlice stamped onto the Nodes its `sim.kubesched.io/nodes` selects
+        (backends.sim.deviceinventory); each slice validated and admitted as any; all or nothing."""
+        annotations = doc.meta.annotations
+        devices = (doc.raw.get("spec") or {}).get("devices") or []
+        try:
+            selector = deviceinventory.node_selector(annotations[SIM_NODES], f"metadata.annotations[{SIM_NODES}]")
+            count = deviceinventory.device_count(annotations, len(devices))
+        except FieldError as exc:
+            raise doc.error(exc) from None
+        template: ResourceSlice = self._decode(doc, ResourceSlice)
+        nodes = [node for node in self.nodes if selector.matches(node.metadata.labels)]
+        if not nodes:
+            self.warnings.append(f"{doc.origin}: {doc.describe()}: {SIM_NODES} {quoted(annotations[SIM_NODES])} "
+                                 "matches no Node: no slice made")
+        arrival = self._storage_arrival(doc)
+        stamped = deviceinventory.Stamp(template, count).onto(nodes)
+        # The slices differ only in the node's name, put into their name, pool name and `{node}`
+        # attributes: a DNS name there can only make them too long, so the slice of the longest
+        # node name stands for all (validating each would cost a millisecond a slice).
+        longest = max(stamped, key=lambda pair: len(pair[0]), default=None)
+        if longest is not None:
+            node, rs = longest
+            issues = validate_resource_slice(rs)
+            if issues:
+                raise ManifestError(f"{doc.origin}: {doc.describe()}, stamped onto node {cut(node)}: "
+                                    f"{invalid_object('ResourceSlice', rs.metadata.name, issues, DRA_API_VERSION)}")
+        made: list[tuple[str, Any, float]] = []
+        for node, rs in stamped:
+            name = rs.metadata.name
+            if ("ResourceSlice", "", name) in self.seen:
+                raise ManifestError(f"{doc.origin}: {doc.describe()}, stamped onto node {cut(node)}: slice {shown(name)} "
+                                    f"is defined twice: first at {self.seen['ResourceSlice', '', name]}")
+            rs.metadata.uid = stable_uid("ResourceSlice", "", name)
+            draadmission.admit(rs, {}, arrival)
+            made.append((RESOURCE_SLICE, rs, arrival))
+        for _, rs, _ in made:
+            self.seen["ResourceSlice", "", rs.metadata.name] = doc.origin
+        self.devices.extend(made)
 
     # storage -------------------------------------------------------------------------------------
 

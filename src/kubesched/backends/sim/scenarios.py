@@ -26,6 +26,10 @@ _SCENARIOS: dict[str, str] = {
         "flink-burst's Flink jobs as gangs (PodGroups, GenericWorkload): 120 nodes near capacity, 70 jobs of 5-25 pods "
         "from three tenants, so how long a job waits for all its pods matters"
     ),
+    "gpu-cluster": (
+        "320 nodes with A100, V100, T4 and shared A100 GPUs as DRA ResourceSlices: claims from templates for a whole "
+        "GPU, two on one NVLink island, a 10Gi share and A100-else-V100; inference, training, batch and CPU-only work"
+    ),
     "flink-burst": (
         "300 nodes, a third busy with load Kubernetes does not see; Flink jobs arrive in bursts of "
         "TaskManagers whose real cpu swings far from their requests (hotspots for requests-only scoring)"

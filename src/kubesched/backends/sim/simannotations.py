@@ -21,6 +21,9 @@ number of seconds ("90", "2.5") or Go-style ("30s", "5m", "1h30m"):
 - `sim.kubesched.io/background-cpu`, `sim.kubesched.io/background-memory`: on a Node only: load
   that kubesched does not schedule (system daemons, other tenants), same grammar, percents of
   the node's allocatable; `steady:uniform(5%,60%)` with `count` gives uneven copies. Default: none.
+- `sim.kubesched.io/nodes`, `sim.kubesched.io/device-count`: on a ResourceSlice only: the slice
+  stamped onto every Node the label selector matches, each device standing for `device-count`
+  devices (a device inventory stated briefly: backends.sim.deviceinventory).
 """
 
 from __future__ import annotations
@@ -42,9 +45,13 @@ SIM_USAGE_CPU = "sim.kubesched.io/usage-cpu"
 SIM_USAGE_MEMORY = "sim.kubesched.io/usage-memory"
 SIM_BACKGROUND_CPU = "sim.kubesched.io/background-cpu"
 SIM_BACKGROUND_MEMORY = "sim.kubesched.io/background-memory"
+SIM_NODES = "sim.kubesched.io/nodes"
+SIM_DEVICE_COUNT = "sim.kubesched.io/device-count"
 SIM_USAGE = (SIM_USAGE_CPU, SIM_USAGE_MEMORY)
 SIM_BACKGROUND = (SIM_BACKGROUND_CPU, SIM_BACKGROUND_MEMORY)
-SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SIM_COUNT, *SIM_USAGE, *SIM_BACKGROUND})
+SIM_INVENTORY = (SIM_NODES, SIM_DEVICE_COUNT)
+SIM_ANNOTATIONS = frozenset({SIM_ARRIVAL, SIM_DURATION, SIM_ARRIVAL_INTERVAL, SIM_COUNT, *SIM_USAGE, *SIM_BACKGROUND,
+                             *SIM_INVENTORY})
 
 
 def seconds(value: str, where: str) -> float:
@@ -129,6 +136,8 @@ def misplaced(annotations: Any, where: str, *, node: bool = False) -> list[str]:
         if key not in SIM_ANNOTATIONS:
             known = ", ".join(sorted(SIM_ANNOTATIONS))
             out.append(f"{prefix}: unknown simulation annotation (known: {known})")
+        elif key in SIM_INVENTORY:
+            out.append(f"{prefix}: ignored: applies to ResourceSlices (a device inventory stamped onto nodes)")
         elif node and key in SIM_USAGE:
             alt = SIM_BACKGROUND[SIM_USAGE.index(key)]
             out.append(f"{prefix}: ignored: usage applies to pods; a Node's load not from its pods is {alt}")

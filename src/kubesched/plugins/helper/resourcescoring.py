@@ -10,7 +10,7 @@ operands here are non-negative, so numpy's floor division gives the same result)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated
 
 import numpy as np
@@ -90,6 +90,9 @@ def pod_scoring_requests(pi: PodInfo, names: Sequence[str], use_requested: bool)
 # One scored resource over the selected rows: (weight, requested with the pod, allocatable).
 Item = tuple[int, np.ndarray, np.ndarray]
 Scorer = Callable[[list[Item], int], np.ndarray]
+# Extended resources DRA serves, by name: (devices of the mapping class, devices allocated) per
+# row of the whole table (plugins/helper/draresources.py).
+DraTotals = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
 
 def gather(
@@ -100,15 +103,17 @@ def gather(
     pod_requests: np.ndarray,
     use_requested: bool,
     with_pod: bool = True,
+    dra: DraTotals | None = None,
 ) -> list[Item]:
     """The resources to score, with the node's requests counting the pod (unless `with_pod` is
     False: the node as it is, over the same resources) and its allocatable.
 
     Resources kube leaves out for every node are dropped here: extended resources the pod
     does not request, names it never scores (pods), names no node has. An allocatable of 0
-    on some row leaves the resource out for that node only.
+    on some row leaves the resource out for that node only, unless DRA serves it there (`dra`):
+    the node's devices of the class then stand for its allocatable and requests.
     """
-    return [item for _, item in gather_indexed(table, rows, names, weights, pod_requests, use_requested, with_pod)]
+    return [item for _, item in gather_indexed(table, rows, names, weights, pod_requests, use_requested, with_pod, dra)]
 
 
 def gather_indexed(
@@ -119,12 +124,18 @@ def gather_indexed(
     pod_requests: np.ndarray,
     use_requested: bool,
     with_pod: bool = True,
+    dra: DraTotals | None = None,
 ) -> list[tuple[int, Item]]:
     """gather's items, each with the index in `names` of the resource it scores."""
     items: list[tuple[int, Item]] = []
     for i, name in enumerate(names):
         req = int(pod_requests[i])
         col = table.resource_index.get(name)
+        totals = dra.get(name) if dra else None
+        if totals is not None and req != 0 and is_scalar_resource(name):
+            used, allocatable = _dra_served(table, rows, col, totals)
+            items.append((i, (int(weights[i]), used + req if with_pod else used, allocatable)))
+            continue
         if col is None:
             continue
         if name in (CPU, MEMORY) and not use_requested:
@@ -137,25 +148,40 @@ def gather_indexed(
     return items
 
 
+def _dra_served(table: NodeTable, rows: np.ndarray | slice, col: int | None,
+                totals: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(requested, allocatable) of an extended resource DRA may serve: the node's own where its
+    allocatable has some, else its devices of the class and those allocated (kube's
+    calculateResourceAllocatableRequest); 0 allocatable, and so left out, where it has neither."""
+    capacity, allocated = totals[0][rows], totals[1][rows]
+    if col is None:
+        return allocated, capacity
+    own_allocatable, own_requested = table.allocatable[rows, col], table.requested[rows, col]
+    served = (own_allocatable == 0) & (capacity > 0)
+    return np.where(served, allocated, own_requested), np.where(served, capacity, own_allocatable)
+
+
 def score_rows(table: NodeTable, rows: np.ndarray | slice, names: Sequence[str], weights: Sequence[int],
-               pod_requests: np.ndarray, use_requested: bool, scorer: Scorer, with_pod: bool = True) -> np.ndarray:
+               pod_requests: np.ndarray, use_requested: bool, scorer: Scorer, with_pod: bool = True,
+               dra: DraTotals | None = None) -> np.ndarray:
     """Scores aligned with `rows` (every row: slice(0, table.size)). When most rows are candidates,
     columns are read as views over the whole table and the result picked once, which is cheaper
     than gathering each column."""
     if isinstance(rows, slice):
-        return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod), table.size)
+        return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod, dra), table.size)
     m = len(rows)
     if m == 0:
         return np.zeros(0, dtype=np.int64)
     if 4 * m >= table.size:
-        items = gather(table, slice(0, table.size), names, weights, pod_requests, use_requested, with_pod)
+        items = gather(table, slice(0, table.size), names, weights, pod_requests, use_requested, with_pod, dra)
         out: np.ndarray = scorer(items, table.size)[rows]
         return out
-    return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod), m)
+    return scorer(gather(table, rows, names, weights, pod_requests, use_requested, with_pod, dra), m)
 
 
 def score_rows_with_and_without(table: NodeTable, rows: np.ndarray | slice, names: Sequence[str], weights: Sequence[int],
-                                pod_requests: np.ndarray, use_requested: bool, scorer: Scorer) -> tuple[np.ndarray, np.ndarray]:
+                                pod_requests: np.ndarray, use_requested: bool, scorer: Scorer,
+                                dra: DraTotals | None = None) -> tuple[np.ndarray, np.ndarray]:
     """score_rows with the pod counted and without it, from one read of the table's columns."""
     every = isinstance(rows, slice)
     m = table.size if isinstance(rows, slice) else len(rows)
@@ -164,7 +190,7 @@ def score_rows_with_and_without(table: NodeTable, rows: np.ndarray | slice, name
         return empty, empty
     whole = every or 4 * m >= table.size
     where: np.ndarray | slice = slice(0, table.size) if whole else rows
-    indexed = gather_indexed(table, where, names, weights, pod_requests, use_requested, with_pod=False)
+    indexed = gather_indexed(table, where, names, weights, pod_requests, use_requested, with_pod=False, dra=dra)
     without_items = [item for _, item in indexed]
     with_items = [(w, used + int(pod_requests[i]), alloc) for i, (w, used, alloc) in indexed]
     size = table.size if whole else m

@@ -294,6 +294,14 @@ class VolumeBinding(
 
     # --- PreBind ---------------------------------------------------------------------------------
 
+    def pre_bind_pre_flight(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
+        s = state.read(NAME)
+        if not isinstance(s, _State) or s.all_bound:
+            return SKIP  # no volume to bind (a pod without claims has no state)
+        if s.reserved is None or s.reserved_node != node:
+            return Status.error(f'no pod volume found for node "{node}"')
+        return None
+
     async def pre_bind(self, state: CycleState, pi: PodInfo, node: str) -> Status | None:
         s = state.read(NAME)
         if not isinstance(s, _State) or s.all_bound:

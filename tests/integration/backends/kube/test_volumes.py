@@ -287,14 +287,13 @@ def test_same_placements_and_messages_as_kube_scheduler(
         for case, start in expected.items():
             theirs = failed_message(kube, namespace, f"{case}-kube")
             ours = failed_message(kube, namespace, f"{case}-ks")
-            assert ours == start + not_helpful, (case, ours)
             if case in ("pending", "missing"):
-                # Rejected at PreFilter before DynamicResources' PreFilter ran, kube-scheduler's
-                # DynamicResources PostFilter fails reading its cycle state ("not found") and that
-                # error is the PostFilter message. kubesched has no DynamicResources plugin yet.
-                assert theirs == start + " not found", (case, theirs)
+                # Rejected at PreFilter before DynamicResources' PreFilter ran, its PostFilter fails
+                # reading its cycle state ("not found"), and that error is the PostFilter message.
+                assert ours == start + " not found", (case, ours)
             else:
-                assert ours == theirs, (case, ours, theirs)
+                assert ours == start + not_helpful, (case, ours)
+            assert ours == theirs, (case, ours, theirs)
     # Each scheduler bound its claim to one of the two local volumes (either fits either claim).
     claimed = {kube.get(f"/api/v1/persistentvolumes/local-{side}-{tag}")["spec"]["claimRef"]["name"] for side in sides}
     assert claimed == {f"local-{side}" for side in sides}
