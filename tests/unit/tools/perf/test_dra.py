@@ -68,6 +68,38 @@ spec:
     - name: req-0
       exactly: {deviceClassName: gpu, count: 2}
 """
+POD_WITH_CLAIM = """apiVersion: v1
+kind: Pod
+metadata:
+  name: pod-{{.Index}}
+spec:
+  containers:
+  - {name: c, image: pause, resources: {claims: [{name: gpu}]}}
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: claim-{{DivideInt .Index 3}}
+"""
+POD_WITH_TEMPLATE = """apiVersion: v1
+kind: Pod
+metadata:
+  generateName: pod-
+spec:
+  containers:
+  - {name: c, image: pause, resources: {claims: [{name: gpu}]}}
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: one-gpu
+"""
+CLAIM_TEMPLATE = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: req-0
+        exactly: {deviceClassName: gpu}
+"""
 TAINT_RULE = """apiVersion: resource.k8s.io/v1
 kind: DeviceTaintRule
 metadata: {name: taint-all}
@@ -79,7 +111,8 @@ spec:
 def _case(tmp_path: Path, template: list[dict[str, object]], params: dict[str, object] | None = None) -> tuple[workloads.TestCase,
                                                                                                               workloads.Workload]:
     for name, text in (("node.yaml", NODE), ("slice.yaml", SLICE), ("class.yaml", CLASS), ("claim.yaml", CLAIM),
-                       ("plain-claim.yaml", PLAIN_CLAIM), ("taint-rule.yaml", TAINT_RULE)):
+                       ("plain-claim.yaml", PLAIN_CLAIM), ("taint-rule.yaml", TAINT_RULE), ("pod-with-claim.yaml", POD_WITH_CLAIM),
+                       ("pod-with-template.yaml", POD_WITH_TEMPLATE), ("claim-template.yaml", CLAIM_TEMPLATE)):
         (tmp_path / name).write_text(text)
     config = tmp_path / "performance-config.yaml"
     config.write_text(yaml.safe_dump([{"name": "T", "featureGates": {"DynamicResourceAllocation": True}, "workloadTemplate": template,
@@ -172,6 +205,31 @@ async def test_create_resource_claims_copies_the_file_and_refuses_a_fixed_name_t
     message = 'createResourceClaims: create claim: resourceclaims.resource.k8s.io "claim-{{.Index}}" already exists'
     with pytest.raises(WorkloadError, match=re.escape(message)):
         await _run(named, w2)
+
+
+async def test_pods_sharing_a_claim_are_all_placed_though_their_claim_writes_conflict(tmp_path: Path) -> None:
+    """Three pods per claim: their PreBinds write the same claim, and all but the first meet a
+    conflict and try again on the simulator's clock, which the target keeps going meanwhile."""
+    case, w = _case(tmp_path, [*_inventory(nodes=1, devices=2, claims=2, claim_namespace="test"),
+                               {"opcode": "createPods", "count": 6, "namespace": "test", "podTemplatePath": "pod-with-claim.yaml",
+                                "collectMetrics": True}])
+    target = await _run(case, w)
+    assert target.pods.scheduled["test"] == 6
+    claims = _claims(target)
+    assert sorted(len(claims[f"test/claim-{i}"].status.reserved_for) for i in range(2)) == [3, 3]
+
+
+async def test_pods_with_templates_get_claims_from_the_simulated_controller_and_release_them(tmp_path: Path) -> None:
+    """The claims of a steady state: each pod's own claim made from the template, allocated, and
+    deleted with the pod, so the two devices serve one pod after another."""
+    case, w = _case(tmp_path, [*_inventory(nodes=1, devices=2, claims=0),
+                               {"opcode": "createAny", "templatePath": "claim-template.yaml", "namespace": "test"},
+                               {"opcode": "createPods", "count": 2, "namespace": "test", "podTemplatePath": "pod-with-template.yaml",
+                                "collectMetrics": True, "steadyState": True, "duration": "1s"}])
+    target = await _run(case, w)
+    claims = _claims(target)
+    assert len(claims) == 2 and all(c.status.allocation is not None for c in claims.values())  # only the live pods' claims
+    assert target.scheduler.stats.scheduled > 2  # pods were replaced, each getting a device freed by the one before
 
 
 @pytest.mark.parametrize(("raw", "message"), [
