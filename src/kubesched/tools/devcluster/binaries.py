@@ -39,6 +39,12 @@ class Binaries:
             raise BinariesMissing(f"no kube-scheduler next to etcd and kube-apiserver ({self.origin}): run `make k8s-bin`")
         return self.kube_scheduler
 
+    def need_kube_controller_manager(self) -> Path:
+        """kube-controller-manager's path; BinariesMissing if there is none beside the others."""
+        if self.kube_controller_manager is None:
+            raise BinariesMissing(f"no kube-controller-manager next to etcd and kube-apiserver ({self.origin}): run `make k8s-bin`")
+        return self.kube_controller_manager
+
 
 def cache_dir(version: str = KUBE_VERSION) -> Path:
     """The directory `make k8s-bin` fills."""

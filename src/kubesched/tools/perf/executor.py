@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from kubesched.tools.perf import families, objects
 from kubesched.tools.perf.objects import Obj, Templates, labels_match
 from kubesched.tools.perf.workloads import (
+    AllocResourceClaims,
     Barrier,
     Churn,
     CreateAny,
@@ -27,6 +28,7 @@ from kubesched.tools.perf.workloads import (
     CreateNodes,
     CreatePodGroups,
     CreatePods,
+    CreateResourceClaims,
     DeletePods,
     Op,
     Sleep,
@@ -111,6 +113,10 @@ class Target(Protocol):
 
     async def update(self, obj: Obj, subresources: Sequence[str]) -> None:
         """Replaces the object (and its status), as upstream's updateAny does."""
+
+    async def allocate_claims(self, namespace: str) -> int:
+        """upstream's allocResourceClaims (claimalloc.py) on the target's objects; the number of
+        claims it allocated."""
 
     def usage(self) -> Usage: ...
 
@@ -331,6 +337,11 @@ class Executor:
             await self.target.create(made)
         elif isinstance(op, UpdateAny):
             await self._update_any(op)
+        elif isinstance(op, CreateResourceClaims):
+            await self._create_resource_claims(op)
+        elif isinstance(op, AllocResourceClaims):
+            allocated = await self.target.allocate_claims(op.namespace)
+            self.progress(f"op {op.index} allocResourceClaims: {allocated} claims allocated")
         elif isinstance(op, StartCollecting):
             self._start_collecting(op.name or f"op{op.index}", op.namespaces, dict(op.selector))
         elif isinstance(op, StopCollecting):
@@ -481,6 +492,23 @@ class Executor:
                 if op.mode == "recreate":
                     slots[i][rounds % op.number] = obj
             rounds += 1
+
+    async def _create_resource_claims(self, op: CreateResourceClaims) -> None:
+        """`count` copies of the file's claim; as upstream, a claim with a fixed name can be created once."""
+        await self._namespace(op.namespace)
+        base = objects.plain_object(op.template)
+        if base.get("kind") != "ResourceClaim":
+            raise WorkloadError(f"op {op.index} createResourceClaims: {op.template} holds a {base.get('kind')}, not a ResourceClaim")
+        name = (base.get("metadata") or {}).get("name")
+        if name and op.count > 1:
+            raise WorkloadError(f'op {op.index} createResourceClaims: create claim: resourceclaims.resource.k8s.io "{name}" '
+                                "already exists (the file names its claim, and the op creates more than one)")
+        made = []
+        for _ in range(op.count):
+            claim = {**base, "metadata": {**(base.get("metadata") or {}), "namespace": op.namespace}}
+            self.namer.name(claim, op.namespace)
+            made.append(claim)
+        await self.target.create(made)
 
     async def _update_any(self, op: UpdateAny) -> None:
         for i in range(op.count):

@@ -1,6 +1,6 @@
 """A workload's feature gates, for kubesched: the gates kubesched knows are set, the ones that change
-nothing kubesched decides are accepted as they are, and a gate that asks for what kubesched lacks
-(dynamic resource allocation) refuses the workload with its name."""
+nothing kubesched decides are accepted as they are, DRA's gates are accepted at kube's default (the
+only value kubesched runs), and anything else refuses the workload with the gate's name."""
 
 from __future__ import annotations
 
@@ -11,21 +11,34 @@ from kubesched.tools.perf.source import KUBE_VERSION
 
 # Gates of kube-scheduler v1.37.2 whose setting leaves kubesched's placements unchanged: kubesched's
 # API calls are always asynchronous to the cycle (binding cycles, preemption's deletions), and the
-# others only change what pods or nodes can carry, not how kubesched reads what they carry.
+# others only change what pods or nodes can carry, or who may write a claim's status, not how
+# kubesched reads what they carry.
 NO_EFFECT = frozenset({
     "SchedulerAsyncAPICalls", "SchedulerAsyncPreemption", "InPlacePodVerticalScaling",
     "NodeInclusionPolicyInPodTopologySpread", "SchedulerPopFromBackoffQ", "SchedulerQueueingHints",
+    "DRAResourceClaimGranularStatusAuthorization",
 })
-# Gates that, on, need what kubesched does not implement; off, they change nothing here.
-NEEDS_MISSING = {
-    "DynamicResourceAllocation": "dynamic resource allocation is not implemented in kubesched",
+
+# DRA's gates with their defaults in kube v1.37.2 (pkg/features/kube_features.go; for
+# DRAFractionalCapacityRange the default of a binary without a raised minimum compatibility version).
+# kubesched has no switch for any of them: it always does what kube does with each at its default, so
+# a workload may set one to that value, and a workload that sets another is refused.
+DRA_DEFAULTS: Mapping[str, bool] = {
+    "DynamicResourceAllocation": True, "DRAAdminAccess": True, "DRAConsumableCapacity": True,
+    "DRADerivedAttributes": False, "DRADeviceBindingConditions": True, "DRADeviceCompatibilityGroups": False,
+    "DRADeviceTaintRules": True, "DRADeviceTaints": True, "DRAExtendedResource": True,
+    "DRAFractionalCapacityRange": False, "DRAListTypeAttributes": False, "DRANodeAllocatableResources": False,
+    "DRAOptionalNodeOperations": False, "DRAPartitionableDevices": True, "DRAPartitionableDevicesType": False,
+    "DRAPrioritizedList": True, "DRAResourceClaimDeviceStatus": True, "DRAResourcePoolStatus": False,
+    "DRASchedulerFilterTimeout": True, "DRAWorkloadResourceClaims": False,
 }
 
 
 # Gates kube-apiserver of the pinned release (v1.37.2) has locked on (GA with LockToDefault): it refuses to start with one of
 # them set to false, so a workload that turns one off cannot run on the pinned release's control plane.
 LOCKED_ON = frozenset({"NodeDeclaredFeatures", "InPlacePodVerticalScaling", "NodeInclusionPolicyInPodTopologySpread",
-                       "DRAExtendedResource"})
+                       "DynamicResourceAllocation", "DRAAdminAccess", "DRAExtendedResource", "DRAPrioritizedList",
+                       "DRAResourceClaimDeviceStatus"})
 
 
 def apiserver_refusal(gates: Mapping[str, bool]) -> str | None:
@@ -50,9 +63,11 @@ def kubesched_gates(gates: Mapping[str, bool]) -> tuple[str, str | None]:
     for name, on in sorted(gates.items()):
         if name in features.KNOWN_GATES:
             known.append(f"{name}={str(on).lower()}")
-        elif name in NEEDS_MISSING or name.startswith("DRA"):
-            if on:
-                return "", f"feature gate {name}: {NEEDS_MISSING.get(name, NEEDS_MISSING['DynamicResourceAllocation'])}"
+        elif name in DRA_DEFAULTS:
+            default = DRA_DEFAULTS[name]
+            if on != default:
+                return "", (f"feature gate {name}={str(on).lower()}: kubesched has no switch for it and always runs as "
+                            f"kube-scheduler {KUBE_VERSION} does with its default ({str(default).lower()})")
         elif name not in NO_EFFECT:
             return "", f"feature gate {name} is not known to kubesched"
     return ",".join(known), None

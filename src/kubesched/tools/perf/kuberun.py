@@ -5,7 +5,8 @@ everything stopped, on every way out (an error, a timeout, Ctrl-C).
 
 The apiserver is set up as scheduler_perf's mustSetupCluster sets up its own: admission without
 ServiceAccount, TaintNodesByCondition and Priority; the workload's feature gates; the beta
-scheduling API (Workloads, PodGroups) served when GenericWorkload is on, DRA's API groups when
+scheduling API (Workloads, PodGroups) served when GenericWorkload is on, DRA's API groups and
+kube-controller-manager's resourceclaim controller (claims from pods' templates) when
 DynamicResourceAllocation is; a 10-minute request timeout; authorization AlwaysAllow (the test
 server's default). Both schedulers read the same configuration file (the case's schedulerConfigPath,
 else kube's defaults) with its clientConnection set to the admin kubeconfig, 5000 QPS, burst 5000,
@@ -28,6 +29,7 @@ import yaml
 from kubesched.api.yamlio import InputFileError, YamlError, load_one, read_text
 from kubesched.client import ApiClient, load_kubeconfig
 from kubesched.tools.devcluster.binaries import Binaries
+from kubesched.tools.devcluster.controllers import RESOURCECLAIM_CONTROLLER, start_controller_manager
 from kubesched.tools.devcluster.controlplane import ApiserverSettings, ControlPlane
 from kubesched.tools.devcluster.procs import ManagedProcess, ProcessDied, StartupTimeout, free_port
 from kubesched.tools.devcluster.schedulers import (
@@ -49,6 +51,12 @@ READY_TIMEOUT = 90.0
 WATCHDOG_SECONDS = 0.5
 KUBE_SCHEDULER_VERBOSITY = 1  # no line per pod (kube-scheduler logs bindings at -v=2)
 DRA_API = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3")
+
+
+def needs_claim_controller(gates: Mapping[str, bool]) -> bool:
+    """Whether upstream's mustSetupCluster runs the resourceclaim controller for these gates (claims
+    from pods' templates need it)."""
+    return bool(gates.get("DynamicResourceAllocation"))
 
 
 def target_label(scheduler: str) -> str:
@@ -143,10 +151,15 @@ async def run_workload(case: TestCase, workload: Workload, scheduler: str, binar
     gates = case.gates_for(workload)
     cp = ControlPlane(binaries, workdir / "controlplane", settings=apiserver_settings(gates))
     sched: SchedulerProcess | None = None
+    controllers: ManagedProcess | None = None
     try:
         say(f"starting etcd and kube-apiserver in {workdir}")
         try:
             cp.start()
+            if needs_claim_controller(gates):
+                say("starting kube-controller-manager's resourceclaim controller")
+                controllers = start_controller_manager(binaries.need_kube_controller_manager(), cp.admin_kubeconfig,
+                                                       [RESOURCECLAIM_CONTROLLER], workdir, qps=QPS, burst=BURST, feature_gates=gates)
             doc = scheduler_config(case, cp.admin_kubeconfig, config)
             say(f"starting {scheduler}")
             sched = start_scheduler(scheduler, cp, workdir, doc, kube_gates=gates, kubesched_gates=kubesched_gates)
@@ -155,23 +168,26 @@ async def run_workload(case: TestCase, workload: Workload, scheduler: str, binar
         except (ProcessDied, StartupTimeout) as exc:  # a gate it refuses, a configuration it refuses: its log says why
             raise WorkloadError(str(exc)) from None
         say(f"{scheduler} ready in {time.monotonic() - t0:.1f} s")
-        return await _execute(case, workload, cp, sched, wait_seconds, say)
+        others = [*cp.processes(), *([controllers] if controllers is not None else [])]
+        return await _execute(case, workload, cp, sched, others, wait_seconds, say)
     finally:
         if sched is not None:
             sched.stop()
+        if controllers is not None:
+            controllers.stop()
         cp.stop()
         shutil.rmtree(cp.etcd_data_dir, ignore_errors=True)
 
 
-async def _execute(case: TestCase, workload: Workload, cp: ControlPlane, sched: SchedulerProcess, wait_seconds: float,
-                   say: Callable[[str], None]) -> WorkloadResult:
+async def _execute(case: TestCase, workload: Workload, cp: ControlPlane, sched: SchedulerProcess, others: list[ManagedProcess],
+                   wait_seconds: float, say: Callable[[str], None]) -> WorkloadResult:
     async with ApiClient(load_kubeconfig(str(cp.admin_kubeconfig)), qps=QPS, burst=BURST, user_agent="kubesched-perf") as client:
         target = KubeTarget(client, sched, target_label(sched.kind))
         await target.start()
         try:
             executor = Executor(case, workload, target, wait_seconds=wait_seconds, progress=say)
             run = asyncio.create_task(executor.run(case.ops(workload)))
-            watch = asyncio.create_task(_watchdog([sched.process, *cp.processes()]))
+            watch = asyncio.create_task(_watchdog([sched.process, *others]))
             try:
                 done, _ = await asyncio.wait({run, watch}, return_when=asyncio.FIRST_COMPLETED)
             finally:

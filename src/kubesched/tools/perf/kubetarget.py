@@ -16,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from kubesched.api.dra import DeviceClass, ResourceClaim, ResourceSlice
+from kubesched.api.objects import Node
 from kubesched.client import ApiClient, ApiError, Reflector
 from kubesched.tools.devcluster.schedulers import SchedulerProcess
+from kubesched.tools.perf.claimalloc import ClaimAllocation
 from kubesched.tools.perf.executor import PodIndex, Usage
 from kubesched.tools.perf.objects import Obj
 from kubesched.tools.perf.workloads import WorkloadError
@@ -37,6 +40,13 @@ _FIRST = ("Namespace",)
 _STATUS_AFTER_CREATE = frozenset({"PersistentVolumeClaim", "PersistentVolume"})
 
 T = TypeVar("T")
+DRA_PATH = "/apis/resource.k8s.io/v1"
+
+
+class _Items(msgspec.Struct, Generic[T]):
+    """A list response's items, typed."""
+
+    items: list[T] = msgspec.field(default_factory=list)
 
 
 # --- what the watch decodes of a pod ---------------------------------------------------------------
@@ -239,6 +249,35 @@ class KubeTarget:
             await self.client.request("PUT", f"{path}/status", params=strict, body=obj)
         except ApiError as exc:
             raise WorkloadError(f"updating {kind} {_name(namespace, name)}: {exc}") from None
+
+    async def allocate_claims(self, namespace: str) -> int:
+        """claimalloc's run over what the API server lists now, each allocation written through the
+        claim's status subresource (upstream's UpdateStatus) on the version listed."""
+        try:
+            classes = await self.client.get_typed(f"{DRA_PATH}/deviceclasses", _Items[DeviceClass])
+            slices = await self.client.get_typed(f"{DRA_PATH}/resourceslices", _Items[ResourceSlice])
+            nodes = await self.client.get_typed("/api/v1/nodes", _Items[Node])
+            body = await self.client.request("GET", f"{DRA_PATH}/resourceclaims")
+        except ApiError as exc:
+            raise WorkloadError(f"allocResourceClaims: listing the cluster's DRA objects: {exc}") from None
+        claims = self.client.decoder(_Items[ResourceClaim]).decode(body)
+        raw: dict[tuple[str, str], dict[str, Any]] = {
+            (str(item["metadata"].get("namespace")), str(item["metadata"]["name"])): item for item in msgspec.json.decode(body)["items"]}
+        run = ClaimAllocation({dc.metadata.name: dc for dc in classes.items}, slices.items, claims.items, nodes.items)
+        allocated = 0
+        for claim, allocation in run.each(namespace):
+            meta = claim.metadata
+            obj = raw[(meta.namespace, meta.name)]
+            obj["status"] = {**(obj.get("status") or {}), "allocation": msgspec.to_builtins(allocation)}
+            path = f"{DRA_PATH}/namespaces/{meta.namespace}/resourceclaims/{meta.name}/status"
+            try:
+                stored = await self.client.request("PUT", path, body=obj)
+            except ApiError as exc:
+                raise WorkloadError(f"allocResourceClaims: update claim status with allocation of {meta.namespace}/{meta.name}: "
+                                    f"{exc}") from None
+            run.written(self.client.decoder(ResourceClaim).decode(stored))
+            allocated += 1
+        return allocated
 
     def usage(self) -> Usage:
         u = self.scheduler.usage()

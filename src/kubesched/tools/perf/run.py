@@ -14,7 +14,8 @@ from kubesched.tools.devcluster.binaries import Binaries, find_binaries
 from kubesched.tools.devcluster.schedulers import KUBE_SCHEDULER, KUBESCHED
 from kubesched.tools.perf.executor import Executor, WorkloadResult, refusal
 from kubesched.tools.perf.gates import apiserver_refusal, kubesched_gates, parse_for_kubesched
-from kubesched.tools.perf.kuberun import SCHEDULERS, run_dir, run_workload, target_label
+from kubesched.tools.perf.kuberun import SCHEDULERS, needs_claim_controller, run_dir, run_workload, target_label
+from kubesched.tools.perf.objects import unmodelled_kind
 from kubesched.tools.perf.simtarget import SimTarget
 from kubesched.tools.perf.workloads import TestCase, Workload, WorkloadError
 
@@ -45,7 +46,7 @@ class Plan:
 def plan(case: TestCase, workload: Workload) -> Plan:
     ops = case.ops(workload)
     gates, why = kubesched_gates(case.gates_for(workload))
-    why = refusal(case, workload, ops, lambda _g: why)
+    why = refusal(case, workload, ops, lambda _g: why or unmodelled_kind(ops))
     return Plan(case, workload, gates, why, apiserver_refusal(case.gates_for(workload)))
 
 
@@ -85,6 +86,8 @@ async def run_on_kube(p: Plan, scheduler: str = KUBESCHED, *, binaries: Binaries
     if why:
         raise WorkloadError(f"{p.name}: {why}")
     found = binaries or find_binaries(k8s_bin)
+    if needs_claim_controller(p.case.gates_for(p.workload)):
+        found.need_kube_controller_manager()
     if scheduler == KUBE_SCHEDULER:
         found.need_kube_scheduler()
     else:

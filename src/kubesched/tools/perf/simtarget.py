@@ -6,7 +6,9 @@ so backoffs, churn intervals and delete rates mean what they mean to scheduler_p
 runs as a task on the event loop, cycle after cycle, yielding every few cycles so the workload's
 ops and collectors run beside it as they would beside a real scheduler. Objects arrive as API
 dicts and go through the simulator's emulated API server (its validation and defaulting, with
-scheduler_perf's admission settings: no Priority plugin)."""
+scheduler_perf's admission settings: no Priority plugin). The simulated cluster runs the
+resourceclaim controller, as scheduler_perf's setup does: claims from pods' templates, released and
+deleted with their pods."""
 
 from __future__ import annotations
 
@@ -21,21 +23,25 @@ from pathlib import Path
 
 import msgspec
 
+from kubesched.api.dra import DEVICE_CLASS, RESOURCE_CLAIM, RESOURCE_SLICE, ResourceClaimWriteError
 from kubesched.api.objects import Pod
 from kubesched.api.podinfo import PodInfo
 from kubesched.backends.sim.cluster import SimCluster
 from kubesched.backends.sim.clusterinput import ClusterInput, ManifestError
 from kubesched.backends.sim.manifests import load_objects
+from kubesched.backends.sim.resourceclaims import ResourceClaimController
 from kubesched.config.types import SchedulerConfig
 from kubesched.framework.status import Status
 from kubesched.infra.clock import VirtualClock
 from kubesched.scheduler.core import Scheduler
 from kubesched.tools.devcluster.schedulers import read_usage
+from kubesched.tools.perf.claimalloc import ClaimAllocation
 from kubesched.tools.perf.executor import PodIndex, Usage
 from kubesched.tools.perf.objects import Obj
 from kubesched.tools.perf.workloads import WorkloadError
 
 YIELD_CYCLES = 32  # scheduling cycles between chances for the workload's own tasks to run
+TICK_SECONDS = 0.05  # the longest the loop waits before it moves the clock again
 # scheduler_perf's API server runs without these admission plugins.
 ADMISSION_OFF = frozenset({"Priority", "TaintNodesByCondition", "ServiceAccount"})
 
@@ -75,6 +81,7 @@ class SimTarget:
         self.clock = VirtualClock()
         self.cluster = _Cluster(self.clock)
         self.cluster.index = self.pods
+        self.cluster.claims = ResourceClaimController(self.cluster)
         self.scheduler = Scheduler(config, self.cluster, self.clock, seed=0)
         self._t0 = time.perf_counter()
         self._wake = asyncio.Event()
@@ -93,7 +100,7 @@ class SimTarget:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self.scheduler.drain_bindings()
+        await self._drain()
         await self.scheduler.close()
 
     # --- the scheduler's loop ---------------------------------------------------------------------
@@ -101,6 +108,22 @@ class SimTarget:
     def _tick(self) -> None:
         self.clock.advance_to(time.perf_counter() - self._t0)
         self.clock.run_due()
+
+    def _until_next_timer(self) -> float:
+        """Seconds until the clock's next timer is due, at most TICK_SECONDS."""
+        nxt = self.clock.next_time()
+        return TICK_SECONDS if nxt is None else max(0.0, min(TICK_SECONDS, nxt - self.clock.now()))
+
+    async def _drain(self) -> None:
+        """The scheduler's drain_bindings with the clock going on meanwhile: a binding cycle may wait
+        on it (DynamicResources' PreBind tries a conflicting claim write again 10 ms later), and
+        only this loop moves it. A cancelled wait leaves the drain running: stop drains again."""
+        drain = asyncio.ensure_future(self.scheduler.drain_bindings())
+        while True:
+            done, _ = await asyncio.wait({drain}, timeout=self._until_next_timer())
+            if done:
+                return drain.result()
+            self._tick()
 
     async def _pump(self) -> None:
         sched = self.scheduler
@@ -110,16 +133,15 @@ class SimTarget:
             while sched.schedule_one():
                 cycles += 1
                 if cycles % YIELD_CYCLES == 0:
-                    await sched.drain_bindings()
+                    await self._drain()
                     await asyncio.sleep(0)
                     self._tick()
-            await sched.drain_bindings()
+            await self._drain()
             if cycles:
                 await asyncio.sleep(0)
                 continue
             self._wake.clear()
-            nxt = self.clock.next_time()
-            timeout = 0.05 if nxt is None else max(0.0, min(0.05, nxt - self.clock.now()))
+            timeout = self._until_next_timer()
             # Not asyncio.wait_for: cancelling it (stop) can leave its inner wait pending on 3.11.
             alarm = asyncio.get_running_loop().call_later(timeout, self._wake.set)
             try:
@@ -191,6 +213,8 @@ class SimTarget:
             self.cluster.add_pod_group(pg)
         for resource_name, obj, _ in cluster.custom_objects:
             self.cluster.add_custom(resource_name, obj)
+        for resource_name, obj, _ in cluster.devices:
+            self.cluster.add_device_object(resource_name, obj)
         for sp in cluster.pods:  # pods that came with other kinds (none from scheduler_perf's ops)
             self.cluster.create_pod(sp.pod)
 
@@ -200,8 +224,11 @@ class SimTarget:
         name, namespace = str(meta.get("name")), str(meta.get("namespace") or "")
         if kind == "Pod":
             uid = self._uids.pop(("Pod", namespace, name), None)
-            if uid is not None and self.cluster.pods.pop(uid, None) is not None:
+            gone = self.cluster.pods.pop(uid, None) if uid is not None else None
+            if uid is not None and gone is not None:
                 self.scheduler.on_pod_delete(uid)
+                if self.cluster.claims is not None:
+                    self.cluster.claims.pod_deleted(gone)  # its claims released, and its own deleted
         elif kind == "Node":
             if self.cluster.nodes.pop(name, None) is not None:
                 self.scheduler.on_node_delete(name)
@@ -229,6 +256,25 @@ class SimTarget:
             self.scheduler.on_pod_update(new)
         self._wake.set()
         await asyncio.sleep(0)
+
+    async def allocate_claims(self, namespace: str) -> int:
+        store = self.cluster.devices
+        classes = {dc.metadata.name: dc for dc in store.get(DEVICE_CLASS, {}).values()}
+        run = ClaimAllocation(classes, store.get(RESOURCE_SLICE, {}).values(), store.get(RESOURCE_CLAIM, {}).values(),
+                              self.cluster.nodes.values())
+        allocated = 0
+        for claim, allocation in run.each(namespace):
+            status = msgspec.structs.replace(claim.status, allocation=allocation)
+            try:
+                stored = await self.cluster.update_resource_claim_status(msgspec.structs.replace(claim, status=status))
+            except ResourceClaimWriteError as exc:
+                raise WorkloadError(f"allocResourceClaims: update claim status with allocation: {exc}") from None
+            run.written(stored)
+            allocated += 1
+            if allocated % YIELD_CYCLES == 0:
+                await asyncio.sleep(0)  # the scheduler takes in the claims written so far
+        self._wake.set()
+        return allocated
 
     def usage(self) -> Usage:
         # The scheduler shares the process with the workload's object building. The peak is this

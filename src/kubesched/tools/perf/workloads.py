@@ -4,8 +4,9 @@ a template of operations and the workloads (named parameter sets) that fill it i
 As upstream reads it: an op's opcode picks its type, its other fields are checked strictly (field
 names match case-insensitively, as Go's encoding/json matches them), `$name` parameters are
 resolved per workload (`countParam: $initPods`; template parameters may add `|default`), and
-createPodSets is unrolled into one createPods per namespace. An opcode kubesched cannot run (DRA's)
-is kept as an Unsupported op that names itself, never dropped. Paths are relative to the file."""
+createPodSets is unrolled into one createPods per namespace. An opcode kubesched cannot run (Go's
+CPU profiles) is kept as an Unsupported op that names itself, never dropped. Paths are relative to
+the file."""
 
 from __future__ import annotations
 
@@ -141,6 +142,24 @@ class UpdateAny(Op):
 
 
 @dataclass(frozen=True)
+class CreateResourceClaims(Op):
+    """upstream's createResourceClaims: `count` copies of one ResourceClaim file (plain YAML, not a
+    template), in `namespace`."""
+
+    template: Path
+    count: int
+    namespace: str
+
+
+@dataclass(frozen=True)
+class AllocResourceClaims(Op):
+    """upstream's allocResourceClaims: every unallocated claim of `namespace` (all namespaces when
+    empty) allocated by the structured allocator on a node picked at random, no pod involved."""
+
+    namespace: str = ""
+
+
+@dataclass(frozen=True)
 class StartCollecting(Op):
     name: str
     namespaces: tuple[str, ...]
@@ -156,8 +175,8 @@ class StopCollecting(Op):
 
 @dataclass(frozen=True)
 class Unsupported(Op):
-    """An op kubesched does not run (DRA's claims; Go CPU profiles): the run says so and skips it,
-    or refuses the workload when the op matters to what is measured."""
+    """An op kubesched does not run (Go CPU profiles): the run says so and skips it, or refuses the
+    workload when the op matters to what is measured."""
 
     name: str
     reason: str
@@ -168,9 +187,9 @@ _OPCODES: dict[type, str] = {
     CreateNodes: "createNodes", CreateNamespaces: "createNamespaces", CreatePods: "createPods",
     DeletePods: "deletePods", Churn: "churn", Barrier: "barrier", Sleep: "sleep",
     CreatePodGroups: "createPodGroups", CreateAny: "createAny", UpdateAny: "updateAny",
+    CreateResourceClaims: "createResourceClaims", AllocResourceClaims: "allocResourceClaims",
     StartCollecting: "startCollectingMetrics", StopCollecting: "stopCollectingMetrics", Unsupported: "(unsupported)",
 }
-_DRA_OPS = {"allocResourceClaims", "createResourceClaims"}
 _PROFILE_OPS = {"startCollectingProfile", "stopCollectingProfile"}
 
 
@@ -335,7 +354,8 @@ def _path(base: Path, value: object) -> Path | None:
 _KNOWN_OPCODES = {
     "createNodes", "createNamespaces", "createPods", "createPodSets", "deletePods", "churn", "barrier", "sleep",
     "createPodGroups", "createAny", "updateAny", "startCollectingMetrics", "stopCollectingMetrics",
-} | _DRA_OPS | _PROFILE_OPS
+    "createResourceClaims", "allocResourceClaims",
+} | _PROFILE_OPS
 
 
 def _check_opcode(op: Mapping[str, Any], where: str) -> None:
@@ -422,8 +442,6 @@ def _build(raw: Mapping[str, Any], template_index: int, index: int, w: Workload,
     def fields(*names: str) -> dict[str, Any]:
         return _fields(raw, {"opcode", *(n.lower() for n in names)}, where)
 
-    if code in _DRA_OPS:
-        return [Unsupported(index, code, "dynamic resource allocation is not implemented in kubesched")]
     if code in _PROFILE_OPS:
         return [Unsupported(index, code, "Go CPU profiles do not apply (profile kubesched with py-spy)", essential=False)]
     if code == "createNodes":
@@ -500,6 +518,16 @@ def _build(raw: Mapping[str, Any], template_index: int, index: int, w: Workload,
             raise WorkloadError(f"{where}: invalid UpdatePerSecond={rate}; should be non-negative")
         return [UpdateAny(index, _path(base, f["templatepath"]) or Path(), _count(f, p, where, default=1), str(f.get("namespace") or ""),
                           rate, tuple(f.get("subresources") or ()))]
+    if code == "createResourceClaims":
+        f = fields("count", "countParam", "namespace", "templatePath")
+        if not f.get("namespace"):
+            raise WorkloadError(f"{where}: Namespace must be set")
+        if not f.get("templatepath"):
+            raise WorkloadError(f"{where}: TemplatePath must be set")
+        return [CreateResourceClaims(index, _path(base, f["templatepath"]) or Path(), _count(f, p, where), str(f["namespace"]))]
+    if code == "allocResourceClaims":
+        f = fields("namespace")
+        return [AllocResourceClaims(index, str(f.get("namespace") or ""))]
     if code == "startCollectingMetrics":
         f = fields("name", "namespaces", "labelSelector")
         namespaces = tuple(f.get("namespaces") or ())

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from kubesched.tools.perf import objects, workloads
-from kubesched.tools.perf.executor import attempt_percentiles
+from kubesched.tools.perf.executor import attempt_percentiles, refusal
 from kubesched.tools.perf.run import plan, run_on_simulator
-from kubesched.tools.perf.workloads import CreateNodes, CreatePods, NodeStrategy, WorkloadError
+from kubesched.tools.perf.workloads import CreateNodes, CreatePods, NodeStrategy, Unsupported, WorkloadError
 
 POD = """apiVersion: v1
 kind: Pod
@@ -154,12 +154,13 @@ async def test_pods_that_never_fit_time_out_with_a_message(tmp_path: Path) -> No
         ], wait=1.0)
 
 
-async def test_an_unsupported_op_refuses_the_workload(tmp_path: Path) -> None:
-    case, w = _case(tmp_path, [{"opcode": "createNodes", "count": 1}, {"opcode": "allocResourceClaims", "namespace": "x"}])
-    p = plan(case, w)  # type: ignore[arg-type]
-    assert p.refused is not None and "allocResourceClaims" in p.refused
-    with pytest.raises(WorkloadError, match="dynamic resource allocation"):
-        await run_on_simulator(p)
+def test_an_essential_unsupported_op_refuses_the_workload_and_a_profile_op_does_not(tmp_path: Path) -> None:
+    case, w = _case(tmp_path, [{"opcode": "createNodes", "count": 1}, {"opcode": "startCollectingProfile"}])
+    ops = case.ops(w)  # type: ignore[attr-defined]
+    assert isinstance(ops[1], Unsupported) and not ops[1].essential
+    assert plan(case, w).refused is None  # type: ignore[arg-type]
+    lacking = [*ops, Unsupported(2, "someOp", "not implemented in kubesched")]
+    assert refusal(case, w, lacking, lambda _g: None) == "op 2 someOp: not implemented in kubesched"  # type: ignore[arg-type]
 
 
 def test_node_strategies_and_names(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from kubesched.tools.devcluster.binaries import BinariesMissing, cache_dir, find_binaries
+from kubesched.tools.devcluster.controllers import RESOURCECLAIM_CONTROLLER, controller_manager_argv
 from kubesched.tools.devcluster.schedulers import kube_scheduler_argv, kubesched_argv, parse_histogram, read_usage
 from kubesched.tools.perf.executor import attempt_count, attempt_percentiles
-from kubesched.tools.perf.kuberun import apiserver_settings, gate_flag, scheduler_config
+from kubesched.tools.perf.kuberun import apiserver_settings, gate_flag, needs_claim_controller, scheduler_config
 from kubesched.tools.perf.source import KUBE_VERSION
 from kubesched.tools.perf.workloads import TestCase as Case
 
@@ -68,6 +69,28 @@ def test_apiserver_settings_as_scheduler_perfs() -> None:
     assert plain.feature_gates == "" and plain.runtime_config == ""
     assert "resource.k8s.io/v1=true" in apiserver_settings({"DynamicResourceAllocation": True}).runtime_config
     assert gate_flag({"B": True, "A": False}) == "A=false,B=true"
+
+
+def test_the_resourceclaim_controller_runs_for_dra_workloads_as_upstreams_setup_runs_it(tmp_path: Path) -> None:
+    assert needs_claim_controller({"DynamicResourceAllocation": True})
+    assert not needs_claim_controller({}) and not needs_claim_controller({"DynamicResourceAllocation": False})
+    argv = controller_manager_argv(Path("/bin/kcm"), tmp_path / "admin.kubeconfig", [RESOURCECLAIM_CONTROLLER], 10259,
+                                   cert_dir=tmp_path / "certs", qps=5000.0, burst=5000,
+                                   feature_gates={"DynamicResourceAllocation": True, "A": False})
+    assert argv[0] == "/bin/kcm"
+    assert "--controllers=resourceclaim-controller" in argv and "--leader-elect=false" in argv
+    assert "--bind-address=127.0.0.1" in argv and "--secure-port=10259" in argv
+    assert "--kube-api-qps=5000" in argv and "--kube-api-burst=5000" in argv  # scheduler_perf's client, not the default 20
+    assert "--feature-gates=A=false,DynamicResourceAllocation=true" in argv
+    assert f"--kubeconfig={tmp_path / 'admin.kubeconfig'}" in argv
+
+
+def test_a_dra_workload_needs_kube_controller_manager(tmp_path: Path) -> None:
+    from kubesched.tools.devcluster.binaries import Binaries
+
+    found = Binaries(tmp_path / "etcd", tmp_path / "kube-apiserver", tmp_path / "kube-scheduler", str(tmp_path))
+    with pytest.raises(BinariesMissing, match=r"no kube-controller-manager next to etcd and kube-apiserver .*: run `make k8s-bin`"):
+        found.need_kube_controller_manager()
 
 
 def _case(tmp_path: Path, config: Path | None) -> Case:

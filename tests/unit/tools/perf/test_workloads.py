@@ -9,9 +9,10 @@ import pytest
 
 from ci import missing_outcome
 from kubesched.tools.perf import source, workloads
-from kubesched.tools.perf.gates import LOCKED_ON, apiserver_refusal, kubesched_gates
+from kubesched.tools.perf.gates import DRA_DEFAULTS, LOCKED_ON, NO_EFFECT, apiserver_refusal, kubesched_gates
 from kubesched.tools.perf.run import plan
 from kubesched.tools.perf.workloads import (
+    AllocResourceClaims,
     Barrier,
     Churn,
     CreateNodes,
@@ -20,7 +21,6 @@ from kubesched.tools.perf.workloads import (
     Sleep,
     StartCollecting,
     StopCollecting,
-    Unsupported,
     WorkloadError,
     parse_workload_duration,
 )
@@ -82,7 +82,7 @@ def test_ops_are_read_with_parameters_filled_in_and_pod_sets_unrolled(config: Pa
     ops = case.ops(w)
     kinds = [type(o) for o in ops]
     assert kinds == [CreateNodes, CreatePods, CreatePods, CreatePods, DeletePods, Churn, Barrier, Sleep, StartCollecting,
-                     StopCollecting, Unsupported]
+                     StopCollecting, AllocResourceClaims]
     nodes = ops[0]
     assert isinstance(nodes, CreateNodes) and nodes.count == 3
     assert nodes.strategy is not None and nodes.strategy.label_values == ("a", "b")
@@ -96,8 +96,8 @@ def test_ops_are_read_with_parameters_filled_in_and_pod_sets_unrolled(config: Pa
     churn = ops[5]
     assert isinstance(churn, Churn) and churn.interval == 0.5 and churn.namespace == "namespace-5"
     assert isinstance(ops[7], Sleep) and ops[7].seconds == 1.5
-    unsupported = ops[-1]
-    assert isinstance(unsupported, Unsupported) and unsupported.essential and "dynamic resource allocation" in unsupported.reason
+    alloc = ops[-1]
+    assert isinstance(alloc, AllocResourceClaims) and alloc.namespace == "x"
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -176,7 +176,13 @@ def test_a_bad_duration_is_refused() -> None:
     ({"GenericWorkload": True, "SchedulerAsyncAPICalls": False}, "GenericWorkload=true", None),
     ({"NodeDeclaredFeatures": False}, "NodeDeclaredFeatures=false", None),
     ({"NodeDeclaredFeatures": True}, "NodeDeclaredFeatures=true", None),
-    ({"DRAExtendedResource": True}, "", "dynamic resource allocation is not implemented"),
+    ({"DRAExtendedResource": True, "DynamicResourceAllocation": True, "DRADeviceTaints": True}, "", None),
+    ({"DRAWorkloadResourceClaims": False, "DRAListTypeAttributes": False}, "", None),
+    ({"DRAListTypeAttributes": True}, "",
+     "feature gate DRAListTypeAttributes=true: kubesched has no switch for it and always runs as kube-scheduler v1.37.2 "
+     "does with its default (false)"),
+    ({"DRAConsumableCapacity": False}, "", "feature gate DRAConsumableCapacity=false: kubesched has no switch"),
+    ({"DRAResourceClaimGranularStatusAuthorization": False}, "", None),
     ({"SomethingNew": True}, "", "feature gate SomethingNew is not known to kubesched"),
 ])
 def test_workload_gates_for_kubesched(gates: dict[str, bool], spec: str, why: str | None) -> None:
@@ -201,10 +207,26 @@ def test_locked_gates_are_the_pinned_releases() -> None:
     features_go = _upstream_root().parents[2] / "pkg" / "features" / "kube_features.go"
     text = features_go.read_text()
     for name in sorted(LOCKED_ON):
-        block = re.search(rf"\n\t{name}: {{\n(.*?)\n\t}},", text, re.S)
-        assert block is not None, name
-        last = block.group(1).strip().splitlines()[-1]
+        last = _gate_versions(text, name)[-1]
         assert "Default: true" in last and "LockToDefault: true" in last, (name, last)
+
+
+def test_dra_gate_defaults_are_the_pinned_releases() -> None:
+    """Every DRA gate of the pinned release is in DRA_DEFAULTS with its default: the last version's,
+    leaving out a version that only applies with a raised minimum compatibility version."""
+    text = (_upstream_root().parents[2] / "pkg" / "features" / "kube_features.go").read_text()
+    upstream = set(re.findall(r"\n\t(DRA[A-Za-z]+|DynamicResourceAllocation): {\n\t\t{Version", text))
+    assert upstream - NO_EFFECT == set(DRA_DEFAULTS)  # a gate of no effect here is accepted either way
+    for name, default in DRA_DEFAULTS.items():
+        last = [v for v in _gate_versions(text, name) if "MinCompatibilityVersion" not in v][-1]
+        assert f"Default: {str(default).lower()}," in last, (name, last)
+
+
+def _gate_versions(features_go: str, name: str) -> list[str]:
+    """The `{Version: ...}` lines of a gate in kube_features.go, in order."""
+    block = re.search(rf"\n\t{name}: {{\n(.*?)\n\t}},", features_go, re.S)
+    assert block is not None, name
+    return [line for line in block.group(1).splitlines() if "Version:" in line]
 
 
 def test_a_workload_that_turns_a_locked_gate_off_is_not_run_on_the_apiserver() -> None:
