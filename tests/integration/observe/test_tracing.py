@@ -36,7 +36,7 @@ def test_cycles_arrive_as_spans_at_a_real_collector(tmp_path: Path) -> None:
     assert {"PreFilter", "Filter", "BindingCycle"} <= set(children)
     bindings = {s.span_id: s for s in spans if s.name == "BindingCycle"}
     for s in spans:
-        if s.name in ("PreBind", "Bind"):  # the binding cycle's extension points
+        if s.name in ("PreBindPreFlight", "PreBind", "Bind"):  # the binding cycle's extension points
             assert s.parent_id in bindings and bindings[s.parent_id].trace_id == s.trace_id
         elif s.name != "SchedulingCycle":
             assert s.parent_id in by_id and by_id[s.parent_id].trace_id == s.trace_id
