@@ -20,7 +20,6 @@ writes around the pure logic of devices/extendedclaim.py.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from kubesched.api.dra import ResourceClaim, ResourceClaimWriteError
 from kubesched.api.objects import ContainerExtendedResourceRequest, Node
@@ -47,9 +46,6 @@ from kubesched.plugins.dynamicresources.claims import kobj
 from kubesched.plugins.dynamicresources.state import StateData
 
 log = logging.getLogger(__name__)
-
-# Waits so many seconds on the scheduler's clock.
-SleepFn = Callable[[float], Awaitable[None]]
 
 # kube's AssumeExtendedResourceTimeoutDefaultSeconds and its poll interval.
 ASSUME_TIMEOUT = 120.0
@@ -154,7 +150,7 @@ async def create_in_api(handle: Handle, s: StateData, node: str) -> ResourceClai
         raise ExtendedClaimWriteError(f"create claim for extended resources {kobj(claim)}: {exc}") from None
 
 
-async def wait_in_assume_cache(handle: Handle, claim: ResourceClaim, sleep: SleepFn) -> None:
+async def wait_in_assume_cache(handle: Handle, claim: ResourceClaim) -> None:
     """kube's waitForExtendedClaimInAssumeCache: the written claim assumed once the informer has
     delivered the created one (polled every second, for at most 120 s); a failure is only logged,
     as the claim exists."""
@@ -172,7 +168,7 @@ async def wait_in_assume_cache(handle: Handle, claim: ResourceClaim, sleep: Slee
         if now >= deadline:
             log.debug("claim %s not stored in the assume cache after retries", kobj(claim))
             return
-        await sleep(min(ASSUME_POLL_INTERVAL, deadline - now))
+        await handle.clock.sleep(min(ASSUME_POLL_INTERVAL, deadline - now))
 
 
 async def patch_pod_status(handle: Handle, pi: PodInfo, claim: ResourceClaim, node: str, s: StateData) -> None:

@@ -163,7 +163,7 @@ async def bind_claim(plugin: Binding, s: StateData, index: int, pi: PodInfo, nod
         if written is not None:
             if is_extended:
                 # The latest object seen, as kube's deferred wait takes it.
-                await extended.wait_in_assume_cache(handle, claim, handle.clock.sleep)
+                await extended.wait_in_assume_cache(handle, claim)
             else:
                 try:
                     handle.dra.claims.assume(written)

@@ -115,14 +115,14 @@ class SimTarget:
         return TICK_SECONDS if nxt is None else max(0.0, min(TICK_SECONDS, nxt - self.clock.now()))
 
     async def _drain(self) -> None:
-        """The scheduler's drain_bindings with the clock going on meanwhile: a binding cycle may wait
-        on it (DynamicResources' PreBind tries a conflicting claim write again 10 ms later), and
-        only this loop moves it. A cancelled wait leaves the drain running: stop drains again."""
-        drain = asyncio.ensure_future(self.scheduler.drain_bindings())
+        """For stop: the scheduler's drain_bindings, then, while binding cycles are paused on the
+        clock (DynamicResources' PreBind retrying a conflicting claim write), the clock goes on for
+        them, as the pump would move it."""
         while True:
-            done, _ = await asyncio.wait({drain}, timeout=self._until_next_timer())
-            if done:
-                return drain.result()
+            await self.scheduler.drain_bindings()
+            if not self.clock.sleepers:
+                return
+            await asyncio.sleep(self._until_next_timer())
             self._tick()
 
     async def _pump(self) -> None:
@@ -133,10 +133,11 @@ class SimTarget:
             while sched.schedule_one():
                 cycles += 1
                 if cycles % YIELD_CYCLES == 0:
-                    await self._drain()
+                    await sched.drain_bindings()
                     await asyncio.sleep(0)
                     self._tick()
-            await self._drain()
+            # Binding cycles paused on the clock are left to the ticks below (Clock.settle).
+            await sched.drain_bindings()
             if cycles:
                 await asyncio.sleep(0)
                 continue
